@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {Script} from "forge-std/Script.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {MockStablecoin} from "../src/MockStablecoin.sol";
+import {GPURegistry} from "../src/GPURegistry.sol";
+import {PaymentEscrow} from "../src/PaymentEscrow.sol";
+import {TaskRegistry} from "../src/TaskRegistry.sol";
+import {Arbitration} from "../src/Arbitration.sol";
+
+/// @title Deploy
+/// @notice Deploys the market (mock token unless TOKEN is set, registry, escrow, task registry, arbitration),
+/// wires their roles, and writes a deployment file that every other component reads.
+/// Every parameter has a default and can be overridden by an environment variable of the same name.
+///
+/// forge script contracts/script/Deploy.s.sol --rpc-url $RPC --private-key $KEY --broadcast
+contract Deploy is Script {
+    struct Params {
+        address admin;
+        address coordinator;
+        address feeRecipient;
+        address token;
+        uint256 minStake;
+        uint256 unbondingPeriod;
+        uint256 challengeWindow;
+        uint256 coordinatorFeeBps;
+        uint256 minStakeLock;
+        uint256 disputeBond;
+        uint256 votingPeriod;
+        uint256 verifierRewardBps;
+    }
+
+    struct Deployed {
+        address token;
+        GPURegistry gpuRegistry;
+        PaymentEscrow escrow;
+        TaskRegistry taskRegistry;
+        Arbitration arbitration;
+    }
+
+    function run() external returns (Deployed memory deployed) {
+        Params memory p = _params();
+        uint256 startBlock = block.number;
+        vm.startBroadcast();
+        deployed = deploy(p);
+        vm.stopBroadcast();
+        _write(p, deployed, startBlock);
+    }
+
+    /// @notice Deploys and wires everything; the broadcaster must be `p.admin`.
+    function deploy(Params memory p) public returns (Deployed memory d) {
+        d.token = p.token == address(0) ? address(new MockStablecoin(p.admin)) : p.token;
+        IERC20 token = IERC20(d.token);
+        d.gpuRegistry = new GPURegistry(token, p.admin, p.minStake, p.unbondingPeriod);
+        d.escrow = new PaymentEscrow(token, p.admin);
+        d.taskRegistry = new TaskRegistry(
+            d.gpuRegistry,
+            d.escrow,
+            p.admin,
+            TaskRegistry.Config({
+                challengeWindow: p.challengeWindow,
+                coordinatorFeeBps: p.coordinatorFeeBps,
+                feeRecipient: p.feeRecipient,
+                minStakeLock: p.minStakeLock
+            })
+        );
+        d.arbitration = new Arbitration(
+            d.taskRegistry,
+            d.gpuRegistry,
+            d.escrow,
+            p.admin,
+            Arbitration.Config({
+                disputeBond: p.disputeBond,
+                votingPeriod: p.votingPeriod,
+                verifierRewardBps: p.verifierRewardBps
+            })
+        );
+
+        d.gpuRegistry.grantRole(d.gpuRegistry.TASK_MANAGER_ROLE(), address(d.taskRegistry));
+        d.gpuRegistry.grantRole(d.gpuRegistry.SLASHER_ROLE(), address(d.taskRegistry));
+        d.escrow.grantRole(d.escrow.TASK_MANAGER_ROLE(), address(d.taskRegistry));
+        d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.arbitration));
+        d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.arbitration));
+        d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
+    }
+
+    function _params() internal view returns (Params memory p) {
+        p.admin = msg.sender;
+        p.coordinator = vm.envOr("COORDINATOR", msg.sender);
+        p.feeRecipient = vm.envOr("FEE_RECIPIENT", p.coordinator);
+        p.token = vm.envOr("TOKEN", address(0));
+        p.minStake = vm.envOr("MIN_STAKE", uint256(100e6));
+        p.unbondingPeriod = vm.envOr("UNBONDING_PERIOD", uint256(3 days));
+        p.challengeWindow = vm.envOr("CHALLENGE_WINDOW", uint256(1 days));
+        p.coordinatorFeeBps = vm.envOr("COORDINATOR_FEE_BPS", uint256(500));
+        p.minStakeLock = vm.envOr("MIN_STAKE_LOCK", uint256(10e6));
+        p.disputeBond = vm.envOr("DISPUTE_BOND", uint256(5e6));
+        p.votingPeriod = vm.envOr("VOTING_PERIOD", uint256(1 days));
+        p.verifierRewardBps = vm.envOr("VERIFIER_REWARD_BPS", uint256(1_000));
+    }
+
+    function _write(Params memory p, Deployed memory d, uint256 startBlock) internal {
+        string memory c = "contracts";
+        vm.serializeAddress(c, "token", d.token);
+        vm.serializeAddress(c, "gpu_registry", address(d.gpuRegistry));
+        vm.serializeAddress(c, "payment_escrow", address(d.escrow));
+        vm.serializeAddress(c, "task_registry", address(d.taskRegistry));
+        string memory contracts = vm.serializeAddress(c, "arbitration", address(d.arbitration));
+
+        string memory r = "roles";
+        vm.serializeAddress(r, "admin", p.admin);
+        vm.serializeAddress(r, "coordinator", p.coordinator);
+        string memory roles = vm.serializeAddress(r, "fee_recipient", p.feeRecipient);
+
+        string memory root = "deployment";
+        vm.serializeUint(root, "chain_id", block.chainid);
+        vm.serializeUint(root, "block", startBlock);
+        vm.serializeString(root, "roles", roles);
+        string memory json = vm.serializeString(root, "contracts", contracts);
+        string memory path =
+            vm.envOr("DEPLOYMENT_FILE", string.concat("deployments/", vm.toString(block.chainid), ".json"));
+        vm.writeJson(json, path);
+    }
+}

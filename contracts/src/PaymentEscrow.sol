@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
+
+/// @title PaymentEscrow
+/// @notice Holds each task's maximum price and each dispute's bond until they settle into pull-payment balances.
+/// Every token it holds is owed to someone: `token.balanceOf(this) >= totalLiabilities` at all times.
+contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
+    using SafeERC20 for IERC20;
+
+    /// @notice Role of the task registry: funds and settles task escrows.
+    bytes32 public constant TASK_MANAGER_ROLE = keccak256("TASK_MANAGER_ROLE");
+    /// @notice Role of the arbitration contract: posts and settles bonds, credits slashed stake.
+    bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
+
+    /// @notice The payment token.
+    IERC20 public immutable token;
+    /// @inheritdoc IPaymentEscrow
+    uint256 public totalLiabilities;
+
+    mapping(uint256 taskId => uint256) public escrowOf;
+    mapping(uint256 disputeId => uint256) public bondOf;
+    mapping(address account => uint256) public balanceOf;
+
+    /// @param token_ Payment token.
+    /// @param admin Receives the admin role (grants the protocol roles).
+    constructor(IERC20 token_, address admin) {
+        if (address(token_) == address(0) || admin == address(0)) revert ZeroAddress();
+        token = token_;
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    function depositEscrow(uint256 taskId, address payer, uint256 amount)
+        external
+        onlyRole(TASK_MANAGER_ROLE)
+        nonReentrant
+    {
+        if (amount == 0) revert ZeroAmount();
+        if (escrowOf[taskId] != 0) revert EscrowAlreadyFunded(taskId);
+        escrowOf[taskId] = amount;
+        totalLiabilities += amount;
+        token.safeTransferFrom(payer, address(this), amount);
+        emit EscrowDeposited(taskId, payer, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Pays `amounts` to `payees` and the rest of the escrow to `refundTo`. Leaves the escrow empty, so a
+    /// task can settle only once.
+    function settleEscrow(
+        uint256 taskId,
+        address[] calldata payees,
+        uint256[] calldata amounts,
+        address refundTo
+    ) external onlyRole(TASK_MANAGER_ROLE) {
+        uint256 escrow = escrowOf[taskId];
+        uint256 paid = _creditAll(payees, amounts);
+        if (paid > escrow) revert PayoutExceedsEscrow(paid, escrow);
+        uint256 refund = escrow - paid;
+        escrowOf[taskId] = 0;
+        _credit(refundTo, refund);
+        emit EscrowSettled(taskId, paid, refundTo, refund);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    function depositBond(uint256 disputeId, address payer, uint256 amount)
+        external
+        onlyRole(ARBITER_ROLE)
+        nonReentrant
+    {
+        if (amount == 0) revert ZeroAmount();
+        if (bondOf[disputeId] != 0) revert BondAlreadyPosted(disputeId);
+        bondOf[disputeId] = amount;
+        totalLiabilities += amount;
+        token.safeTransferFrom(payer, address(this), amount);
+        emit BondDeposited(disputeId, payer, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    function settleBond(
+        uint256 disputeId,
+        address[] calldata payees,
+        uint256[] calldata amounts,
+        address remainderTo
+    ) external onlyRole(ARBITER_ROLE) {
+        uint256 bond = bondOf[disputeId];
+        uint256 paid = _creditAll(payees, amounts);
+        if (paid > bond) revert PayoutExceedsBond(paid, bond);
+        uint256 remainder = bond - paid;
+        bondOf[disputeId] = 0;
+        _credit(remainderTo, remainder);
+        emit BondSettled(disputeId, paid, remainderTo, remainder);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev For tokens sent here without a deposit (slashed stake): credits only what the surplus over current
+    /// liabilities backs, so no one can credit money that is not here.
+    function creditReceived(address[] calldata payees, uint256[] calldata amounts)
+        external
+        onlyRole(ARBITER_ROLE)
+    {
+        uint256 surplus = token.balanceOf(address(this)) - totalLiabilities;
+        uint256 total = _creditAll(payees, amounts);
+        if (total > surplus) revert UnbackedCredit(total, surplus);
+        totalLiabilities += total;
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Never paused: money owed can always leave.
+    function withdraw() external nonReentrant returns (uint256 amount) {
+        amount = balanceOf[msg.sender];
+        if (amount == 0) revert NothingToWithdraw(msg.sender);
+        balanceOf[msg.sender] = 0;
+        totalLiabilities -= amount;
+        token.safeTransfer(msg.sender, amount);
+        emit Withdrawn(msg.sender, amount);
+    }
+
+    /// @dev Moves amounts into balances; the caller adjusts `totalLiabilities` when new money is involved.
+    /// Callers bound the arrays (pipeline and voter limits).
+    function _creditAll(address[] calldata payees, uint256[] calldata amounts)
+        private
+        returns (uint256 total)
+    {
+        if (payees.length != amounts.length) {
+            revert LengthMismatch(payees.length, amounts.length);
+        }
+        for (uint256 i = 0; i < payees.length; ++i) {
+            _credit(payees[i], amounts[i]);
+            total += amounts[i];
+        }
+    }
+
+    function _credit(address account, uint256 amount) private {
+        if (amount == 0) return;
+        if (account == address(0)) revert ZeroAddress();
+        balanceOf[account] += amount;
+        emit Credited(account, amount);
+    }
+}

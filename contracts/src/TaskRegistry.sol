@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
+import {IGPURegistry} from "./interfaces/IGPURegistry.sol";
+import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
+
+/// @title TaskRegistry
+/// @notice The life of one batch task: created with its maximum price escrowed, assigned to a set of miners
+/// (locking part of their stake), results committed as one Merkle root signed by every assigned miner, a
+/// challenge window, then finalized into pull-payment balances. Gas per task is independent of the number of
+/// requests in the batch: only hashes and counters are stored.
+contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
+    using SafeCast for uint256;
+
+    /// @notice Role of the coordinator: assigns tasks and commits results.
+    bytes32 public constant COORDINATOR_ROLE = keccak256("COORDINATOR_ROLE");
+    /// @notice Role of the arbitration contract: freezes disputed tasks and settles them.
+    bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
+    /// @notice Role allowed to pause task creation, assignment and commits.
+    bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");
+
+    /// @notice EIP-712 type of the message every assigned miner signs before results are committed.
+    bytes32 public constant RESULT_COMMITMENT_TYPEHASH = keccak256(
+        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts)"
+    );
+
+    uint256 public constant MAX_MINERS_PER_TASK = 32;
+    uint256 public constant MAX_FEE_BPS = 2_000;
+    uint256 public constant MAX_TASK_DURATION = 90 days;
+    uint256 public constant MIN_CHALLENGE_WINDOW = 1 minutes;
+    uint256 private constant BPS = 10_000;
+
+    IGPURegistry public immutable gpuRegistry;
+    IPaymentEscrow public immutable escrow;
+
+    /// @inheritdoc ITaskRegistry
+    uint256 public challengeWindow;
+    /// @notice Share of each payment that goes to the coordinator, in basis points.
+    uint256 public coordinatorFeeBps;
+    /// @inheritdoc ITaskRegistry
+    address public feeRecipient;
+    /// @notice Smallest stake the coordinator may lock per miner per task.
+    uint256 public minStakeLock;
+    /// @notice Number of tasks created so far; task ids start at 1.
+    uint256 public taskCount;
+
+    mapping(uint256 taskId => Task) private _tasks;
+    mapping(uint256 taskId => address[]) private _miners;
+    mapping(uint256 taskId => uint256[]) private _minerAmounts;
+
+    struct Config {
+        uint256 challengeWindow;
+        uint256 coordinatorFeeBps;
+        address feeRecipient;
+        uint256 minStakeLock;
+    }
+
+    /// @param gpuRegistry_ Registry whose stakes back assignments.
+    /// @param escrow_ Escrow that holds task payments.
+    /// @param admin Receives the admin and pauser roles.
+    /// @param config Initial challenge window, fee and minimum stake lock.
+    constructor(IGPURegistry gpuRegistry_, IPaymentEscrow escrow_, address admin, Config memory config)
+        EIP712("BatchMarket TaskRegistry", "1")
+    {
+        if (address(gpuRegistry_) == address(0) || address(escrow_) == address(0) || admin == address(0)) {
+            revert ZeroAddress();
+        }
+        gpuRegistry = gpuRegistry_;
+        escrow = escrow_;
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _grantRole(PAUSER_ROLE, admin);
+        _setChallengeWindow(config.challengeWindow);
+        _setCoordinatorFee(config.coordinatorFeeBps, config.feeRecipient);
+        _setMinStakeLock(config.minStakeLock);
+    }
+
+    // ------------------------------------------------------------------------------------------ user actions
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev The caller must have approved the escrow for `maxPrice`.
+    function createTask(CreateTaskParams calldata p) external whenNotPaused returns (uint256 taskId) {
+        if (p.inputRoot == bytes32(0) || p.modelId == bytes32(0) || p.requestCount == 0 || p.maxPrice == 0) {
+            revert ZeroValue();
+        }
+        if (p.deadline <= block.timestamp || p.deadline > block.timestamp + MAX_TASK_DURATION) {
+            revert InvalidDeadline(p.deadline, block.timestamp);
+        }
+        taskId = ++taskCount;
+        Task storage task = _tasks[taskId];
+        task.owner = msg.sender;
+        task.deadline = p.deadline;
+        task.status = TaskStatus.Open;
+        task.maxPrice = p.maxPrice;
+        task.requestCount = p.requestCount;
+        task.modelId = p.modelId;
+        task.inputRoot = p.inputRoot;
+        task.paramsHash = p.paramsHash;
+        escrow.depositEscrow(taskId, msg.sender, p.maxPrice);
+        emit TaskCreated(
+            taskId, msg.sender, p.modelId, p.inputRoot, p.requestCount, p.paramsHash, p.maxPrice, p.deadline
+        );
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev Only before assignment; the whole escrow goes back to the owner's balance.
+    function cancelTask(uint256 taskId) external {
+        Task storage task = _existing(taskId);
+        if (task.owner != msg.sender) revert NotTaskOwner(taskId, msg.sender);
+        _requireStatus(taskId, task, TaskStatus.Open);
+        task.status = TaskStatus.Cancelled;
+        _refundAll(taskId, task.owner);
+        emit TaskCancelled(taskId);
+    }
+
+    // ----------------------------------------------------------------------------------- coordinator actions
+
+    /// @inheritdoc ITaskRegistry
+    function assignTask(uint256 taskId, address[] calldata miners, uint128 stakeLock)
+        external
+        onlyRole(COORDINATOR_ROLE)
+        whenNotPaused
+    {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Open);
+        if (block.timestamp > task.deadline) revert DeadlinePassed(taskId, task.deadline);
+        if (miners.length == 0 || miners.length > MAX_MINERS_PER_TASK) {
+            revert BadMinerCount(miners.length, MAX_MINERS_PER_TASK);
+        }
+        if (stakeLock < minStakeLock) revert StakeLockTooLow(stakeLock, minStakeLock);
+        for (uint256 i = 0; i < miners.length; ++i) {
+            address miner = miners[i];
+            for (uint256 j = 0; j < i; ++j) {
+                if (miners[j] == miner) revert DuplicateMiner(miner);
+            }
+            if (!gpuRegistry.isRegistered(miner)) revert MinerNotRegistered(miner);
+            if (!gpuRegistry.supportsModel(miner, task.modelId)) {
+                revert ModelNotSupported(miner, task.modelId);
+            }
+            gpuRegistry.lockStake(miner, stakeLock);
+        }
+        _miners[taskId] = miners;
+        task.minerCount = uint8(miners.length);
+        task.stakeLock = stakeLock;
+        task.status = TaskStatus.Assigned;
+        emit TaskAssigned(taskId, miners, stakeLock);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev `signatures[i]` is the EIP-712 signature of assigned miner i's registered signer over the commitment.
+    function commitResults(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
+        external
+        onlyRole(COORDINATOR_ROLE)
+        whenNotPaused
+    {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Assigned);
+        if (block.timestamp > task.deadline) revert DeadlinePassed(taskId, task.deadline);
+        if (c.resultsRoot == bytes32(0)) revert ZeroValue();
+        if (c.payment > task.maxPrice) revert PaymentExceedsMaxPrice(c.payment, task.maxPrice);
+        uint128 fee = _checkShares(taskId, c);
+        _checkSignatures(taskId, c, signatures);
+
+        task.resultsRoot = c.resultsRoot;
+        task.inputTokens = c.inputTokens;
+        task.outputTokens = c.outputTokens;
+        task.payment = c.payment;
+        task.fee = fee;
+        task.committedAt = block.timestamp.toUint64();
+        task.status = TaskStatus.ResultsCommitted;
+        _minerAmounts[taskId] = c.minerAmounts;
+        emit ResultsCommitted(
+            taskId, c.resultsRoot, c.inputTokens, c.outputTokens, c.payment, fee, c.minerAmounts
+        );
+    }
+
+    /// @dev The miners' amounts must add up to the payment less the coordinator fee; returns the fee.
+    function _checkShares(uint256 taskId, Commitment calldata c) private view returns (uint128 fee) {
+        uint256 count = _miners[taskId].length;
+        if (c.minerAmounts.length != count) revert LengthMismatch(count, c.minerAmounts.length);
+        fee = (uint256(c.payment) * coordinatorFeeBps / BPS).toUint128();
+        uint256 minerTotal;
+        for (uint256 i = 0; i < count; ++i) {
+            minerTotal += c.minerAmounts[i];
+        }
+        if (minerTotal != c.payment - fee) revert SharesDoNotAddUp(minerTotal, c.payment - fee);
+    }
+
+    /// @dev Every assigned miner's registered signer must have signed exactly this commitment.
+    function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
+        private
+        view
+    {
+        address[] storage miners = _miners[taskId];
+        uint256 count = miners.length;
+        if (signatures.length != count) revert LengthMismatch(count, signatures.length);
+        bytes32 digest = commitmentDigest(taskId, c);
+        for (uint256 i = 0; i < count; ++i) {
+            address expected = gpuRegistry.signerOf(miners[i]);
+            (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
+            if (err != ECDSA.RecoverError.NoError || recovered != expected) {
+                revert InvalidSignature(miners[i], recovered);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------ anyone's actions
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev After the challenge window: pays miners and the coordinator, refunds the unused budget, unlocks stake.
+    function finalizeTask(uint256 taskId) external {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.ResultsCommitted);
+        uint256 endsAt = uint256(task.committedAt) + challengeWindow;
+        if (block.timestamp < endsAt) revert ChallengeWindowOpen(taskId, endsAt);
+        _settle(taskId, task);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev An open or assigned task whose deadline passed without a commit refunds in full and unlocks stake.
+    function expireTask(uint256 taskId) external {
+        Task storage task = _existing(taskId);
+        if (task.status != TaskStatus.Open && task.status != TaskStatus.Assigned) {
+            revert WrongStatus(taskId, task.status, TaskStatus.Assigned);
+        }
+        if (block.timestamp <= task.deadline) revert DeadlineNotPassed(taskId, task.deadline);
+        task.status = TaskStatus.Expired;
+        _unlockAll(taskId, task.stakeLock);
+        _refundAll(taskId, task.owner);
+        emit TaskExpired(taskId);
+    }
+
+    // ------------------------------------------------------------------------------------ arbiter actions
+
+    /// @inheritdoc ITaskRegistry
+    function markDisputed(uint256 taskId) external onlyRole(ARBITER_ROLE) {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.ResultsCommitted);
+        uint256 endsAt = uint256(task.committedAt) + challengeWindow;
+        if (block.timestamp >= endsAt) revert ChallengeWindowClosed(taskId, endsAt);
+        task.status = TaskStatus.Disputed;
+        emit TaskDisputed(taskId);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev At fault: the owner gets the whole escrow back, the pipeline's assigned miners lose their task lock
+    /// (sent to the escrow for arbitration to distribute), other miners are unlocked. Not at fault: the task
+    /// settles as if finalized.
+    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline)
+        external
+        onlyRole(ARBITER_ROLE)
+        returns (uint256 slashed)
+    {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Disputed);
+        if (!minersAtFault) {
+            _settle(taskId, task);
+            return 0;
+        }
+        task.status = TaskStatus.Finalized;
+        address[] storage miners = _miners[taskId];
+        uint256 stakeLock = task.stakeLock;
+        for (uint256 i = 0; i < miners.length; ++i) {
+            if (_contains(pipeline, miners[i])) {
+                gpuRegistry.slash(miners[i], stakeLock, address(escrow));
+                slashed += stakeLock;
+            } else {
+                gpuRegistry.unlockStake(miners[i], stakeLock);
+            }
+        }
+        _refundAll(taskId, task.owner);
+        emit TaskRefunded(taskId, slashed);
+    }
+
+    // ------------------------------------------------------------------------------------------------ admin
+
+    function setChallengeWindow(uint256 window) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setChallengeWindow(window);
+    }
+
+    function setCoordinatorFee(uint256 feeBps, address recipient) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setCoordinatorFee(feeBps, recipient);
+    }
+
+    function setMinStakeLock(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setMinStakeLock(amount);
+    }
+
+    /// @notice Stops task creation, assignment and commits. Cancelling, expiring, finalizing, disputes and
+    /// withdrawals keep working, so no one's money is trapped by a pause.
+    function pause() external onlyRole(PAUSER_ROLE) {
+        _pause();
+    }
+
+    function unpause() external onlyRole(PAUSER_ROLE) {
+        _unpause();
+    }
+
+    // ------------------------------------------------------------------------------------------------ views
+
+    /// @inheritdoc ITaskRegistry
+    function getTask(uint256 taskId) external view returns (Task memory) {
+        return _tasks[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function minersOf(uint256 taskId) external view returns (address[] memory) {
+        return _miners[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory) {
+        return _minerAmounts[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function challengeEndsAt(uint256 taskId) external view returns (uint256) {
+        uint64 committedAt = _tasks[taskId].committedAt;
+        return committedAt == 0 ? 0 : uint256(committedAt) + challengeWindow;
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function commitmentDigest(uint256 taskId, Commitment calldata c) public view returns (bytes32) {
+        return _hashTypedDataV4(
+            keccak256(
+                abi.encode(
+                    RESULT_COMMITMENT_TYPEHASH,
+                    taskId,
+                    c.resultsRoot,
+                    c.inputTokens,
+                    c.outputTokens,
+                    c.payment,
+                    keccak256(abi.encodePacked(c.minerAmounts))
+                )
+            )
+        );
+    }
+
+    // --------------------------------------------------------------------------------------------- internal
+
+    function _existing(uint256 taskId) private view returns (Task storage task) {
+        task = _tasks[taskId];
+        if (task.status == TaskStatus.None) revert UnknownTask(taskId);
+    }
+
+    function _requireStatus(uint256 taskId, Task storage task, TaskStatus expected) private view {
+        if (task.status != expected) revert WrongStatus(taskId, task.status, expected);
+    }
+
+    /// @dev Pays the committed shares and fee, refunds the rest of the escrow, unlocks every miner.
+    function _settle(uint256 taskId, Task storage task) private {
+        task.status = TaskStatus.Finalized;
+        address[] storage miners = _miners[taskId];
+        uint256[] storage amounts = _minerAmounts[taskId];
+        uint256 count = miners.length;
+        address[] memory payees = new address[](count + 1);
+        uint256[] memory payouts = new uint256[](count + 1);
+        for (uint256 i = 0; i < count; ++i) {
+            payees[i] = miners[i];
+            payouts[i] = amounts[i];
+        }
+        payees[count] = feeRecipient;
+        payouts[count] = task.fee;
+        _unlockAll(taskId, task.stakeLock);
+        escrow.settleEscrow(taskId, payees, payouts, task.owner);
+        emit TaskFinalized(taskId, task.payment, task.maxPrice - task.payment);
+    }
+
+    function _refundAll(uint256 taskId, address owner) private {
+        escrow.settleEscrow(taskId, new address[](0), new uint256[](0), owner);
+    }
+
+    function _unlockAll(uint256 taskId, uint256 stakeLock) private {
+        address[] storage miners = _miners[taskId];
+        for (uint256 i = 0; i < miners.length; ++i) {
+            gpuRegistry.unlockStake(miners[i], stakeLock);
+        }
+    }
+
+    function _contains(address[] calldata list, address item) private pure returns (bool) {
+        for (uint256 i = 0; i < list.length; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
+    }
+
+    function _setChallengeWindow(uint256 window) private {
+        if (window < MIN_CHALLENGE_WINDOW) revert ChallengeWindowTooShort(window, MIN_CHALLENGE_WINDOW);
+        challengeWindow = window;
+        emit ChallengeWindowChanged(window);
+    }
+
+    function _setCoordinatorFee(uint256 feeBps, address recipient) private {
+        if (feeBps > MAX_FEE_BPS) revert FeeTooHigh(feeBps, MAX_FEE_BPS);
+        if (recipient == address(0)) revert ZeroAddress();
+        coordinatorFeeBps = feeBps;
+        feeRecipient = recipient;
+        emit CoordinatorFeeChanged(feeBps, recipient);
+    }
+
+    function _setMinStakeLock(uint256 amount) private {
+        minStakeLock = amount;
+        emit MinStakeLockChanged(amount);
+    }
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// @title IGPURegistry
+/// @notice Miner registrations and stakes. Stake is free (available), locked (backing an assigned task) or
+/// unbonding (requested out, claimable after the unbonding period).
+interface IGPURegistry {
+    /// @notice What a miner declares about its machine when registering.
+    struct MinerProfile {
+        address signer; // key that signs result commitments (may differ from the operator)
+        bytes32 gpuClass; // e.g. "H100-80GB", right-padded ASCII
+        uint32 vramGb;
+        uint16 gpuCount;
+        bytes32 region; // e.g. "us-east-1"
+        uint128 priceFloor; // minimum price per million tokens, token base units
+        string endpoint; // where the coordinator reaches the miner
+        bytes32[] modelIds;
+    }
+
+    /// @notice A miner's stake, in token base units.
+    struct Stake {
+        uint128 free;
+        uint128 locked;
+        uint128 unbonding;
+        uint64 unbondingReleaseAt;
+    }
+
+    error ZeroAddress();
+    error AlreadyRegistered(address miner);
+    error NotRegistered(address miner);
+    error StakeBelowMinimum(uint256 amount, uint256 minimum);
+    error ZeroAmount();
+    error InsufficientFreeStake(address miner, uint256 requested, uint256 available);
+    error InsufficientLockedStake(address miner, uint256 requested, uint256 available);
+    error NothingUnbonding(address miner);
+    error UnbondingNotFinished(uint256 releaseAt, uint256 nowTime);
+    error TooManyModels(uint256 count, uint256 maximum);
+    error NoModels();
+    error EndpointTooLong(uint256 length, uint256 maximum);
+    error InvalidHardware();
+    error UnbondingPeriodTooShort(uint256 period, uint256 minimum);
+
+    event MinerRegistered(
+        address indexed miner,
+        address indexed signer,
+        bytes32 gpuClass,
+        uint32 vramGb,
+        uint16 gpuCount,
+        bytes32 region,
+        uint128 priceFloor,
+        string endpoint,
+        bytes32[] modelIds,
+        uint256 stake
+    );
+    event SignerChanged(address indexed miner, address indexed signer);
+    event StakeAdded(address indexed miner, uint256 amount);
+    event UnstakeRequested(address indexed miner, uint256 amount, uint256 releaseAt);
+    event StakeWithdrawn(address indexed miner, uint256 amount);
+    event StakeLocked(address indexed miner, uint256 amount);
+    event StakeUnlocked(address indexed miner, uint256 amount);
+    event StakeSlashed(address indexed miner, uint256 amount, address indexed to);
+    event MinStakeChanged(uint256 minStake);
+    event UnbondingPeriodChanged(uint256 period);
+
+    function register(MinerProfile calldata profile, uint256 stakeAmount) external;
+    function setSigner(address signer) external;
+    function addStake(uint256 amount) external;
+    function requestUnstake(uint256 amount) external;
+    function withdrawStake() external returns (uint256 amount);
+
+    function lockStake(address miner, uint256 amount) external;
+    function unlockStake(address miner, uint256 amount) external;
+    function slash(address miner, uint256 amount, address to) external;
+
+    function isRegistered(address miner) external view returns (bool);
+    function signerOf(address miner) external view returns (address);
+    function stakeOf(address miner) external view returns (Stake memory);
+    function profileOf(address miner) external view returns (MinerProfile memory);
+    function supportsModel(address miner, bytes32 modelId) external view returns (bool);
+    function minStake() external view returns (uint256);
+    function unbondingPeriod() external view returns (uint256);
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// @title ITaskRegistry
+/// @notice One task per batch of requests. Stores hashes and packed fields only, so gas per task does not depend
+/// on how many requests the batch holds.
+interface ITaskRegistry {
+    /// @notice Task states, numbered so that every allowed transition increases the number.
+    /// Open = validating, Assigned = in_progress, ResultsCommitted = finalizing (challenge window running),
+    /// Disputed = a result leaf is under arbitration, Finalized = completed.
+    enum TaskStatus {
+        None,
+        Open,
+        Assigned,
+        ResultsCommitted,
+        Disputed,
+        Finalized,
+        Expired,
+        Cancelled
+    }
+
+    struct Task {
+        address owner;
+        uint64 deadline;
+        TaskStatus status;
+        uint8 minerCount;
+        uint128 maxPrice;
+        uint64 committedAt;
+        uint32 requestCount;
+        bytes32 modelId;
+        bytes32 inputRoot;
+        bytes32 paramsHash;
+        bytes32 resultsRoot;
+        uint64 inputTokens;
+        uint64 outputTokens;
+        uint128 payment;
+        uint128 stakeLock;
+        uint128 fee;
+    }
+
+    struct CreateTaskParams {
+        bytes32 modelId;
+        bytes32 inputRoot;
+        uint32 requestCount;
+        bytes32 paramsHash;
+        uint128 maxPrice;
+        uint64 deadline;
+    }
+
+    struct Commitment {
+        bytes32 resultsRoot;
+        uint64 inputTokens;
+        uint64 outputTokens;
+        uint128 payment;
+        uint256[] minerAmounts; // one per assigned miner, in assignment order
+    }
+
+    error ZeroAddress();
+    error ZeroValue();
+    error InvalidDeadline(uint256 deadline, uint256 nowTime);
+    error UnknownTask(uint256 taskId);
+    error NotTaskOwner(uint256 taskId, address caller);
+    error WrongStatus(uint256 taskId, TaskStatus actual, TaskStatus expected);
+    error DeadlinePassed(uint256 taskId, uint256 deadline);
+    error DeadlineNotPassed(uint256 taskId, uint256 deadline);
+    error ChallengeWindowOpen(uint256 taskId, uint256 endsAt);
+    error ChallengeWindowClosed(uint256 taskId, uint256 endedAt);
+    error BadMinerCount(uint256 count, uint256 maximum);
+    error DuplicateMiner(address miner);
+    error MinerNotRegistered(address miner);
+    error ModelNotSupported(address miner, bytes32 modelId);
+    error StakeLockTooLow(uint256 stakeLock, uint256 minimum);
+    error LengthMismatch(uint256 expected, uint256 actual);
+    error PaymentExceedsMaxPrice(uint256 payment, uint256 maxPrice);
+    error SharesDoNotAddUp(uint256 minerTotal, uint256 expected);
+    error InvalidSignature(address miner, address recovered);
+    error FeeTooHigh(uint256 feeBps, uint256 maximum);
+    error ChallengeWindowTooShort(uint256 window, uint256 minimum);
+
+    event TaskCreated(
+        uint256 indexed taskId,
+        address indexed owner,
+        bytes32 indexed modelId,
+        bytes32 inputRoot,
+        uint32 requestCount,
+        bytes32 paramsHash,
+        uint128 maxPrice,
+        uint64 deadline
+    );
+    event TaskCancelled(uint256 indexed taskId);
+    event TaskAssigned(uint256 indexed taskId, address[] miners, uint128 stakeLock);
+    event ResultsCommitted(
+        uint256 indexed taskId,
+        bytes32 resultsRoot,
+        uint64 inputTokens,
+        uint64 outputTokens,
+        uint128 payment,
+        uint128 fee,
+        uint256[] minerAmounts
+    );
+    event TaskDisputed(uint256 indexed taskId);
+    event TaskFinalized(uint256 indexed taskId, uint128 payment, uint128 refund);
+    event TaskRefunded(uint256 indexed taskId, uint256 slashed);
+    event TaskExpired(uint256 indexed taskId);
+    event ChallengeWindowChanged(uint256 window);
+    event CoordinatorFeeChanged(uint256 feeBps, address feeRecipient);
+    event MinStakeLockChanged(uint256 minStakeLock);
+
+    function createTask(CreateTaskParams calldata params) external returns (uint256 taskId);
+    function cancelTask(uint256 taskId) external;
+    function assignTask(uint256 taskId, address[] calldata miners, uint128 stakeLock) external;
+    function commitResults(uint256 taskId, Commitment calldata commitment, bytes[] calldata signatures)
+        external;
+    function finalizeTask(uint256 taskId) external;
+    function expireTask(uint256 taskId) external;
+
+    function markDisputed(uint256 taskId) external;
+    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline)
+        external
+        returns (uint256 slashed);
+
+    function getTask(uint256 taskId) external view returns (Task memory);
+    function minersOf(uint256 taskId) external view returns (address[] memory);
+    function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
+    function commitmentDigest(uint256 taskId, Commitment calldata commitment) external view returns (bytes32);
+    function challengeWindow() external view returns (uint256);
+    function feeRecipient() external view returns (address);
+    function challengeEndsAt(uint256 taskId) external view returns (uint256);
+}
