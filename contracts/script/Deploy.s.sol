@@ -14,7 +14,8 @@ import {Arbitration} from "../src/Arbitration.sol";
 /// wires their roles, and writes a deployment file that every other component reads.
 /// Every parameter has a default and can be overridden by an environment variable of the same name.
 ///
-/// forge script contracts/script/Deploy.s.sol --rpc-url $RPC --private-key $KEY --broadcast
+/// DEPLOYER_PRIVATE_KEY=0x... forge script contracts/script/Deploy.s.sol --rpc-url $RPC --broadcast
+/// (without DEPLOYER_PRIVATE_KEY, forge's own wallet flags choose the broadcaster).
 contract Deploy is Script {
     struct Params {
         address admin;
@@ -40,9 +41,12 @@ contract Deploy is Script {
     }
 
     function run() external returns (Deployed memory deployed) {
-        Params memory p = _params();
+        uint256 key = vm.envOr("DEPLOYER_PRIVATE_KEY", uint256(0));
+        address broadcaster = key == 0 ? msg.sender : vm.addr(key);
+        Params memory p = _params(broadcaster);
         uint256 startBlock = block.number;
-        vm.startBroadcast();
+        if (key == 0) vm.startBroadcast();
+        else vm.startBroadcast(key);
         deployed = deploy(p);
         vm.stopBroadcast();
         _write(p, deployed, startBlock);
@@ -85,9 +89,9 @@ contract Deploy is Script {
         d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
     }
 
-    function _params() internal view returns (Params memory p) {
-        p.admin = msg.sender;
-        p.coordinator = vm.envOr("COORDINATOR", msg.sender);
+    function _params(address broadcaster) internal view returns (Params memory p) {
+        p.admin = broadcaster;
+        p.coordinator = vm.envOr("COORDINATOR", broadcaster);
         p.feeRecipient = vm.envOr("FEE_RECIPIENT", p.coordinator);
         p.token = vm.envOr("TOKEN", address(0));
         p.minStake = vm.envOr("MIN_STAKE", uint256(100e6));

@@ -190,6 +190,15 @@ contract Arbitration is IArbitration, AccessControl {
     // ------------------------------------------------------------------------------------------------ views
 
     /// @inheritdoc IArbitration
+    function verifyLeaf(bytes32 resultsRoot, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
+        external
+        pure
+        returns (bool)
+    {
+        return MerkleProof.verifyCalldata(proof, resultsRoot, ResultLeaf.hash(leaf));
+    }
+
+    /// @inheritdoc IArbitration
     function getDispute(uint256 disputeId) external view returns (Dispute memory) {
         return _disputes[disputeId];
     }

@@ -81,6 +81,11 @@ interface IArbitration {
     function vote(uint256 disputeId, Vote choice) external;
     function resolve(uint256 disputeId) external returns (DisputeStatus outcome);
 
+    /// @notice Whether `proof` shows `leaf` is in the tree of `resultsRoot`, exactly as `openDispute` checks it.
+    function verifyLeaf(bytes32 resultsRoot, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
+        external
+        pure
+        returns (bool);
     function getDispute(uint256 disputeId) external view returns (Dispute memory);
     function pipelineOf(uint256 disputeId) external view returns (address[] memory);
     function votersOf(uint256 disputeId) external view returns (address[] memory);

@@ -1,0 +1,1 @@
+"""batchmarket client SDK: the protocol (types, signing, Merkle trees), contract bindings and CLIs."""

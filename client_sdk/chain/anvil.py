@@ -1,0 +1,118 @@
+"""A local anvil devnet on a free port, for tests and the demo."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from types import TracebackType
+
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+
+from client_sdk.chain.toolchain import foundry_binary
+from client_sdk.errors import ChainError
+
+# Anvil's well-known development mnemonic; its accounts are funded with ether at genesis.
+DEV_MNEMONIC = "test test test test test test test test test test test junk"
+DEV_ACCOUNT_COUNT = 10
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def dev_accounts(count: int = DEV_ACCOUNT_COUNT) -> list[LocalAccount]:
+    """Anvil's funded development accounts, in anvil's order."""
+    Account.enable_unaudited_hdwallet_features()
+    return [Account.from_mnemonic(DEV_MNEMONIC, account_path=f"m/44'/60'/0'/0/{i}") for i in range(count)]
+
+
+class Anvil:
+    """Starts anvil on a free port, waits until it answers, and stops it on exit.
+
+    >>> with Anvil() as node:
+    ...     node.w3.eth.chain_id
+    """
+
+    def __init__(self, chain_id: int = 31337, startup_timeout: float = 20.0) -> None:
+        self.chain_id = chain_id
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def rpc_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def w3(self) -> Web3:
+        return Web3(Web3.HTTPProvider(self.rpc_url, request_kwargs={"timeout": 30}))
+
+    def start(self) -> Anvil:
+        for _attempt in range(3):  # another process may grab the port between choosing and binding it
+            self.port = free_port()
+            self._process = subprocess.Popen(
+                [
+                    foundry_binary("anvil"),
+                    "--port",
+                    str(self.port),
+                    "--chain-id",
+                    str(self.chain_id),
+                    "--accounts",
+                    str(DEV_ACCOUNT_COUNT),
+                    "--silent",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if self._wait_ready():
+                return self
+            self.stop()
+        raise ChainError("anvil did not start")
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + self.startup_timeout
+        assert self._process is not None
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                return False
+            try:
+                if self.w3.eth.chain_id == self.chain_id:
+                    return True
+            except Exception:  # not listening yet
+                time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process = None
+
+    def advance_time(self, seconds: int) -> None:
+        """Moves the chain clock forward and mines a block (devnet only)."""
+        provider = self.w3.provider
+        provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
+        provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+    def __enter__(self) -> Anvil:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

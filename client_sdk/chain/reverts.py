@@ -1,0 +1,60 @@
+"""Turns revert data into named contract errors, using the custom errors of every packaged ABI."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from eth_abi.abi import decode
+from eth_utils.abi import function_signature_to_4byte_selector
+from hexbytes import HexBytes
+
+from client_sdk.abis import CONTRACT_NAMES, load_abi
+from client_sdk.errors import ContractRevert
+
+_ERROR_STRING = bytes.fromhex("08c379a0")  # Error(string)
+
+
+def _abi_type(param: dict[str, Any]) -> str:
+    if param["type"].startswith("tuple"):
+        inner = ",".join(_abi_type(c) for c in param["components"])
+        return f"({inner}){param['type'][5:]}"
+    return str(param["type"])
+
+
+@cache
+def _error_table() -> dict[bytes, tuple[str, list[str], list[str]]]:
+    table: dict[bytes, tuple[str, list[str], list[str]]] = {}
+    for contract in CONTRACT_NAMES:
+        for item in load_abi(contract):
+            if item["type"] != "error":
+                continue
+            types = [_abi_type(p) for p in item["inputs"]]
+            names = [p["name"] or f"arg{i}" for i, p in enumerate(item["inputs"])]
+            selector = function_signature_to_4byte_selector(f"{item['name']}({','.join(types)})")
+            table[selector] = (item["name"], types, names)
+    return table
+
+
+def _render(value: object) -> str:
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    return str(value)
+
+
+def decode_revert(data: str | bytes | None) -> ContractRevert:
+    """A ContractRevert naming the custom error in `data`, or a generic one when it is unknown."""
+    raw = bytes(HexBytes(data)) if data else b""
+    selector, payload = raw[:4], raw[4:]
+    if selector == _ERROR_STRING:
+        (reason,) = decode(["string"], payload)
+        return ContractRevert("Error", {"reason": reason}, f"the contract rejected the call: {reason}")
+    entry = _error_table().get(selector)
+    if entry is None:
+        shown = "0x" + raw.hex() if raw else "no data"
+        return ContractRevert("Unknown", {}, f"the contract rejected the call ({shown})")
+    name, types, names = entry
+    values = decode(types, payload)
+    args = dict(zip(names, values, strict=True))
+    rendered = ", ".join(f"{k}={_render(v)}" for k, v in args.items())
+    return ContractRevert(name, args, f"the contract rejected the call: {name}({rendered})")

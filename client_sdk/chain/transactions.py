@@ -1,0 +1,58 @@
+"""Signs and sends contract transactions from a local key, turning reverts into named errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+from web3.contract.contract import ContractFunction
+from web3.exceptions import ContractCustomError, ContractLogicError
+from web3.types import TxReceipt
+
+from client_sdk.chain.reverts import decode_revert
+from client_sdk.errors import ContractRevert
+
+GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+
+
+class Transactor:
+    """Sends transactions as `account`: estimate (which surfaces reverts early), sign, send, wait."""
+
+    def __init__(self, w3: Web3, account: LocalAccount) -> None:
+        self.w3 = w3
+        self.account = account
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address)
+
+    def send(self, call: ContractFunction) -> TxReceipt:
+        sender = self.account.address
+        try:
+            gas = call.estimate_gas({"from": sender})
+        except ContractCustomError as exc:
+            raise decode_revert(_revert_data(exc)) from None
+        except ContractLogicError as exc:
+            raise ContractRevert("Error", {}, f"the contract rejected the call: {exc.message}") from None
+        tx = call.build_transaction(
+            {
+                "from": sender,
+                "nonce": self.w3.eth.get_transaction_count(sender, "pending"),
+                "gas": int(gas * GAS_HEADROOM),
+                "chainId": self.w3.eth.chain_id,
+            }
+        )
+        signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
+        tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
+        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
+        if receipt["status"] != 1:
+            raise ContractRevert("Reverted", {}, f"transaction {tx_hash.hex()} reverted on-chain")
+        return receipt
+
+
+def _revert_data(exc: ContractCustomError) -> Any:
+    data = exc.data
+    if isinstance(data, dict):  # some providers nest the revert data
+        data = data.get("data")
+    return data

@@ -1,0 +1,76 @@
+"""What every batchmarket CLI shares: connection options, key loading and one-line errors."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import requests
+import typer
+from rich.console import Console
+
+from client_sdk.chain.contracts import Market, connect
+from client_sdk.errors import UserError
+from client_sdk.keys import load_account
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_RPC_URL = "http://127.0.0.1:8545"
+DEFAULT_DEPLOYMENT = Path("deployment.json")
+
+console = Console()
+error_console = Console(stderr=True)
+
+RpcUrlOption = Annotated[
+    str, typer.Option("--rpc-url", envvar="BATCHMARKET_RPC_URL", help="JSON-RPC endpoint of the chain.")
+]
+DeploymentOption = Annotated[
+    Path,
+    typer.Option(
+        "--deployment",
+        envvar="BATCHMARKET_DEPLOYMENT",
+        help="Deployment file with the contract addresses (written by `coordinator deploy`).",
+    ),
+]
+KeystoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--keystore",
+        envvar="BATCHMARKET_KEYSTORE",
+        help="Encrypted keystore file (password from BATCHMARKET_KEYSTORE_PASSWORD or a prompt). "
+        "Without it, the key comes from BATCHMARKET_PRIVATE_KEY.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Prints a UserError (or a dropped RPC connection) as `error: ...` and exits 1, without a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except UserError as exc:
+            error_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        except requests.exceptions.ConnectionError:
+            error_console.print("error: lost the connection to the RPC endpoint", markup=False)
+        sys.exit(1)
+
+    return wrapper
+
+
+def open_market(rpc_url: str, deployment: Path, keystore: Path | None, *, signing: bool) -> Market:
+    """Connects to the deployment; with `signing`, loads the caller's key first (so a missing key is reported
+    before any network traffic)."""
+    account = load_account(keystore, ask_password=_ask_password) if signing else None
+    return connect(rpc_url, deployment, account)
+
+
+def _ask_password() -> str:
+    password: str = typer.prompt("Keystore password", hide_input=True)
+    return password

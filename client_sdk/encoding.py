@@ -1,0 +1,27 @@
+"""How human-readable identifiers become the bytes32 values stored on-chain."""
+
+from __future__ import annotations
+
+from web3 import Web3
+
+from client_sdk.errors import UserError
+
+
+def short_string(text: str) -> bytes:
+    """A label of at most 32 UTF-8 bytes (GPU class, region), right-padded with zeros; readable back."""
+    raw = text.encode()
+    if not raw or len(raw) > 32:
+        raise UserError(f"{text!r} must be 1 to 32 bytes long")
+    return raw.ljust(32, b"\0")
+
+
+def read_short_string(value: bytes) -> str:
+    """The inverse of `short_string`."""
+    return bytes(value).rstrip(b"\0").decode(errors="replace")
+
+
+def model_id(name: str) -> bytes:
+    """A model's on-chain id: keccak256 of its name (e.g. 'Qwen/Qwen3-8B'), so long names fit in bytes32."""
+    if not name.strip():
+        raise UserError("a model name cannot be empty")
+    return bytes(Web3.keccak(text=name))

@@ -1,0 +1,31 @@
+"""Token amounts: the payment token has 6 decimals; users write amounts like "100" or "12.5"."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from client_sdk.errors import UserError
+
+TOKEN_DECIMALS = 6
+_SCALE = 10**TOKEN_DECIMALS
+
+
+def parse_amount(text: str) -> int:
+    """Parses a decimal token amount into base units, exactly; rejects negatives and excess precision."""
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        raise UserError(f"not a token amount: {text!r}") from None
+    if not value.is_finite() or value < 0:
+        raise UserError(f"not a token amount: {text!r}")
+    scaled = value * _SCALE
+    if scaled != scaled.to_integral_value():
+        raise UserError(f"{text} has more than {TOKEN_DECIMALS} decimals")
+    return int(scaled)
+
+
+def format_amount(base_units: int) -> str:
+    """Formats base units with all six decimals, e.g. 100500000 -> '100.500000'."""
+    sign = "-" if base_units < 0 else ""
+    whole, frac = divmod(abs(base_units), _SCALE)
+    return f"{sign}{whole}.{frac:0{TOKEN_DECIMALS}d}"

@@ -1,0 +1,3 @@
+"""The coordinator: deploys and operates the market.
+
+The API, scheduling and settlement arrive in later issues."""

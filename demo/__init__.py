@@ -1,0 +1,1 @@
+"""`make demo`: the market's main job, end to end, on a local devnet."""

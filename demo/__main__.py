@@ -1,0 +1,3 @@
+from demo.lifecycle import main
+
+main()

@@ -1,0 +1,3 @@
+from miner.cli import app
+
+app(prog_name="miner")

@@ -1,0 +1,196 @@
+"""`miner`: register a GPU machine on-chain with a stake, inspect it, unstake and withdraw."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import MinerProfile
+from client_sdk.cli_support import (
+    DEFAULT_DEPLOYMENT,
+    DEFAULT_RPC_URL,
+    DeploymentOption,
+    JsonOption,
+    KeystoreOption,
+    RpcUrlOption,
+    console,
+    one_line_errors,
+    open_market,
+)
+from client_sdk.encoding import model_id, read_short_string, short_string
+from client_sdk.errors import UserError
+from client_sdk.units import format_amount, parse_amount
+
+app = typer.Typer(
+    help="Run a miner: register your GPUs on-chain with a stake, check them, unstake and withdraw earnings.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command()
+@one_line_errors
+def register(
+    stake: Annotated[str, typer.Option(help="Tokens to stake, e.g. 100 or 250.5.")],
+    gpu: Annotated[str, typer.Option(help="GPU class, e.g. H100-80GB (at most 32 bytes).")],
+    vram_gb: Annotated[int, typer.Option(min=1, help="Memory of one GPU in GB.")],
+    region: Annotated[str, typer.Option(help="Where the machine is, e.g. us-east-1.")],
+    endpoint: Annotated[str, typer.Option(help="URL where the coordinator reaches this miner.")],
+    model: Annotated[list[str], typer.Option(help="A model this miner serves; repeat for several.")],
+    gpu_count: Annotated[int, typer.Option(min=1, max=65535, help="Number of GPUs.")] = 1,
+    price_floor: Annotated[str, typer.Option(help="Lowest price per million tokens you accept.")] = "0",
+    signer: Annotated[
+        str | None, typer.Option(help="Address that signs results (default: this account).")
+    ] = None,
+    approve: Annotated[
+        bool, typer.Option(help="Approve the registry to take the stake first (--no-approve: already done).")
+    ] = True,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Register this machine and stake tokens (approval included)."""
+    amount = parse_amount(stake)
+    profile = MinerProfile(
+        signer="",
+        gpu_class=short_string(gpu),
+        vram_gb=vram_gb,
+        gpu_count=gpu_count,
+        region=short_string(region),
+        price_floor=parse_amount(price_floor),
+        endpoint=endpoint,
+        model_ids=tuple(model_id(name) for name in model),
+    )
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    profile = replace(profile, signer=market.w3.to_checksum_address(signer or me))
+    _check_can_register(market, me, amount, approve)
+    if approve and market.token.allowance(me, market.registry.address) < amount:
+        market.token.approve(market.registry.address, amount)
+    market.registry.register(profile, amount)
+    console.print(f"registered {me} with a stake of {format_amount(amount)}")
+
+
+def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> None:
+    """The common reasons a registration would revert, each as its own clear sentence."""
+    if market.registry.is_registered(me):
+        raise UserError(f"{me} is already registered; use `miner status` to see it")
+    minimum = market.registry.min_stake()
+    if amount < minimum:
+        raise UserError(
+            f"stake {format_amount(amount)} is below the minimum stake of {format_amount(minimum)}"
+        )
+    balance = market.token.balance_of(me)
+    if balance < amount:
+        raise UserError(
+            f"insufficient token balance: {me} holds {format_amount(balance)}, "
+            f"the stake is {format_amount(amount)}"
+        )
+    allowance = market.token.allowance(me, market.registry.address)
+    if not approve and allowance < amount:
+        raise UserError(
+            f"insufficient allowance: the registry may take {format_amount(allowance)}, the stake is "
+            f"{format_amount(amount)}; approve it or drop --no-approve"
+        )
+
+
+@app.command()
+@one_line_errors
+def status(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show this miner's registration, stake and withdrawable earnings."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    profile = market.registry.profile_of(me)
+    stake = market.registry.stake_of(me)
+    report = {
+        "miner": me,
+        "signer": profile.signer,
+        "gpu": read_short_string(profile.gpu_class),
+        "gpu_count": profile.gpu_count,
+        "vram_gb": profile.vram_gb,
+        "region": read_short_string(profile.region),
+        "endpoint": profile.endpoint,
+        "models": len(profile.model_ids),
+        "stake_free": format_amount(stake.free),
+        "stake_locked": format_amount(stake.locked),
+        "stake_unbonding": format_amount(stake.unbonding),
+        "unbonding_release_at": stake.unbonding_release_at,
+        "earnings_withdrawable": format_amount(market.escrow.balance_of(me)),
+        "wallet_balance": format_amount(market.token.balance_of(me)),
+    }
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    table = Table(title=f"miner {me}", show_header=False)
+    for key, value in report.items():
+        table.add_row(key.replace("_", " "), str(value))
+    console.print(table)
+
+
+@app.command()
+@one_line_errors
+def unstake(
+    amount: Annotated[str | None, typer.Option(help="Tokens to unstake (default: all free stake).")] = None,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Start unbonding free stake; `miner withdraw` returns it after the unbonding period."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered")
+    free = market.registry.stake_of(me).free
+    value = free if amount is None else parse_amount(amount)
+    if value == 0:
+        raise UserError("no free stake to unstake (locked stake is released when its tasks settle)")
+    if value > free:
+        raise UserError(f"cannot unstake {format_amount(value)}: only {format_amount(free)} is free")
+    market.registry.request_unstake(value)
+    release = market.registry.stake_of(me).unbonding_release_at
+    console.print(
+        f"unbonding {format_amount(value)}; withdraw after "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(release))}"
+    )
+
+
+@app.command()
+@one_line_errors
+def withdraw(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Withdraw earnings and any stake whose unbonding period has passed."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    now = market.w3.eth.get_block("latest")["timestamp"]
+    stake = market.registry.stake_of(me)
+    earnings = market.escrow.balance_of(me)
+    stake_ready = stake.unbonding > 0 and now >= stake.unbonding_release_at
+    if earnings == 0 and not stake_ready:
+        waiting = (
+            f"; {format_amount(stake.unbonding)} unbonds at {stake.unbonding_release_at}"
+            if stake.unbonding
+            else ""
+        )
+        raise UserError(f"nothing to withdraw yet{waiting}")
+    if earnings:
+        market.escrow.withdraw()
+        console.print(f"withdrew earnings of {format_amount(earnings)}")
+    if stake_ready:
+        market.registry.withdraw_stake()
+        console.print(f"withdrew unbonded stake of {format_amount(stake.unbonding)}")

@@ -1,0 +1,80 @@
+"""Shared fixtures: one anvil with the market deployed per session; each test runs on a chain snapshot that is
+reverted afterwards, so tests cannot see each other's transactions."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.anvil import Anvil, dev_accounts
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.deploy import DeployParams, deploy
+from client_sdk.chain.deployment import Deployment
+from client_sdk.chain.toolchain import foundry_binary, project_root
+
+ROOT = project_root(Path(__file__).parent)
+
+# Market parameters of the test deployment (token base units: 6 decimals).
+MIN_STAKE = 100_000_000
+CHALLENGE_WINDOW = 3_600
+VOTING_PERIOD = 3_600
+UNBONDING_PERIOD = 3 * 3_600
+FEE_BPS = 500
+
+
+@pytest.fixture(scope="session")
+def forge_out() -> Path:
+    """The forge build output, built once if absent."""
+    out = ROOT / "out"
+    if not (out / "TaskRegistry.sol" / "TaskRegistry.json").is_file():
+        subprocess.run([foundry_binary("forge"), "build"], cwd=ROOT, check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def accounts() -> list[LocalAccount]:
+    """Anvil's dev accounts: 0 admin, 1 coordinator, 2 user, 3-5 miners, 6-9 spare."""
+    return dev_accounts()
+
+
+@pytest.fixture(scope="session")
+def chain(forge_out: Path) -> Iterator[Anvil]:
+    with Anvil() as node:
+        yield node
+
+
+@pytest.fixture(scope="session")
+def deployment_file(
+    chain: Anvil, accounts: list[LocalAccount], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    path = tmp_path_factory.mktemp("deployment") / "deployment.json"
+    params = DeployParams(
+        coordinator=accounts[1].address,
+        min_stake=MIN_STAKE,
+        challenge_window=CHALLENGE_WINDOW,
+        voting_period=VOTING_PERIOD,
+        unbonding_period=UNBONDING_PERIOD,
+        coordinator_fee_bps=FEE_BPS,
+    )
+    deploy(chain.rpc_url, accounts[0].key.to_0x_hex(), path, params)
+    return path
+
+
+@pytest.fixture(scope="session")
+def deployment(deployment_file: Path) -> Deployment:
+    return Deployment.load(deployment_file)
+
+
+@pytest.fixture
+def admin_market(chain: Anvil, deployment: Deployment, accounts: list[LocalAccount]) -> Iterator[Market]:
+    """The market as the admin, on a fresh snapshot of the chain that is reverted after the test."""
+    w3 = chain.w3
+    snapshot = w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    try:
+        yield Market(w3, deployment, accounts[0])
+    finally:
+        w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
