@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_abi.abi import encode
+from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
 LEAF_TYPES = ["uint256", "uint32", "bytes32", "bytes32", "bytes32", "uint32", "uint32", "address[]"]
@@ -32,7 +33,7 @@ class ResultLeaf:
             self.output_hash,
             self.input_tokens,
             self.output_tokens,
-            list(self.pipeline),
+            [to_checksum_address(miner) for miner in self.pipeline],
         )
 
     def hash(self) -> bytes:

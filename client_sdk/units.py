@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 from client_sdk.errors import UserError
 
 TOKEN_DECIMALS = 6
 _SCALE = 10**TOKEN_DECIMALS
+_MAX_DIGITS = 90  # a uint256 has 78 digits; longer input is not an amount
 
 
 def parse_amount(text: str) -> int:
     """Parses a decimal token amount into base units, exactly; rejects negatives and excess precision."""
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        raise UserError(f"not a token amount: {text!r}") from None
-    if not value.is_finite() or value < 0:
-        raise UserError(f"not a token amount: {text!r}")
-    scaled = value * _SCALE
-    if scaled != scaled.to_integral_value():
-        raise UserError(f"{text} has more than {TOKEN_DECIMALS} decimals")
-    return int(scaled)
+    if len(text) > _MAX_DIGITS:
+        raise UserError(f"not a token amount: {text[:20]!r}... is too long")
+    with localcontext(prec=_MAX_DIGITS * 2):  # exact for anything a uint256 can hold
+        try:
+            value = Decimal(text.strip())
+        except InvalidOperation:
+            raise UserError(f"not a token amount: {text!r}") from None
+        if not value.is_finite() or value < 0:
+            raise UserError(f"not a token amount: {text!r}")
+        scaled = value * _SCALE
+        if scaled != scaled.to_integral_value():
+            raise UserError(f"{text} has more than {TOKEN_DECIMALS} decimals")
+        return int(scaled)
 
 
 def format_amount(base_units: int) -> str:

@@ -161,6 +161,10 @@ class Arbitration(_Bound):
     def dispute_bond(self) -> int:
         return int(self.contract.functions.disputeBond().call())
 
+    def verify_leaf(self, results_root: bytes, leaf: ResultLeaf, proof: Sequence[bytes]) -> bool:
+        """The contract's own inclusion check, the one `open_dispute` applies."""
+        return bool(self.contract.functions.verifyLeaf(results_root, leaf.as_tuple(), list(proof)).call())
+
     def get_dispute(self, dispute_id: int) -> Dispute:
         return Dispute.from_tuple(self.contract.functions.getDispute(dispute_id).call())
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from eth_abi.abi import decode
 from eth_utils.abi import function_signature_to_4byte_selector
+from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
 
 from client_sdk.abis import CONTRACT_NAMES, load_abi
@@ -54,7 +55,10 @@ def decode_revert(data: str | bytes | None) -> ContractRevert:
         shown = "0x" + raw.hex() if raw else "no data"
         return ContractRevert("Unknown", {}, f"the contract rejected the call ({shown})")
     name, types, names = entry
-    values = decode(types, payload)
+    values = [
+        to_checksum_address(value) if abi_type == "address" else value
+        for abi_type, value in zip(types, decode(types, payload), strict=True)
+    ]
     args = dict(zip(names, values, strict=True))
     rendered = ", ".join(f"{k}={_render(v)}" for k, v in args.items())
     return ContractRevert(name, args, f"the contract rejected the call: {name}({rendered})")

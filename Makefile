@@ -1,0 +1,51 @@
+# Everything installs into the repository: .venv/ (Python) and node_modules/ (Foundry, solc, Solidity libraries).
+# Every target is safe to run again; stamps make repeated bootstraps instant.
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := node_modules/.bin
+FORGE := $(BIN)/forge
+# Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
+SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
+
+.PHONY: bootstrap build abi demo test lint bench clean
+
+bootstrap: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+build: bootstrap
+	$(FORGE) build
+
+# Refresh the ABIs packaged in client_sdk after changing a contract (a test fails until you do).
+abi: build
+	$(PY) -m client_sdk.abis out
+
+demo: build
+	$(PY) -m demo
+
+lint: bootstrap
+	$(FORGE) fmt --check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: lint build
+	$(FORGE) test
+	$(SNAPSHOT) --check --tolerance 1
+	$(VENV)/bin/pytest
+
+bench: build
+	$(PY) -m bench.gas_per_task
+
+clean:
+	rm -rf out cache broadcast deployments
