@@ -44,7 +44,11 @@ test: lint build
 	$(SNAPSHOT) --check --tolerance 1
 	$(VENV)/bin/pytest
 
-bench: build
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[bench]"
+	touch $@
+
+bench: build $(VENV)/.bench-installed
 	$(PY) -m bench.gas_per_task
 
 clean:
