@@ -1,0 +1,92 @@
+"""The `coordinator`, `market` and `arbitration` commands that exist so far, against real anvil."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from eth_account.signers.local import LocalAccount
+from typer.testing import CliRunner
+
+from client_sdk.arbitration_cli import app as arbitration_app
+from client_sdk.chain.anvil import Anvil
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.deployment import Deployment
+from client_sdk.cli import app as market_app
+from coordinator.cli import app as coordinator_app
+from demo.lifecycle import DemoConfig, create_task
+from miner.cli import app as miner_app
+from tests.helpers import assigned_task
+
+
+@pytest.mark.parametrize("app", [market_app, miner_app, coordinator_app, arbitration_app])
+def test_help_explains_every_command(app: typer.Typer) -> None:
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "Usage" in result.stdout
+
+
+def test_coordinator_deploy_writes_a_deployment_file(tmp_path: Path, accounts: list[LocalAccount]) -> None:
+    out = tmp_path / "deployment.json"
+    with Anvil(chain_id=5151) as node:
+        result = CliRunner().invoke(
+            coordinator_app,
+            ["deploy", "--rpc-url", node.rpc_url, "--out", str(out), "--coordinator", accounts[1].address],
+            env={"BATCHMARKET_PRIVATE_KEY": accounts[0].key.to_0x_hex()},
+        )
+        assert result.exit_code == 0, result.output
+        deployment = Deployment.load(out)
+        assert deployment.chain_id == 5151
+        assert deployment.coordinator == accounts[1].address
+        assert deployment.admin == accounts[0].address
+        assert node.w3.eth.get_code(node.w3.to_checksum_address(deployment.arbitration))
+
+
+def test_market_task_shows_the_on_chain_record(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    task_id = assigned_task(admin_market, accounts[1], accounts[2], [accounts[3]])
+    args = ["--rpc-url", chain.rpc_url, "--deployment", str(deployment_file)]
+    result = CliRunner().invoke(market_app, ["task", str(task_id), *args, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["status"] == "assigned"
+    assert report["owner"] == accounts[2].address
+    assert report["max_price"] == "50.000000"
+    assert report["requests"] == 8
+    assert report["miners"] == [accounts[3].address]
+
+    missing = CliRunner().invoke(market_app, ["task", "999", *args])
+    assert missing.exit_code == 1
+    assert missing.stderr.strip() == "error: there is no task 999"
+
+
+def test_market_withdraw_pays_out_a_cancelled_escrow(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    user = accounts[2]
+    env = {
+        "BATCHMARKET_PRIVATE_KEY": user.key.to_0x_hex(),
+        "BATCHMARKET_RPC_URL": chain.rpc_url,
+        "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+    }
+    nothing = CliRunner().invoke(market_app, ["withdraw"], env=env)
+    assert nothing.exit_code == 1
+    assert nothing.stderr.strip() == "error: nothing to withdraw"
+
+    admin_market.token.mint(user.address, 50 * 10**6)
+    created = create_task(admin_market.as_account(user), DemoConfig())
+    admin_market.as_account(user).tasks.cancel_task(created)
+    result = CliRunner().invoke(market_app, ["withdraw"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "withdrew 50.000000" in result.stdout
+    assert admin_market.token.balance_of(user.address) == 50 * 10**6
+
+
+def test_arbitration_dispute_show_unknown(chain: Anvil, deployment_file: Path) -> None:
+    args = ["dispute", "show", "1", "--rpc-url", chain.rpc_url, "--deployment", str(deployment_file)]
+    result = CliRunner().invoke(arbitration_app, args)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == "error: there is no dispute 1"
