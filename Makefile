@@ -49,7 +49,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	touch $@
 
 bench: build $(VENV)/.bench-installed
-	$(PY) -m bench.gas_per_task
+	$(PY) -m bench
 
 clean:
 	rm -rf out cache broadcast deployments
