@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {Test} from "forge-std/Test.sol";
+import {Deploy} from "../script/Deploy.s.sol";
+import {MockStablecoin} from "../src/MockStablecoin.sol";
+import {GPURegistry} from "../src/GPURegistry.sol";
+import {PaymentEscrow} from "../src/PaymentEscrow.sol";
+import {TaskRegistry} from "../src/TaskRegistry.sol";
+import {Arbitration} from "../src/Arbitration.sol";
+import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
+import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
+import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
+import {IArbitration} from "../src/interfaces/IArbitration.sol";
+import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+import {ResultTree} from "./utils/ResultTree.sol";
+
+/// @notice Runs the deploy script's `deploy` as `run` does: creations and role grants are broadcast from `p.admin`.
+contract DeployHarness is Deploy {
+    function deployAs(Params memory p) external returns (Deployed memory d) {
+        vm.startBroadcast(p.admin);
+        d = deploy(p);
+        vm.stopBroadcast();
+    }
+}
+
+/// @notice Deploys the market through the deploy script; helpers for every step of a task's life.
+abstract contract BaseTest is Test {
+    // The deploy script's defaults.
+    uint256 internal constant MIN_STAKE = 100e6;
+    uint256 internal constant UNBONDING = 3 days;
+    uint256 internal constant CHALLENGE_WINDOW = 1 days;
+    uint256 internal constant FEE_BPS = 500;
+    uint256 internal constant MIN_STAKE_LOCK = 10e6;
+    uint128 internal constant STAKE_LOCK = 10e6;
+    uint256 internal constant DISPUTE_BOND = 5e6;
+    uint256 internal constant VOTING_PERIOD = 1 days;
+    uint256 internal constant REWARD_BPS = 1_000;
+
+    uint64 internal constant T0 = 1_700_000_000;
+    uint256 internal constant MINER_STAKE = 500e6;
+    uint128 internal constant MAX_PRICE = 100e6;
+    /// @dev The fee and the miners' split both round.
+    uint128 internal constant PAYMENT = 77_777_777;
+    uint32 internal constant REQUESTS = 100;
+    uint64 internal constant TASK_DURATION = 7 days;
+    uint64 internal constant INPUT_TOKENS = 123_456;
+    uint64 internal constant OUTPUT_TOKENS = 654_321;
+    uint256 internal constant MINER_COUNT = 4;
+    uint256 internal constant VERIFIER_COUNT = 4;
+
+    bytes32 internal constant MODEL = "llama-3.1-8b-instruct";
+    bytes32 internal constant OTHER_MODEL = "mistral-7b-instruct";
+    bytes32 internal constant UNSUPPORTED_MODEL = "gpt-oss-120b";
+    bytes32 internal constant INPUT_ROOT = keccak256("input root");
+    bytes32 internal constant PARAMS_HASH = keccak256("params");
+
+    bytes32 internal constant DOMAIN_TYPEHASH =
+        keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
+    bytes32 internal constant COMMITMENT_TYPEHASH = keccak256(
+        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts)"
+    );
+
+    address internal admin = makeAddr("admin");
+    address internal coordinator = makeAddr("coordinator");
+    address internal feeRecipient = makeAddr("feeRecipient");
+    address internal alice = makeAddr("alice");
+    address internal bob = makeAddr("bob");
+    address internal stranger = makeAddr("stranger");
+
+    Deploy.Params internal params;
+    DeployHarness internal deployer;
+    MockStablecoin internal token;
+    GPURegistry internal registry;
+    PaymentEscrow internal escrow;
+    TaskRegistry internal tasks;
+    Arbitration internal arbitration;
+
+    address[] internal miners;
+    uint256[] internal signerKeys;
+    address[] internal verifiers;
+
+    function setUp() public virtual {
+        vm.warp(T0);
+        params = defaultParams();
+        deployer = new DeployHarness();
+        Deploy.Deployed memory d = deployer.deployAs(params);
+        token = MockStablecoin(d.token);
+        registry = d.gpuRegistry;
+        escrow = d.escrow;
+        tasks = d.taskRegistry;
+        arbitration = d.arbitration;
+        vm.label(address(token), "token");
+        vm.label(address(registry), "GPURegistry");
+        vm.label(address(escrow), "PaymentEscrow");
+        vm.label(address(tasks), "TaskRegistry");
+        vm.label(address(arbitration), "Arbitration");
+
+        for (uint256 i = 0; i < MINER_COUNT; ++i) {
+            miners.push(makeAddr(string.concat("miner", vm.toString(i))));
+            (, uint256 key) = makeAddrAndKey(string.concat("signer", vm.toString(i)));
+            signerKeys.push(key);
+        }
+        bytes32 verifierRole = arbitration.VERIFIER_ROLE();
+        for (uint256 i = 0; i < VERIFIER_COUNT; ++i) {
+            address v = makeAddr(string.concat("verifier", vm.toString(i)));
+            verifiers.push(v);
+            vm.prank(admin);
+            arbitration.grantRole(verifierRole, v);
+        }
+    }
+
+    function defaultParams() internal view returns (Deploy.Params memory p) {
+        p.admin = admin;
+        p.coordinator = coordinator;
+        p.feeRecipient = feeRecipient;
+        p.token = address(0);
+        p.minStake = MIN_STAKE;
+        p.unbondingPeriod = UNBONDING;
+        p.challengeWindow = CHALLENGE_WINDOW;
+        p.coordinatorFeeBps = FEE_BPS;
+        p.minStakeLock = MIN_STAKE_LOCK;
+        p.disputeBond = DISPUTE_BOND;
+        p.votingPeriod = VOTING_PERIOD;
+        p.verifierRewardBps = REWARD_BPS;
+    }
+
+    // ------------------------------------------------------------------------------------------------ money
+
+    function _mint(address to, uint256 amount) internal {
+        vm.prank(admin);
+        token.mint(to, amount);
+    }
+
+    function _fund(address who, address spender, uint256 amount) internal {
+        _mint(who, amount);
+        vm.prank(who);
+        token.approve(spender, amount);
+    }
+
+    // ----------------------------------------------------------------------------------------------- miners
+
+    function _signer(uint256 i) internal view returns (address) {
+        return vm.addr(signerKeys[i]);
+    }
+
+    function _profile(address signer) internal pure returns (IGPURegistry.MinerProfile memory p) {
+        bytes32[] memory models = new bytes32[](2);
+        models[0] = MODEL;
+        models[1] = OTHER_MODEL;
+        p = IGPURegistry.MinerProfile({
+            signer: signer,
+            gpuClass: "H100-80GB",
+            vramGb: 80,
+            gpuCount: 8,
+            region: "us-east-1",
+            priceFloor: 2e6,
+            endpoint: "https://miner.example:8443",
+            modelIds: models
+        });
+    }
+
+    function _register(uint256 i, uint256 stake) internal {
+        _fund(miners[i], address(registry), stake);
+        vm.prank(miners[i]);
+        registry.register(_profile(_signer(i)), stake);
+    }
+
+    function _registerAll() internal {
+        for (uint256 i = 0; i < MINER_COUNT; ++i) {
+            _register(i, MINER_STAKE);
+        }
+    }
+
+    function _miners(uint256 count) internal view returns (address[] memory list) {
+        list = new address[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            list[i] = miners[i];
+        }
+    }
+
+    function _keyOf(address miner) internal view returns (uint256) {
+        for (uint256 i = 0; i < miners.length; ++i) {
+            if (miners[i] == miner) return signerKeys[i];
+        }
+        revert("BaseTest: unknown miner");
+    }
+
+    // ------------------------------------------------------------------------------------------------ tasks
+
+    function _taskParams(uint128 maxPrice) internal view returns (ITaskRegistry.CreateTaskParams memory) {
+        return ITaskRegistry.CreateTaskParams({
+            modelId: MODEL,
+            inputRoot: INPUT_ROOT,
+            requestCount: REQUESTS,
+            paramsHash: PARAMS_HASH,
+            maxPrice: maxPrice,
+            deadline: uint64(block.timestamp) + TASK_DURATION
+        });
+    }
+
+    function _createTask(address owner, uint128 maxPrice) internal returns (uint256) {
+        _fund(owner, address(escrow), maxPrice);
+        vm.prank(owner);
+        return tasks.createTask(_taskParams(maxPrice));
+    }
+
+    function _assign(uint256 taskId, address[] memory list) internal {
+        vm.prank(coordinator);
+        tasks.assignTask(taskId, list, STAKE_LOCK);
+    }
+
+    function _assignedTask(address owner, uint256 minerCount) internal returns (uint256 taskId) {
+        taskId = _createTask(owner, MAX_PRICE);
+        _assign(taskId, _miners(minerCount));
+    }
+
+    function _fee(uint256 payment) internal pure returns (uint256) {
+        return payment * FEE_BPS / 10_000;
+    }
+
+    /// @dev `total` in `n` equal parts, dust to the first.
+    function _split(uint256 total, uint256 n) internal pure returns (uint256[] memory parts) {
+        parts = new uint256[](n);
+        if (n == 0) return parts;
+        for (uint256 i = 0; i < n; ++i) {
+            parts[i] = total / n;
+        }
+        parts[0] += total % n;
+    }
+
+    function _commitment(bytes32 root, uint128 payment, uint256 minerCount)
+        internal
+        pure
+        returns (ITaskRegistry.Commitment memory c)
+    {
+        c = ITaskRegistry.Commitment({
+            resultsRoot: root,
+            inputTokens: INPUT_TOKENS,
+            outputTokens: OUTPUT_TOKENS,
+            payment: payment,
+            minerAmounts: _split(payment - _fee(payment), minerCount)
+        });
+    }
+
+    /// @dev The EIP-712 digest, computed from the spec, not read from the contract.
+    function _digest(uint256 taskId, ITaskRegistry.Commitment memory c) internal view returns (bytes32) {
+        bytes32 domain = keccak256(
+            abi.encode(
+                DOMAIN_TYPEHASH,
+                keccak256("BatchMarket TaskRegistry"),
+                keccak256("1"),
+                block.chainid,
+                address(tasks)
+            )
+        );
+        bytes32 structHash = keccak256(
+            abi.encode(
+                COMMITMENT_TYPEHASH,
+                taskId,
+                c.resultsRoot,
+                c.inputTokens,
+                c.outputTokens,
+                c.payment,
+                keccak256(abi.encodePacked(c.minerAmounts))
+            )
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
+    }
+
+    function _signDigest(uint256 key, bytes32 digest) internal pure returns (bytes memory) {
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(key, digest);
+        return abi.encodePacked(r, s, v);
+    }
+
+    /// @dev One signature per assigned miner, by its registered signer's key.
+    function _signatures(uint256 taskId, ITaskRegistry.Commitment memory c)
+        internal
+        view
+        returns (bytes[] memory)
+    {
+        return _signaturesOf(taskId, c, tasks.minersOf(taskId));
+    }
+
+    function _signaturesOf(uint256 taskId, ITaskRegistry.Commitment memory c, address[] memory assigned)
+        internal
+        view
+        returns (bytes[] memory sigs)
+    {
+        bytes32 digest = _digest(taskId, c);
+        sigs = new bytes[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            sigs[i] = _signDigest(_keyOf(assigned[i]), digest);
+        }
+    }
+
+    function _commit(uint256 taskId, ITaskRegistry.Commitment memory c) internal {
+        bytes[] memory sigs = _signatures(taskId, c);
+        vm.prank(coordinator);
+        tasks.commitResults(taskId, c, sigs);
+    }
+
+    // ----------------------------------------------------------------------------------------------- leaves
+
+    function _leaf(uint256 taskId, uint32 index, address[] memory pipeline)
+        internal
+        pure
+        returns (ResultLeaf.Leaf memory)
+    {
+        return ResultLeaf.Leaf({
+            taskId: taskId,
+            requestIndex: index,
+            customIdHash: keccak256(abi.encode("custom", index)),
+            inputHash: keccak256(abi.encode("input", index)),
+            outputHash: keccak256(abi.encode("output", index)),
+            inputTokens: 100 + index,
+            outputTokens: 200 + index,
+            pipeline: pipeline
+        });
+    }
+
+    /// @dev Leaf 0 served by [m0, m1], leaf 1 by [m2], leaf 2 by [m0, m1, m2], leaf 3 by no one.
+    function _standardLeaves(uint256 taskId) internal view returns (ResultLeaf.Leaf[] memory leaves) {
+        leaves = new ResultLeaf.Leaf[](4);
+        leaves[0] = _leaf(taskId, 0, _pair(miners[0], miners[1]));
+        address[] memory one = new address[](1);
+        one[0] = miners[2];
+        leaves[1] = _leaf(taskId, 1, one);
+        leaves[2] = _leaf(taskId, 2, _miners(3));
+        leaves[3] = _leaf(taskId, 3, new address[](0));
+    }
+
+    function _pair(address a, address b) internal pure returns (address[] memory list) {
+        list = new address[](2);
+        list[0] = a;
+        list[1] = b;
+    }
+
+    function _rootOf(ResultLeaf.Leaf[] memory leaves) internal pure returns (bytes32) {
+        return ResultTree.root(ResultTree.hashLeaves(leaves));
+    }
+
+    function _proofOf(ResultLeaf.Leaf[] memory leaves, uint256 index)
+        internal
+        pure
+        returns (bytes32[] memory)
+    {
+        return ResultTree.proof(ResultTree.hashLeaves(leaves), index);
+    }
+
+    /// @dev A task for MAX_PRICE, assigned to miners 0..2, standard leaves committed for PAYMENT.
+    function _committedTask(address owner) internal returns (uint256 taskId) {
+        taskId = _assignedTask(owner, 3);
+        _commit(taskId, _commitment(_rootOf(_standardLeaves(taskId)), PAYMENT, 3));
+    }
+
+    // --------------------------------------------------------------------------------------------- disputes
+
+    function _openDispute(uint256 taskId, uint256 leafIndex) internal returns (uint256) {
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(taskId);
+        address owner = tasks.getTask(taskId).owner;
+        _fund(owner, address(escrow), arbitration.disputeBond());
+        vm.prank(owner);
+        return arbitration.openDispute(taskId, leaves[leafIndex], _proofOf(leaves, leafIndex));
+    }
+
+    function _vote(uint256 disputeId, uint256 verifier, IArbitration.Vote choice) internal {
+        vm.prank(verifiers[verifier]);
+        arbitration.vote(disputeId, choice);
+    }
+
+    function _warpPastVoting(uint256 disputeId) internal {
+        vm.warp(arbitration.getDispute(disputeId).votingDeadline);
+    }
+
+    // ------------------------------------------------------------------------------------------------ views
+
+    function _status(uint256 taskId) internal view returns (ITaskRegistry.TaskStatus) {
+        return tasks.getTask(taskId).status;
+    }
+
+    function _free(address miner) internal view returns (uint256) {
+        return registry.stakeOf(miner).free;
+    }
+
+    function _locked(address miner) internal view returns (uint256) {
+        return registry.stakeOf(miner).locked;
+    }
+
+    function _assertEscrowSolvent() internal view {
+        assertEq(token.balanceOf(address(escrow)), escrow.totalLiabilities(), "escrow balance != liabilities");
+    }
+
+    function _unauthorized(address account, bytes32 role) internal pure returns (bytes memory) {
+        return abi.encodeWithSelector(IAccessControl.AccessControlUnauthorizedAccount.selector, account, role);
+    }
+
+    function _wrongStatus(uint256 taskId, ITaskRegistry.TaskStatus actual, ITaskRegistry.TaskStatus expected)
+        internal
+        pure
+        returns (bytes memory)
+    {
+        return abi.encodeWithSelector(ITaskRegistry.WrongStatus.selector, taskId, actual, expected);
+    }
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {BaseTest, DeployHarness} from "./BaseTest.sol";
+import {Deploy} from "../script/Deploy.s.sol";
+import {MockStablecoin} from "../src/MockStablecoin.sol";
+
+/// @notice The deploy script wires every role the protocol needs, and only those; the mock token.
+contract DeployTest is BaseTest {
+    function test_deploy_wiresProtocolRoles() public view {
+        assertTrue(registry.hasRole(registry.TASK_MANAGER_ROLE(), address(tasks)), "registry: task manager");
+        assertTrue(registry.hasRole(registry.SLASHER_ROLE(), address(tasks)), "registry: slasher");
+        assertTrue(escrow.hasRole(escrow.TASK_MANAGER_ROLE(), address(tasks)), "escrow: task manager");
+        assertTrue(escrow.hasRole(escrow.ARBITER_ROLE(), address(arbitration)), "escrow: arbiter");
+        assertTrue(tasks.hasRole(tasks.ARBITER_ROLE(), address(arbitration)), "tasks: arbiter");
+        assertTrue(tasks.hasRole(tasks.COORDINATOR_ROLE(), coordinator), "tasks: coordinator");
+    }
+
+    function test_deploy_adminHoldsAdminAndPauserRoles() public view {
+        bytes32 adminRole = 0x00;
+        assertTrue(token.hasRole(adminRole, admin));
+        assertTrue(token.hasRole(token.MINTER_ROLE(), admin));
+        assertTrue(registry.hasRole(adminRole, admin));
+        assertTrue(registry.hasRole(registry.PAUSER_ROLE(), admin));
+        assertTrue(escrow.hasRole(adminRole, admin));
+        assertTrue(tasks.hasRole(adminRole, admin));
+        assertTrue(tasks.hasRole(tasks.PAUSER_ROLE(), admin));
+        assertTrue(arbitration.hasRole(adminRole, admin));
+    }
+
+    function test_deploy_grantsNothingElse() public view {
+        address d = address(deployer);
+        bytes32 adminRole = 0x00;
+        // The script contract itself keeps no power.
+        assertFalse(registry.hasRole(adminRole, d));
+        assertFalse(escrow.hasRole(adminRole, d));
+        assertFalse(tasks.hasRole(adminRole, d));
+        assertFalse(arbitration.hasRole(adminRole, d));
+        assertFalse(token.hasRole(token.MINTER_ROLE(), d));
+        // Protocol roles sit only where they are needed.
+        assertFalse(registry.hasRole(registry.SLASHER_ROLE(), address(arbitration)));
+        assertFalse(registry.hasRole(registry.TASK_MANAGER_ROLE(), address(arbitration)));
+        assertFalse(escrow.hasRole(escrow.ARBITER_ROLE(), address(tasks)));
+        assertFalse(escrow.hasRole(escrow.TASK_MANAGER_ROLE(), address(arbitration)));
+        assertFalse(tasks.hasRole(tasks.COORDINATOR_ROLE(), admin));
+        assertFalse(tasks.hasRole(tasks.ARBITER_ROLE(), coordinator));
+        assertFalse(tasks.hasRole(adminRole, coordinator));
+        assertFalse(arbitration.hasRole(arbitration.VERIFIER_ROLE(), coordinator));
+        // Verifiers are not part of the deployment; setUp grants them.
+        assertEq(arbitration.getRoleAdmin(arbitration.VERIFIER_ROLE()), adminRole);
+    }
+
+    function test_deploy_linksContractsAndParameters() public view {
+        assertEq(address(registry.token()), address(token));
+        assertEq(address(escrow.token()), address(token));
+        assertEq(address(tasks.gpuRegistry()), address(registry));
+        assertEq(address(tasks.escrow()), address(escrow));
+        assertEq(address(arbitration.taskRegistry()), address(tasks));
+        assertEq(address(arbitration.gpuRegistry()), address(registry));
+        assertEq(address(arbitration.escrow()), address(escrow));
+
+        assertEq(registry.minStake(), MIN_STAKE);
+        assertEq(registry.unbondingPeriod(), UNBONDING);
+        assertEq(tasks.challengeWindow(), CHALLENGE_WINDOW);
+        assertEq(tasks.coordinatorFeeBps(), FEE_BPS);
+        assertEq(tasks.feeRecipient(), feeRecipient);
+        assertEq(tasks.minStakeLock(), MIN_STAKE_LOCK);
+        assertEq(tasks.taskCount(), 0);
+        assertEq(arbitration.disputeBond(), DISPUTE_BOND);
+        assertEq(arbitration.votingPeriod(), VOTING_PERIOD);
+        assertEq(arbitration.verifierRewardBps(), REWARD_BPS);
+        assertEq(arbitration.disputeCount(), 0);
+        assertEq(token.decimals(), 6);
+        assertEq(token.totalSupply(), 0);
+        assertEq(escrow.totalLiabilities(), 0);
+    }
+
+    function test_deploy_usesGivenToken() public {
+        MockStablecoin existing = new MockStablecoin(admin);
+        Deploy.Params memory p = defaultParams();
+        p.token = address(existing);
+        Deploy.Deployed memory d = new DeployHarness().deployAs(p);
+        assertEq(d.token, address(existing));
+        assertEq(address(d.gpuRegistry.token()), address(existing));
+        assertEq(address(d.escrow.token()), address(existing));
+    }
+
+    /// @dev `deploy` must run as the admin (the script broadcasts it); called by any other account the first role
+    /// grant fails.
+    function test_deploy_revertsUnlessCallerIsAdmin() public {
+        Deploy script = new Deploy();
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IAccessControl.AccessControlUnauthorizedAccount.selector, address(script), bytes32(0)
+            )
+        );
+        script.deploy(defaultParams());
+    }
+
+    function test_token_mintIsRestricted() public {
+        assertEq(token.name(), "Mock USD");
+        assertEq(token.symbol(), "mUSD");
+        bytes32 role = token.MINTER_ROLE();
+        vm.prank(stranger);
+        vm.expectRevert(_unauthorized(stranger, role));
+        token.mint(stranger, 1);
+        vm.expectEmit(address(token));
+        emit IERC20.Transfer(address(0), alice, 123e6);
+        vm.prank(admin);
+        token.mint(alice, 123e6);
+        assertEq(token.balanceOf(alice), 123e6);
+        assertEq(token.totalSupply(), 123e6);
+    }
+}

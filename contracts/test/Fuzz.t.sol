@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {BaseTest} from "./BaseTest.sol";
+import {ResultTree} from "./utils/ResultTree.sol";
+import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
+import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
+import {IGPURegistry as IG} from "../src/interfaces/IGPURegistry.sol";
+import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+
+/// @notice Fuzzed amounts, splits, clocks and Merkle proofs.
+contract FuzzTest is BaseTest {
+    function setUp() public override {
+        super.setUp();
+        _registerAll();
+    }
+
+    /// @dev Half the runs land within 3 seconds of `edge`, the rest anywhere in [0, 3 * edge].
+    function _nearEdge(uint256 raw, uint256 edge) internal pure returns (uint256) {
+        return raw % 2 == 0 ? bound(raw >> 1, edge - 3, edge + 3) : bound(raw >> 1, 0, 3 * edge);
+    }
+
+    // ---------------------------------------------------------------------------------------------- stakes
+
+    function testFuzz_register_stakeAmount(uint256 stake) public {
+        stake = bound(stake, 0, type(uint128).max);
+        address m = makeAddr("fuzz miner");
+        _fund(m, address(registry), stake);
+        vm.prank(m);
+        if (stake < MIN_STAKE) {
+            vm.expectRevert(abi.encodeWithSelector(IG.StakeBelowMinimum.selector, stake, MIN_STAKE));
+        }
+        registry.register(_profile(m), stake);
+        if (stake < MIN_STAKE) return;
+        assertEq(registry.stakeOf(m).free, stake);
+        assertEq(token.balanceOf(address(registry)), MINER_COUNT * MINER_STAKE + stake);
+    }
+
+    function testFuzz_register_rejectsStakeAbove128Bits(uint256 stake) public {
+        stake = bound(stake, uint256(type(uint128).max) + 1, type(uint256).max / 2);
+        address m = makeAddr("whale");
+        _fund(m, address(registry), stake);
+        vm.prank(m);
+        vm.expectRevert(abi.encodeWithSelector(SafeCast.SafeCastOverflowedUintDowncast.selector, 128, stake));
+        registry.register(_profile(m), stake);
+    }
+
+    function testFuzz_stake_addUnstakeWithdraw(uint256 added, uint256 unstake, uint256 wait) public {
+        address m = miners[0];
+        added = bound(added, 1, 1e30);
+        _fund(m, address(registry), added);
+        vm.prank(m);
+        registry.addStake(added);
+        uint256 total = MINER_STAKE + added;
+        unstake = bound(unstake, 1, total + 1);
+        vm.prank(m);
+        if (unstake > total) {
+            vm.expectRevert(abi.encodeWithSelector(IG.InsufficientFreeStake.selector, m, unstake, total));
+            registry.requestUnstake(unstake);
+            return;
+        }
+        registry.requestUnstake(unstake);
+        uint256 releaseAt = block.timestamp + UNBONDING;
+
+        vm.warp(block.timestamp + _nearEdge(wait, UNBONDING));
+        vm.prank(m);
+        if (block.timestamp < releaseAt) {
+            vm.expectRevert(
+                abi.encodeWithSelector(IG.UnbondingNotFinished.selector, releaseAt, block.timestamp)
+            );
+            registry.withdrawStake();
+            assertEq(registry.stakeOf(m).unbonding, unstake);
+        } else {
+            assertEq(registry.withdrawStake(), unstake);
+            assertEq(token.balanceOf(m), unstake);
+            assertEq(registry.stakeOf(m).unbonding, 0);
+        }
+        assertEq(registry.stakeOf(m).free, total - unstake);
+    }
+
+    function testFuzz_assign_stakeLockAmount(uint256 lock) public {
+        lock = bound(lock, 0, 2 * MINER_STAKE);
+        uint256 id = _createTask(alice, MAX_PRICE);
+        vm.prank(coordinator);
+        if (lock < MIN_STAKE_LOCK) {
+            vm.expectRevert(abi.encodeWithSelector(IT.StakeLockTooLow.selector, lock, MIN_STAKE_LOCK));
+        } else if (lock > MINER_STAKE) {
+            vm.expectRevert(
+                abi.encodeWithSelector(IG.InsufficientFreeStake.selector, miners[0], lock, MINER_STAKE)
+            );
+        }
+        tasks.assignTask(id, _miners(2), SafeCast.toUint128(lock));
+        if (lock < MIN_STAKE_LOCK || lock > MINER_STAKE) return;
+        assertEq(_locked(miners[0]), lock);
+        assertEq(_locked(miners[1]), lock);
+        vm.warp(uint256(tasks.getTask(id).deadline) + 1);
+        tasks.expireTask(id);
+        assertEq(_free(miners[0]), MINER_STAKE);
+        assertEq(_free(miners[1]), MINER_STAKE);
+    }
+
+    function testFuzz_slash_boundedByLockedStake(uint256 lock, uint256 amount) public {
+        lock = bound(lock, 0, MINER_STAKE);
+        amount = bound(amount, 0, MINER_STAKE);
+        vm.startPrank(address(tasks)); // holds the task-manager and slasher roles
+        registry.lockStake(miners[0], lock);
+        if (amount > lock) {
+            vm.expectRevert(
+                abi.encodeWithSelector(IG.InsufficientLockedStake.selector, miners[0], amount, lock)
+            );
+        }
+        registry.slash(miners[0], amount, bob);
+        vm.stopPrank();
+        if (amount > lock) return;
+        assertEq(_locked(miners[0]), lock - amount);
+        assertEq(_free(miners[0]), MINER_STAKE - lock, "free stake is never slashed");
+        assertEq(token.balanceOf(bob), amount);
+    }
+
+    // ------------------------------------------------------------------------------------------ settlement
+
+    function _randomSplit(uint256 total, uint256 n, uint256 seed)
+        internal
+        pure
+        returns (uint256[] memory parts)
+    {
+        parts = new uint256[](n);
+        for (uint256 i = 0; i + 1 < n; ++i) {
+            parts[i] = uint256(keccak256(abi.encode(seed, i))) % (total + 1);
+            total -= parts[i];
+        }
+        parts[n - 1] = total;
+    }
+
+    function testFuzz_finalize_paysExactlyCommittedSplit(
+        uint128 maxPrice,
+        uint128 payment,
+        uint256 feeBps,
+        uint256 count,
+        uint256 seed
+    ) public {
+        maxPrice = uint128(bound(maxPrice, 1, type(uint128).max / 2));
+        payment = uint128(bound(payment, 0, maxPrice));
+        feeBps = bound(feeBps, 0, 2_000);
+        count = bound(count, 1, MINER_COUNT);
+        uint256 fee = uint256(payment) * feeBps / 10_000;
+        vm.prank(admin);
+        tasks.setCoordinatorFee(feeBps, feeRecipient);
+
+        uint256 id = _createTask(alice, maxPrice);
+        _assign(id, _miners(count));
+        IT.Commitment memory c = _commitment(keccak256(abi.encode(seed)), payment, count);
+        c.minerAmounts = _randomSplit(payment - fee, count, seed);
+        _commit(id, c);
+        assertEq(tasks.getTask(id).fee, fee);
+        vm.warp(tasks.challengeEndsAt(id));
+        tasks.finalizeTask(id);
+
+        uint256 paid = escrow.balanceOf(feeRecipient);
+        assertEq(paid, fee);
+        for (uint256 i = 0; i < count; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i]);
+            assertEq(_locked(miners[i]), 0);
+            paid += c.minerAmounts[i];
+        }
+        assertEq(paid, payment, "miners and fee get exactly the payment");
+        assertEq(escrow.balanceOf(alice), maxPrice - payment, "the rest goes back");
+        _assertEscrowSolvent();
+    }
+
+    function testFuzz_commit_sharesMustAddUp(uint256 index, uint256 delta, bool up) public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _commitment(keccak256("r"), PAYMENT, 3);
+        index = bound(index, 0, 2);
+        uint256 expected = PAYMENT - _fee(PAYMENT);
+        delta = bound(delta, 1, up ? 1e30 : c.minerAmounts[index]);
+        if (up) c.minerAmounts[index] += delta;
+        else c.minerAmounts[index] -= delta;
+        bytes[] memory sigs = _signatures(id, c);
+        vm.prank(coordinator);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IT.SharesDoNotAddUp.selector, up ? expected + delta : expected - delta, expected
+            )
+        );
+        tasks.commitResults(id, c, sigs);
+    }
+
+    function testFuzz_commit_paymentAboveMaxPrice(uint128 maxPrice, uint128 payment) public {
+        maxPrice = uint128(bound(maxPrice, 1, 1e18));
+        payment = uint128(bound(payment, uint256(maxPrice) + 1, type(uint128).max));
+        uint256 id = _createTask(alice, maxPrice);
+        _assign(id, _miners(1));
+        IT.Commitment memory c = _commitment(keccak256("r"), payment, 1);
+        bytes[] memory sigs = _signatures(id, c);
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.PaymentExceedsMaxPrice.selector, payment, maxPrice));
+        tasks.commitResults(id, c, sigs);
+    }
+
+    // ----------------------------------------------------------------------------------------------- clocks
+
+    function testFuzz_createTask_deadline(uint256 offset) public {
+        uint64 deadline = uint64(block.timestamp - 100 days + bound(offset, 0, 200 days));
+        IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
+        p.deadline = deadline;
+        _fund(alice, address(escrow), MAX_PRICE);
+        bool valid = deadline > block.timestamp && deadline <= block.timestamp + 90 days;
+        vm.prank(alice);
+        if (!valid) {
+            vm.expectRevert(abi.encodeWithSelector(IT.InvalidDeadline.selector, deadline, block.timestamp));
+        }
+        tasks.createTask(p);
+        if (valid) assertEq(tasks.getTask(1).deadline, deadline);
+    }
+
+    /// @dev Until the deadline (inclusive) a task can be assigned and committed but not expired; after, the reverse.
+    function testFuzz_taskDeadlineBoundary(uint256 wait) public {
+        uint256 open = _createTask(alice, MAX_PRICE);
+        uint256 assigned = _assignedTask(bob, 1);
+        uint64 deadline = tasks.getTask(open).deadline;
+        IT.Commitment memory c = _commitment(keccak256("r"), PAYMENT, 1);
+        bytes[] memory sigs = _signatures(assigned, c);
+
+        vm.warp(block.timestamp + _nearEdge(wait, TASK_DURATION));
+        if (block.timestamp <= deadline) {
+            uint256 snap = vm.snapshotState();
+            _assign(open, _miners(2));
+            vm.prank(coordinator);
+            tasks.commitResults(assigned, c, sigs);
+            vm.revertToState(snap);
+            vm.expectRevert(abi.encodeWithSelector(IT.DeadlineNotPassed.selector, open, deadline));
+            tasks.expireTask(open);
+            vm.expectRevert(abi.encodeWithSelector(IT.DeadlineNotPassed.selector, assigned, deadline));
+            tasks.expireTask(assigned);
+        } else {
+            vm.startPrank(coordinator);
+            vm.expectRevert(abi.encodeWithSelector(IT.DeadlinePassed.selector, open, deadline));
+            tasks.assignTask(open, _miners(2), STAKE_LOCK);
+            vm.expectRevert(abi.encodeWithSelector(IT.DeadlinePassed.selector, assigned, deadline));
+            tasks.commitResults(assigned, c, sigs);
+            vm.stopPrank();
+            tasks.expireTask(open);
+            tasks.expireTask(assigned);
+            assertEq(escrow.balanceOf(alice) + escrow.balanceOf(bob), 2 * uint256(MAX_PRICE));
+            assertEq(_locked(miners[0]), 0);
+        }
+    }
+
+    /// @dev Inside the challenge window the owner can dispute and nobody can finalize; from its end, the reverse.
+    function testFuzz_challengeWindowBoundary(uint256 wait) public {
+        uint256 id = _committedTask(alice);
+        uint256 endsAt = tasks.challengeEndsAt(id);
+        assertEq(endsAt, block.timestamp + CHALLENGE_WINDOW);
+        ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
+        bytes32[] memory proof = _proofOf(ls, 0);
+        _fund(alice, address(escrow), DISPUTE_BOND);
+
+        vm.warp(block.timestamp + _nearEdge(wait, CHALLENGE_WINDOW));
+        if (block.timestamp < endsAt) {
+            vm.expectRevert(abi.encodeWithSelector(IT.ChallengeWindowOpen.selector, id, endsAt));
+            tasks.finalizeTask(id);
+            vm.prank(alice);
+            arbitration.openDispute(id, ls[0], proof);
+            assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Disputed));
+        } else {
+            vm.prank(alice);
+            vm.expectRevert(abi.encodeWithSelector(IT.ChallengeWindowClosed.selector, id, endsAt));
+            arbitration.openDispute(id, ls[0], proof);
+            tasks.finalizeTask(id);
+            assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
+        }
+    }
+
+    /// @dev Verifiers vote strictly before the voting deadline; resolution is possible from it on.
+    function testFuzz_votingDeadlineBoundary(uint256 wait) public {
+        uint256 disputeId = _openDispute(_committedTask(alice), 0);
+        uint64 deadline = arbitration.getDispute(disputeId).votingDeadline;
+        assertEq(deadline, block.timestamp + VOTING_PERIOD);
+
+        vm.warp(block.timestamp + _nearEdge(wait, VOTING_PERIOD));
+        if (block.timestamp < deadline) {
+            vm.expectRevert(abi.encodeWithSelector(IA.VotingStillOpen.selector, disputeId, deadline));
+            arbitration.resolve(disputeId);
+            _vote(disputeId, 0, IA.Vote.MinersAtFault);
+            assertEq(arbitration.getDispute(disputeId).votesAtFault, 1);
+        } else {
+            vm.prank(verifiers[0]);
+            vm.expectRevert(abi.encodeWithSelector(IA.VotingClosed.selector, disputeId, deadline));
+            arbitration.vote(disputeId, IA.Vote.MinersAtFault);
+            assertEq(uint8(arbitration.resolve(disputeId)), uint8(IA.DisputeStatus.NoDecision));
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------- proofs
+
+    function _randomLeaves(uint256 taskId, uint256 n, uint256 seed)
+        internal
+        view
+        returns (ResultLeaf.Leaf[] memory ls)
+    {
+        ls = new ResultLeaf.Leaf[](n);
+        for (uint256 i = 0; i < n; ++i) {
+            uint256 r = uint256(keccak256(abi.encode(seed, i)));
+            address[] memory pipeline = new address[]((r >> 8) % 4);
+            for (uint256 j = 0; j < pipeline.length; ++j) {
+                pipeline[j] = miners[(r >> (16 + 8 * j)) % 3];
+            }
+            bytes32 h = bytes32(r);
+            ls[i] = ResultLeaf.Leaf(
+                taskId, SafeCast.toUint32(i), h, ~h, h ^ bytes32(i), SafeCast.toUint32(r >> 224), 7, pipeline
+            );
+        }
+    }
+
+    /// @dev A deep copy of `leaf` with one field, chosen by `which`, changed.
+    function _tamper(ResultLeaf.Leaf memory leaf, uint256 which)
+        internal
+        view
+        returns (ResultLeaf.Leaf memory t)
+    {
+        t = abi.decode(abi.encode(leaf), (ResultLeaf.Leaf));
+        which %= 7;
+        if (which == 0) t.requestIndex ^= 1;
+        else if (which == 1) t.customIdHash ^= bytes32(uint256(1));
+        else if (which == 2) t.inputHash ^= bytes32(uint256(1) << 255);
+        else if (which == 3) t.outputHash = keccak256(abi.encode(t.outputHash));
+        else if (which == 4) t.inputTokens ^= 1;
+        else if (which == 5) t.outputTokens ^= 1 << 31;
+        else if (t.pipeline.length == 0) t.pipeline = _miners(1);
+        else t.pipeline[t.pipeline.length - 1] = miners[3];
+    }
+
+    /// @dev Random trees of 1..40 leaves: every genuine leaf proves, no tampered leaf or bent proof does.
+    function testFuzz_proof_randomTrees(uint256 n, uint256 index, uint256 seed, uint256 which) public {
+        n = bound(n, 1, 40);
+        index = bound(index, 0, n - 1);
+        uint256 id = _assignedTask(alice, 3);
+        ResultLeaf.Leaf[] memory ls = _randomLeaves(id, n, seed);
+        bytes32[] memory hashes = ResultTree.hashLeaves(ls);
+        bytes32 root = ResultTree.root(hashes);
+        for (uint256 i = 0; i < n; ++i) {
+            assertTrue(MerkleProof.verify(ResultTree.proof(hashes, i), root, hashes[i]));
+        }
+        _commit(id, _commitment(root, PAYMENT, 3));
+        _fund(alice, address(escrow), DISPUTE_BOND);
+        bytes32[] memory proof = ResultTree.proof(hashes, index);
+
+        vm.startPrank(alice);
+        vm.expectRevert(IA.InvalidProof.selector);
+        arbitration.openDispute(id, _tamper(ls[index], which), proof);
+        if (proof.length > 0) {
+            bytes32[] memory bent = abi.decode(abi.encode(proof), (bytes32[]));
+            bent[seed % proof.length] ^= bytes32(uint256(1));
+            vm.expectRevert(IA.InvalidProof.selector);
+            arbitration.openDispute(id, ls[index], bent);
+        }
+        uint256 disputeId = arbitration.openDispute(id, ls[index], proof);
+        vm.stopPrank();
+        assertEq(arbitration.getDispute(disputeId).leafHash, hashes[index]);
+        assertEq(arbitration.getDispute(disputeId).requestIndex, index);
+        assertEq(arbitration.pipelineOf(disputeId), ls[index].pipeline);
+    }
+
+    // -------------------------------------------------------------------------------------------- disputes
+
+    struct Case {
+        uint256 atFault;
+        uint256 correct;
+        uint256 bond;
+        uint256 bps;
+        address[] pipeline;
+        address[] voters;
+    }
+
+    /// @dev Any vote count, bond, reward rate and leaf: the outcome follows the majority and every unit of escrow,
+    /// bond and slashed stake is credited to the right account.
+    function testFuzz_dispute_payoutsAddUp(
+        uint256 atFault,
+        uint256 correct,
+        uint256 bond,
+        uint256 bps,
+        uint256 leaf
+    ) public {
+        Case memory k;
+        k.atFault = bound(atFault, 0, 15);
+        k.correct = bound(correct, 0, 15 - k.atFault);
+        k.bond = bound(bond, 1, 1e15);
+        k.bps = bound(bps, 0, 5_000);
+        leaf = bound(leaf, 0, 3);
+        vm.startPrank(admin);
+        arbitration.setDisputeBond(k.bond);
+        arbitration.setVerifierReward(k.bps);
+        vm.stopPrank();
+
+        uint256 taskId = _committedTask(alice);
+        k.pipeline = _standardLeaves(taskId)[leaf].pipeline;
+        uint256 disputeId = _openDispute(taskId, leaf);
+        k.voters = new address[](k.atFault + k.correct);
+        bytes32 role = arbitration.VERIFIER_ROLE();
+        for (uint256 i = 0; i < k.voters.length; ++i) {
+            k.voters[i] = vm.addr(0xF00D00 + i);
+            vm.prank(admin);
+            arbitration.grantRole(role, k.voters[i]);
+            vm.prank(k.voters[i]);
+            arbitration.vote(disputeId, i < k.atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect);
+        }
+        _warpPastVoting(disputeId);
+        uint8 outcome = uint8(arbitration.resolve(disputeId));
+
+        if (k.atFault > k.correct) {
+            assertEq(outcome, uint8(IA.DisputeStatus.MinersAtFault));
+            _checkAtFault(k);
+        } else if (k.correct > k.atFault) {
+            assertEq(outcome, uint8(IA.DisputeStatus.MinersCorrect));
+            _checkCorrect(k);
+        } else {
+            assertEq(outcome, uint8(IA.DisputeStatus.NoDecision));
+            _checkSettled(k, 0);
+            assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT + k.bond);
+            assertEq(escrow.balanceOf(feeRecipient), _fee(PAYMENT));
+            for (uint256 i = 0; i < k.voters.length; ++i) {
+                assertEq(escrow.balanceOf(k.voters[i]), 0);
+            }
+        }
+        _assertEscrowSolvent();
+        assertEq(escrow.escrowOf(taskId) + escrow.bondOf(disputeId), 0);
+    }
+
+    function _checkAtFault(Case memory k) internal view {
+        uint256 slashed = k.pipeline.length * MIN_STAKE_LOCK;
+        uint256 share = slashed * k.bps / 10_000 / k.atFault;
+        for (uint256 i = 0; i < k.voters.length; ++i) {
+            assertEq(escrow.balanceOf(k.voters[i]), i < k.atFault ? share : 0);
+        }
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + k.bond + slashed - share * k.atFault);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), 0);
+            assertEq(_locked(miners[i]), 0);
+            assertEq(
+                _free(miners[i]),
+                _contains(k.pipeline, miners[i]) ? MINER_STAKE - MIN_STAKE_LOCK : MINER_STAKE
+            );
+        }
+        assertEq(escrow.balanceOf(feeRecipient), 0);
+        assertEq(
+            escrow.totalLiabilities(), MAX_PRICE + k.bond + slashed, "escrow + bond + slash, all credited"
+        );
+    }
+
+    function _checkCorrect(Case memory k) internal view {
+        uint256 share = k.bond * k.bps / 10_000 / k.correct;
+        uint256 rest = k.bond - share * k.correct;
+        for (uint256 i = 0; i < k.voters.length; ++i) {
+            assertEq(escrow.balanceOf(k.voters[i]), i < k.atFault ? 0 : share);
+        }
+        assertEq(escrow.balanceOf(feeRecipient), _fee(PAYMENT) + (k.pipeline.length == 0 ? rest : 0));
+        _checkSettled(k, rest);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
+        assertEq(escrow.totalLiabilities(), MAX_PRICE + k.bond);
+    }
+
+    /// @dev The task settled as committed; the pipeline's miners also share `extra` (dust to the first).
+    function _checkSettled(Case memory k, uint256 extra) internal view {
+        uint256[] memory base = _split(PAYMENT - _fee(PAYMENT), 3);
+        for (uint256 i = 0; i < 3; ++i) {
+            uint256 expected = base[i];
+            if (_contains(k.pipeline, miners[i])) {
+                expected += extra / k.pipeline.length;
+                if (k.pipeline[0] == miners[i]) expected += extra % k.pipeline.length;
+            }
+            assertEq(escrow.balanceOf(miners[i]), expected);
+            assertEq(_free(miners[i]), MINER_STAKE);
+        }
+    }
+
+    function _contains(address[] memory list, address item) internal pure returns (bool) {
+        for (uint256 i = 0; i < list.length; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
+    }
+}

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {Test} from "forge-std/Test.sol";
+import {Vm} from "forge-std/Vm.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {MockStablecoin} from "../../src/MockStablecoin.sol";
+import {GPURegistry} from "../../src/GPURegistry.sol";
+import {PaymentEscrow} from "../../src/PaymentEscrow.sol";
+import {TaskRegistry} from "../../src/TaskRegistry.sol";
+import {Arbitration} from "../../src/Arbitration.sol";
+import {IGPURegistry as IG} from "../../src/interfaces/IGPURegistry.sol";
+import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
+import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
+import {IPaymentEscrow as IE} from "../../src/interfaces/IPaymentEscrow.sol";
+import {ResultLeaf} from "../../src/libraries/ResultLeaf.sol";
+import {ResultTree} from "../utils/ResultTree.sol";
+
+/// @notice Random, mostly valid market actions. Records from the emitted events what the invariants need:
+/// deposits and settlements per task, slashes against the stake locked at that moment, every status seen.
+/// Settling actions are also tried on tasks and disputes in any state, so a second settlement would be caught.
+contract Handler is Test {
+    struct Deployment {
+        MockStablecoin token;
+        GPURegistry registry;
+        PaymentEscrow escrow;
+        TaskRegistry tasks;
+        Arbitration arbitration;
+        address admin;
+        address coordinator;
+        address feeRecipient;
+    }
+
+    bytes32 internal constant MODEL = "llama-3.1-8b-instruct";
+
+    MockStablecoin internal token;
+    GPURegistry internal registry;
+    PaymentEscrow internal escrow;
+    TaskRegistry internal tasks;
+    Arbitration internal arbitration;
+    address internal admin;
+    address internal coordinator;
+    address internal feeRecipient;
+
+    address[] public miners;
+    uint256[] internal signerKeys;
+    address[] internal owners;
+    address[] internal verifiers;
+
+    mapping(uint256 taskId => uint256) internal leafSeedOf;
+    mapping(uint256 taskId => uint256) internal leafCountOf;
+
+    // Ghost state, read from events.
+    mapping(uint256 taskId => uint256) public ghostDeposited;
+    mapping(uint256 taskId => uint256) public ghostDepositCount;
+    mapping(uint256 taskId => uint256) public ghostSettleCount;
+    mapping(uint256 taskId => uint256) public ghostPaidOut; // to miners and fee recipient
+    mapping(uint256 taskId => uint256) public ghostRefunded; // to the owner
+    mapping(uint256 taskId => uint256) public ghostEndEvents; // TaskFinalized/Refunded/Cancelled/Expired
+    mapping(uint256 disputeId => uint256) public ghostBondSettleCount;
+    mapping(uint256 taskId => uint8) internal lastStatus;
+    mapping(uint256 disputeId => uint8) internal lastDisputeStatus;
+    bool public ghostSlashAboveLock;
+    bool public ghostSlashNotTaskLock;
+    bool public ghostUnlockAboveLock;
+    bool public ghostStatusRegressed;
+    bool public ghostDisputeStatusRegressed;
+    // Successful actions.
+    uint256 public created;
+    uint256 public opened;
+    uint256[5] public resolvedAs; // by dispute outcome
+
+    mapping(address miner => uint256) internal _lockedBefore;
+    uint256 internal _resolvingStakeLock;
+
+    constructor(Deployment memory d, address[] memory miners_, uint256[] memory keys) {
+        (token, registry, escrow, tasks, arbitration) =
+        (d.token, d.registry, d.escrow, d.tasks, d.arbitration);
+        (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
+        miners = miners_;
+        signerKeys = keys;
+        for (uint256 i = 0; i < 3; ++i) {
+            owners.push(makeAddr(string.concat("owner", vm.toString(i))));
+        }
+        for (uint256 i = 0; i < 4; ++i) {
+            verifiers.push(makeAddr(string.concat("voter", vm.toString(i))));
+        }
+    }
+
+    function grantVerifiers() external {
+        bytes32 role = arbitration.VERIFIER_ROLE();
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            vm.prank(admin);
+            arbitration.grantRole(role, verifiers[i]);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------- bookkeeping
+
+    modifier track() {
+        for (uint256 i = 0; i < miners.length; ++i) {
+            _lockedBefore[miners[i]] = registry.stakeOf(miners[i]).locked;
+        }
+        vm.recordLogs();
+        _;
+        _readLogs(vm.getRecordedLogs());
+        _checkStatuses();
+    }
+
+    function _readLogs(Vm.Log[] memory logs) internal {
+        for (uint256 i = 0; i < logs.length; ++i) {
+            bytes32 sig = logs[i].topics[0];
+            uint256 topic1 = logs[i].topics.length > 1 ? uint256(logs[i].topics[1]) : 0;
+            if (logs[i].emitter == address(escrow)) {
+                if (sig == IE.EscrowDeposited.selector) {
+                    ghostDeposited[topic1] += abi.decode(logs[i].data, (uint256));
+                    ++ghostDepositCount[topic1];
+                } else if (sig == IE.EscrowSettled.selector) {
+                    (uint256 paidOut, uint256 refund) = abi.decode(logs[i].data, (uint256, uint256));
+                    ++ghostSettleCount[topic1];
+                    ghostPaidOut[topic1] += paidOut;
+                    ghostRefunded[topic1] += refund;
+                } else if (sig == IE.BondSettled.selector) {
+                    ++ghostBondSettleCount[topic1];
+                }
+            } else if (logs[i].emitter == address(registry)) {
+                address miner = address(SafeCast.toUint160(topic1));
+                if (sig == IG.StakeSlashed.selector) {
+                    uint256 amount = abi.decode(logs[i].data, (uint256));
+                    if (amount > _lockedBefore[miner]) ghostSlashAboveLock = true;
+                    else _lockedBefore[miner] -= amount;
+                    if (amount != _resolvingStakeLock) ghostSlashNotTaskLock = true;
+                } else if (sig == IG.StakeLocked.selector) {
+                    _lockedBefore[miner] += abi.decode(logs[i].data, (uint256));
+                } else if (sig == IG.StakeUnlocked.selector) {
+                    uint256 amount = abi.decode(logs[i].data, (uint256));
+                    if (amount > _lockedBefore[miner]) ghostUnlockAboveLock = true;
+                    else _lockedBefore[miner] -= amount;
+                }
+            } else if (logs[i].emitter == address(tasks)) {
+                if (
+                    sig == IT.TaskFinalized.selector || sig == IT.TaskRefunded.selector
+                        || sig == IT.TaskCancelled.selector || sig == IT.TaskExpired.selector
+                ) ++ghostEndEvents[topic1];
+            }
+        }
+    }
+
+    /// @dev Statuses only increase, and an ended task or dispute never changes again.
+    function _checkStatuses() internal {
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            uint8 s = uint8(tasks.getTask(id).status);
+            uint8 last = lastStatus[id];
+            if (s < last || (last >= uint8(IT.TaskStatus.Finalized) && s != last)) {
+                ghostStatusRegressed = true;
+            }
+            lastStatus[id] = s;
+        }
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            uint8 s = uint8(arbitration.getDispute(id).status);
+            uint8 last = lastDisputeStatus[id];
+            if (s < last || (last > 1 && s != last)) ghostDisputeStatusRegressed = true;
+            lastDisputeStatus[id] = s;
+        }
+    }
+
+    function _mintTo(address to, address spender, uint256 amount) internal {
+        vm.prank(admin);
+        token.mint(to, amount);
+        vm.prank(to);
+        token.approve(spender, amount);
+    }
+
+    function _pickTask(uint256 seed) internal view returns (uint256) {
+        uint256 count = tasks.taskCount();
+        return count == 0 ? 0 : seed % count + 1;
+    }
+
+    /// @dev A task in `status` whose deadline (once committed: challenge window) has not passed; 0 if none.
+    function _pickLiveTask(uint256 seed, IT.TaskStatus status) internal view returns (uint256) {
+        uint256 count = tasks.taskCount();
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = (seed % count + i) % count + 1;
+            IT.Task memory t = tasks.getTask(id);
+            if (t.status != status) continue;
+            uint256 end =
+                status == IT.TaskStatus.ResultsCommitted ? tasks.challengeEndsAt(id) - 1 : t.deadline;
+            if (block.timestamp <= end) return id;
+        }
+        return 0;
+    }
+
+    /// @dev A task in `status`, or one time in four any task at all.
+    function _pickTaskMostlyIn(uint256 seed, IT.TaskStatus status) internal view returns (uint256) {
+        if (seed % 4 == 0) return _pickTask(seed >> 2);
+        uint256 count = tasks.taskCount();
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = ((seed >> 2) % count + i) % count + 1;
+            if (tasks.getTask(id).status == status) return id;
+        }
+        return 0;
+    }
+
+    /// @dev An open dispute, or one time in four any dispute at all.
+    function _pickDispute(uint256 seed) internal view returns (uint256) {
+        uint256 count = arbitration.disputeCount();
+        if (count == 0 || seed % 4 == 0) return count == 0 ? 0 : (seed >> 2) % count + 1;
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = ((seed >> 2) % count + i) % count + 1;
+            if (arbitration.getDispute(id).status == IA.DisputeStatus.Open) return id;
+        }
+        return 0;
+    }
+
+    function _keyOf(address miner) internal view returns (uint256) {
+        for (uint256 i = 0; i < miners.length; ++i) {
+            if (miners[i] == miner) return signerKeys[i];
+        }
+        revert("unknown miner");
+    }
+
+    // ------------------------------------------------------------------------------------------- miners
+
+    function register(uint256 minerSeed, uint256 stake) external track {
+        address m;
+        for (uint256 i = 0; i < miners.length && m == address(0); ++i) {
+            address candidate = miners[(minerSeed % miners.length + i) % miners.length];
+            if (!registry.isRegistered(candidate)) m = candidate;
+        }
+        if (m == address(0)) return;
+        stake = _bound(stake, registry.minStake(), 1_000e6);
+        _mintTo(m, address(registry), stake);
+        bytes32[] memory models = new bytes32[](1);
+        models[0] = MODEL;
+        IG.MinerProfile memory p = IG.MinerProfile(
+            vm.addr(_keyOf(m)), "H100-80GB", 80, 1, "eu-west-1", 1, "https://m.example", models
+        );
+        vm.prank(m);
+        registry.register(p, stake);
+    }
+
+    function addStake(uint256 minerSeed, uint256 amount) external track {
+        address m = miners[minerSeed % miners.length];
+        if (!registry.isRegistered(m)) return;
+        amount = _bound(amount, 1, 500e6);
+        _mintTo(m, address(registry), amount);
+        vm.prank(m);
+        registry.addStake(amount);
+    }
+
+    function requestUnstake(uint256 minerSeed, uint256 amount) external track {
+        address m = miners[minerSeed % miners.length];
+        uint256 free = registry.stakeOf(m).free;
+        if (free == 0) return;
+        vm.prank(m);
+        registry.requestUnstake(_bound(amount, 1, free / 4 + 1));
+    }
+
+    /// @dev One time in four waits for the release time first.
+    function withdrawStake(uint256 minerSeed, uint8 wait) external track {
+        address m = miners[minerSeed % miners.length];
+        IG.Stake memory s = registry.stakeOf(m);
+        if (s.unbonding == 0) return;
+        if (wait % 4 == 0 && block.timestamp < s.unbondingReleaseAt) vm.warp(s.unbondingReleaseAt);
+        vm.prank(m);
+        try registry.withdrawStake() {} catch {}
+    }
+
+    // -------------------------------------------------------------------------------------------- tasks
+
+    function createTask(uint256 ownerSeed, uint256 maxPrice, uint256 requestCount, uint256 duration)
+        external
+        track
+    {
+        address owner = owners[ownerSeed % owners.length];
+        maxPrice = _bound(maxPrice, 1, 1_000e6);
+        _mintTo(owner, address(escrow), maxPrice);
+        IT.CreateTaskParams memory p = IT.CreateTaskParams({
+            modelId: MODEL,
+            inputRoot: keccak256(abi.encode(owner, block.timestamp, maxPrice)),
+            requestCount: uint32(_bound(requestCount, 1, type(uint32).max)),
+            paramsHash: 0,
+            maxPrice: SafeCast.toUint128(maxPrice),
+            deadline: uint64(block.timestamp + _bound(duration, 1 hours, 5 days))
+        });
+        vm.prank(owner);
+        tasks.createTask(p);
+        ++created;
+    }
+
+    function cancelTask(uint256 taskSeed) external track {
+        uint256 id = _pickTaskMostlyIn(taskSeed, IT.TaskStatus.Open);
+        if (id == 0) return;
+        vm.prank(tasks.getTask(id).owner);
+        try tasks.cancelTask(id) {} catch {}
+    }
+
+    function assignTask(uint256 taskSeed, uint256 minerMask, uint256 stakeLock) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Open);
+        if (id == 0) return;
+        stakeLock = _bound(stakeLock, tasks.minStakeLock(), 60e6);
+        address[] memory chosen = new address[](miners.length);
+        uint256 n;
+        for (uint256 i = 0; i < miners.length && n < 3; ++i) {
+            if ((minerMask >> i) & 1 == 0) continue;
+            if (!registry.isRegistered(miners[i]) || registry.stakeOf(miners[i]).free < stakeLock) continue;
+            chosen[n++] = miners[i];
+        }
+        if (n == 0) return;
+        assembly ("memory-safe") {
+            mstore(chosen, n)
+        }
+        vm.prank(coordinator);
+        tasks.assignTask(id, chosen, SafeCast.toUint128(stakeLock));
+    }
+
+    /// @dev Leaves of a committed task: pipelines are random picks (repeats allowed) of its assigned miners.
+    function _leaves(uint256 taskId) internal view returns (ResultLeaf.Leaf[] memory ls) {
+        address[] memory assigned = tasks.minersOf(taskId);
+        ls = new ResultLeaf.Leaf[](leafCountOf[taskId]);
+        for (uint256 j = 0; j < ls.length; ++j) {
+            uint256 r = uint256(keccak256(abi.encode(leafSeedOf[taskId], j)));
+            address[] memory pipeline = new address[](r % (assigned.length + 1));
+            for (uint256 k = 0; k < pipeline.length; ++k) {
+                pipeline[k] = assigned[(r >> (8 * (k + 1))) % assigned.length];
+            }
+            bytes32 h = bytes32(r);
+            ls[j] = ResultLeaf.Leaf(
+                taskId, SafeCast.toUint32(j), h, ~h, h ^ bytes32(j), SafeCast.toUint32(r >> 224), 7, pipeline
+            );
+        }
+    }
+
+    function commitResults(uint256 taskSeed, uint256 payment, uint256 seed, uint256 leafCount)
+        external
+        track
+    {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        IT.Task memory t = tasks.getTask(id);
+        leafSeedOf[id] = seed;
+        leafCountOf[id] = _bound(leafCount, 1, 6);
+        address[] memory assigned = tasks.minersOf(id);
+        payment = _bound(payment, 0, t.maxPrice);
+        uint256 left = payment - payment * tasks.coordinatorFeeBps() / 10_000;
+        uint256[] memory amounts = new uint256[](assigned.length);
+        for (uint256 i = 0; i + 1 < assigned.length; ++i) {
+            amounts[i] = uint256(keccak256(abi.encode(seed, i))) % (left + 1);
+            left -= amounts[i];
+        }
+        amounts[assigned.length - 1] = left;
+        IT.Commitment memory c = IT.Commitment(
+            ResultTree.root(ResultTree.hashLeaves(_leaves(id))),
+            uint64(t.requestCount) * 100,
+            uint64(t.requestCount) * 300,
+            SafeCast.toUint128(payment),
+            amounts
+        );
+        bytes32 digest = tasks.commitmentDigest(id, c);
+        bytes[] memory sigs = new bytes[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(assigned[i]), digest);
+            sigs[i] = abi.encodePacked(r, s, v);
+        }
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev One time in two waits out the challenge window first.
+    function finalizeTask(uint256 taskSeed, uint8 wait) external track {
+        uint256 id = _pickTaskMostlyIn(taskSeed, IT.TaskStatus.ResultsCommitted);
+        if (id == 0) return;
+        uint256 endsAt = tasks.challengeEndsAt(id);
+        if (wait % 2 == 0 && endsAt > block.timestamp) vm.warp(endsAt);
+        try tasks.finalizeTask(id) {} catch {}
+    }
+
+    /// @dev One time in four waits past the deadline first.
+    function expireTask(uint256 taskSeed, uint8 wait) external track {
+        uint256 id =
+            _pickTaskMostlyIn(taskSeed, taskSeed % 8 < 4 ? IT.TaskStatus.Open : IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        uint256 deadline = tasks.getTask(id).deadline;
+        if (wait % 4 == 0 && deadline >= block.timestamp) vm.warp(deadline + 1);
+        try tasks.expireTask(id) {} catch {}
+    }
+
+    // ----------------------------------------------------------------------------------------- disputes
+
+    function openDispute(uint256 taskSeed, uint256 leafSeed) external track {
+        uint256 id = taskSeed % 4 == 0
+            ? _pickTask(taskSeed >> 2)
+            : _pickLiveTask(taskSeed >> 2, IT.TaskStatus.ResultsCommitted);
+        if (id == 0 || leafCountOf[id] == 0) return;
+        address owner = tasks.getTask(id).owner;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = leafSeed % ls.length;
+        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        _mintTo(owner, address(escrow), arbitration.disputeBond());
+        vm.prank(owner);
+        try arbitration.openDispute(id, ls[index], proof) {
+            ++opened;
+        } catch {}
+    }
+
+    function vote(uint256 disputeSeed, uint256 verifierSeed, bool atFault) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        vm.prank(verifiers[verifierSeed % verifiers.length]);
+        try arbitration.vote(id, atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect) {} catch {}
+    }
+
+    /// @dev One time in two waits for the voting deadline first.
+    function resolve(uint256 disputeSeed, uint8 wait) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        IA.Dispute memory d = arbitration.getDispute(id);
+        if (wait % 2 == 0 && d.votingDeadline > block.timestamp) vm.warp(d.votingDeadline);
+        _resolvingStakeLock = tasks.getTask(d.taskId).stakeLock;
+        try arbitration.resolve(id) returns (IA.DisputeStatus outcome) {
+            ++resolvedAs[uint8(outcome)];
+        } catch {}
+    }
+
+    // ------------------------------------------------------------------------------------------- others
+
+    function withdraw(uint256 accountSeed) external track {
+        address[] memory accounts = allAccounts();
+        address a = accounts[accountSeed % accounts.length];
+        if (escrow.balanceOf(a) == 0) return;
+        vm.prank(a);
+        escrow.withdraw();
+    }
+
+    function warp(uint256 secondsForward) external track {
+        vm.warp(block.timestamp + _bound(secondsForward, 1, 12 hours));
+    }
+
+    /// @notice Every account the market can credit in this setup.
+    function allAccounts() public view returns (address[] memory accounts) {
+        accounts = new address[](miners.length + owners.length + verifiers.length + 1);
+        uint256 n;
+        for (uint256 i = 0; i < miners.length; ++i) {
+            accounts[n++] = miners[i];
+        }
+        for (uint256 i = 0; i < owners.length; ++i) {
+            accounts[n++] = owners[i];
+        }
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            accounts[n++] = verifiers[i];
+        }
+        accounts[n] = feeRecipient;
+    }
+
+    function minerCount() external view returns (uint256) {
+        return miners.length;
+    }
+}

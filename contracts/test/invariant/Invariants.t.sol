@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {StdInvariant} from "forge-std/StdInvariant.sol";
+import {BaseTest} from "../BaseTest.sol";
+import {Handler} from "./Handler.sol";
+import {IGPURegistry} from "../../src/interfaces/IGPURegistry.sol";
+import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
+
+/// @notice Money and state-machine invariants over random sequences of market actions.
+/// forge-config: default.invariant.runs = 16
+contract MarketInvariantTest is StdInvariant, BaseTest {
+    Handler internal handler;
+
+    function setUp() public override {
+        super.setUp();
+        address[] memory ms = new address[](5);
+        uint256[] memory keys = new uint256[](5);
+        for (uint256 i = 0; i < 5; ++i) {
+            (ms[i], keys[i]) = makeAddrAndKey(string.concat("invariant miner", vm.toString(i)));
+        }
+        handler = new Handler(
+            Handler.Deployment(token, registry, escrow, tasks, arbitration, admin, coordinator, feeRecipient),
+            ms,
+            keys
+        );
+        handler.grantVerifiers();
+        // Each run starts from a market in motion: miners registered; tasks open, assigned, committed, disputed.
+        for (uint256 i = 0; i < 3; ++i) {
+            handler.register(i, 500e6);
+        }
+        for (uint256 i = 0; i < 5; ++i) {
+            handler.createTask(i, 50e6 + i, 1_000 * (i + 1), 3 days);
+        }
+        for (uint256 i = 0; i < 4; ++i) {
+            handler.assignTask(i, 0x7, 10e6);
+        }
+        for (uint256 i = 0; i < 3; ++i) {
+            handler.commitResults(i, 40e6, i, 4);
+        }
+        handler.openDispute(1, 0);
+        assertEq(arbitration.disputeCount(), 1);
+
+        // Later lifecycle steps are listed more than once, so that runs often reach disputes.
+        bytes4[24] memory s = [
+            Handler.register.selector,
+            Handler.addStake.selector,
+            Handler.requestUnstake.selector,
+            Handler.withdrawStake.selector,
+            Handler.createTask.selector,
+            Handler.createTask.selector,
+            Handler.cancelTask.selector,
+            Handler.assignTask.selector,
+            Handler.assignTask.selector,
+            Handler.commitResults.selector,
+            Handler.commitResults.selector,
+            Handler.finalizeTask.selector,
+            Handler.finalizeTask.selector,
+            Handler.expireTask.selector,
+            Handler.openDispute.selector,
+            Handler.openDispute.selector,
+            Handler.openDispute.selector,
+            Handler.vote.selector,
+            Handler.vote.selector,
+            Handler.vote.selector,
+            Handler.resolve.selector,
+            Handler.resolve.selector,
+            Handler.withdraw.selector,
+            Handler.warp.selector
+        ];
+        bytes4[] memory selectors = new bytes4[](s.length);
+        for (uint256 i = 0; i < s.length; ++i) {
+            selectors[i] = s[i];
+        }
+        targetSelector(FuzzSelector({addr: address(handler), selectors: selectors}));
+        targetContract(address(handler));
+    }
+
+    /// @dev The registry holds exactly the miners' free, locked and unbonding stake.
+    function invariant_registryBalanceEqualsStakes() public view {
+        uint256 sum;
+        for (uint256 i = 0; i < handler.minerCount(); ++i) {
+            IGPURegistry.Stake memory s = registry.stakeOf(handler.miners(i));
+            sum += uint256(s.free) + s.locked + s.unbonding;
+        }
+        assertEq(token.balanceOf(address(registry)), sum);
+    }
+
+    /// @dev The escrow holds exactly what it owes: open escrows, posted bonds and withdrawable balances.
+    function invariant_escrowBalanceEqualsLiabilities() public view {
+        uint256 sum;
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            sum += escrow.escrowOf(id);
+        }
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            sum += escrow.bondOf(id);
+        }
+        address[] memory accounts = handler.allAccounts();
+        for (uint256 i = 0; i < accounts.length; ++i) {
+            sum += escrow.balanceOf(accounts[i]);
+        }
+        assertEq(escrow.totalLiabilities(), sum, "liabilities != escrows + bonds + balances");
+        assertEq(token.balanceOf(address(escrow)), sum, "balance != liabilities");
+    }
+
+    /// @dev Each task is funded once and settled at most once: exactly when it has ended. Same for bonds.
+    function invariant_taskSettlesAtMostOnce() public view {
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IT.Task memory t = tasks.getTask(id);
+            bool ended = t.status >= IT.TaskStatus.Finalized;
+            assertEq(handler.ghostDepositCount(id), 1, "deposits");
+            assertEq(handler.ghostSettleCount(id), ended ? 1 : 0, "settlements");
+            assertEq(handler.ghostEndEvents(id), ended ? 1 : 0, "end events");
+            assertEq(escrow.escrowOf(id), ended ? 0 : t.maxPrice, "escrow held");
+        }
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            bool open = uint8(arbitration.getDispute(id).status) == 1;
+            assertEq(handler.ghostBondSettleCount(id), open ? 0 : 1, "bond settlements");
+        }
+    }
+
+    /// @dev Miners and coordinator never get more than the escrow; payout plus refund is exactly the escrow; a
+    /// cancelled, expired or at-fault task pays nobody.
+    function invariant_payoutWithinEscrow() public view {
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IT.Task memory t = tasks.getTask(id);
+            uint256 paid = handler.ghostPaidOut(id);
+            assertEq(handler.ghostDeposited(id), t.maxPrice, "deposit == maxPrice");
+            assertLe(paid, t.maxPrice, "paid out <= escrow");
+            if (handler.ghostSettleCount(id) == 0) continue;
+            assertEq(paid + handler.ghostRefunded(id), t.maxPrice, "paid + refund");
+            assertTrue(paid == 0 || paid == t.payment, "pays the committed payment or nothing");
+            if (t.status != IT.TaskStatus.Finalized) assertEq(paid, 0, "refunded tasks pay nobody");
+        }
+    }
+
+    /// @dev A slash never exceeds the stake locked at that moment and is one task lock.
+    function invariant_slashWithinLockedStake() public view {
+        assertFalse(handler.ghostSlashAboveLock(), "slash above locked stake");
+        assertFalse(handler.ghostSlashNotTaskLock(), "slash != task stake lock");
+        assertFalse(handler.ghostUnlockAboveLock(), "unlock above locked stake");
+    }
+
+    /// @dev Locked stake is exactly the locks of the tasks still in progress.
+    function invariant_lockedStakeBacksLiveTasks() public view {
+        uint256 expected;
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IT.Task memory t = tasks.getTask(id);
+            if (t.status >= IT.TaskStatus.Assigned && t.status <= IT.TaskStatus.Disputed) {
+                expected += uint256(t.stakeLock) * t.minerCount;
+            }
+        }
+        uint256 locked;
+        for (uint256 i = 0; i < handler.minerCount(); ++i) {
+            locked += registry.stakeOf(handler.miners(i)).locked;
+        }
+        assertEq(locked, expected);
+    }
+
+    /// @dev Task and dispute statuses only move forward, and ended ones never change.
+    function invariant_statusesOnlyMoveForward() public view {
+        assertFalse(handler.ghostStatusRegressed(), "task status went back");
+        assertFalse(handler.ghostDisputeStatusRegressed(), "dispute status went back");
+    }
+
+    /// @dev No token is created or destroyed by the market.
+    function invariant_tokensConserved() public view {
+        uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow));
+        address[] memory accounts = handler.allAccounts();
+        for (uint256 i = 0; i < accounts.length; ++i) {
+            held += token.balanceOf(accounts[i]);
+        }
+        assertEq(held, token.totalSupply());
+    }
+
+    /// @dev The handler's own counts agree with the contracts.
+    function afterInvariant() public view {
+        assertEq(handler.created(), tasks.taskCount(), "tasks created");
+        assertEq(handler.opened(), arbitration.disputeCount(), "disputes opened");
+        uint256 resolved;
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            if (uint8(arbitration.getDispute(id).status) > 1) ++resolved;
+        }
+        assertEq(handler.resolvedAs(2) + handler.resolvedAs(3) + handler.resolvedAs(4), resolved, "resolved");
+    }
+}
