@@ -1,0 +1,1 @@
+"""Pure scheduling algorithms: model allocation, routing, membership, microbatches, latency scheduling."""
