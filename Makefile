@@ -16,6 +16,8 @@ bootstrap: $(VENV)/.installed node_modules/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# CPU build first: an unpinned torch would pull the newest CUDA wheels (gigabytes) instead.
+	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $@
 

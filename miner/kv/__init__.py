@@ -1,0 +1,1 @@
+"""Paged KV cache: fixed-size pages, per-sequence block tables."""

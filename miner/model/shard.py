@@ -1,0 +1,109 @@
+"""A pipeline stage's slice of the model: layers [start, end), plus the embedding on the first stage and the
+final norm and LM head on the last. Only those tensors are read from the checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from client_sdk.errors import UserError
+from miner.attention.layout import BatchLayout
+from miner.attention.reference import ReferenceAttention
+from miner.kv.cache import PagedKVCache
+from miner.model.config import ModelConfig
+from miner.model.layers import DecoderLayer, rms_norm
+from miner.model.rope import Rotary
+from miner.model.weights import load_tensors
+
+EMBED = "model.embed_tokens.weight"
+NORM = "model.norm.weight"
+HEAD = "lm_head.weight"
+
+
+class StageShard:
+    def __init__(
+        self,
+        config: ModelConfig,
+        start: int,
+        end: int,
+        tensors: dict[str, torch.Tensor],
+        device: torch.device,
+    ) -> None:
+        self.config = config
+        self.start, self.end = start, end
+        self.is_first = start == 0
+        self.is_last = end == config.num_layers
+        self.device = device
+        self.embedding = tensors.get(EMBED) if self.is_first else None
+        self.norm = tensors.get(NORM)
+        self.head = tensors.get(HEAD, tensors.get(EMBED)) if self.is_last else None
+        self.layers = [DecoderLayer(config, _layer_weights(tensors, index)) for index in range(start, end)]
+        self.rotary = Rotary(config.rope, config.head_dim, device)
+        self.attention = ReferenceAttention()
+
+    @classmethod
+    def load(
+        cls,
+        checkpoint_dir: Path,
+        start: int,
+        end: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> StageShard:
+        config = ModelConfig.load(checkpoint_dir)
+        if not 0 <= start < end <= config.num_layers:
+            raise UserError(
+                f"layer range [{start}, {end}) is not inside the model's {config.num_layers} layers"
+            )
+        target = torch.device(device)
+        last = end == config.num_layers
+
+        def wanted(name: str) -> bool:
+            if name.startswith("model.layers."):
+                return start <= int(name.split(".")[2]) < end
+            if name == EMBED:  # the head reuses it when embeddings are tied
+                return start == 0 or (last and config.tie_word_embeddings)
+            return last and name in (NORM, HEAD)
+
+        return cls(config, start, end, load_tensors(checkpoint_dir, wanted, dtype, target), target)
+
+    def new_cache(self, num_pages: int, page_size: int, dtype: torch.dtype | None = None) -> PagedKVCache:
+        c = self.config
+        return PagedKVCache(
+            self.end - self.start,
+            num_pages,
+            page_size,
+            c.num_kv_heads,
+            c.head_dim,
+            dtype or self._dtype,
+            self.device,
+        )
+
+    @property
+    def _dtype(self) -> torch.dtype:
+        return self.layers[0].w["input_layernorm.weight"].dtype
+
+    def forward(self, inputs: torch.Tensor, layout: BatchLayout, cache: PagedKVCache) -> torch.Tensor:
+        """Runs this stage on a flattened batch.
+
+        Takes token ids [tokens] on the first stage, hidden states [tokens, hidden] elsewhere. Returns the
+        logits of each sequence's last token [sequences, vocab] on the last stage, hidden states elsewhere.
+        """
+        hidden = F.embedding(inputs, self.embedding) if self.embedding is not None else inputs
+        positions = layout.positions(self.device)
+        for local, layer in enumerate(self.layers):
+            hidden = layer(
+                hidden, self.rotary, positions, cache.keys[local], cache.values[local], layout, self.attention
+            )
+        if self.head is None:
+            return hidden
+        last = hidden[layout.last_token_indices(self.device)]
+        assert self.norm is not None
+        return F.linear(rms_norm(last, self.norm, self.config.rms_norm_eps), self.head).float()
+
+
+def _layer_weights(tensors: dict[str, torch.Tensor], index: int) -> dict[str, torch.Tensor]:
+    prefix = f"model.layers.{index}."
+    return {name[len(prefix) :]: t for name, t in tensors.items() if name.startswith(prefix)}
