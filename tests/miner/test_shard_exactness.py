@@ -9,12 +9,13 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from miner.local_pipeline import LocalPipeline
+from miner.engine.engine import Engine
+from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from tests.miner.checkpoints import FAMILIES, build_checkpoint
 
-PROMPTS = [[5, 17, 99, 3, 42, 8, 77], [1, 2], [100, 64, 32, 16, 8, 4, 2, 1, 9, 27, 81, 11, 13]]
-NEW_TOKENS = 12
+PROMPTS = [[5, 17, 99, 3, 42, 8, 77], [1, 2], [100, 64, 32, 16, 8, 4, 2, 1, 9, 27, 81, 11, 13], [7] * 20]
+NEW_TOKENS = [12, 5, 9, 16]  # sequences finish at different steps, so slots free up mid-batch
 SPLITS = {1: [(0, 4)], 2: [(0, 2), (2, 4)], 3: [(0, 1), (1, 3), (3, 4)], 4: [(0, 1), (1, 2), (2, 3), (3, 4)]}
 
 
@@ -23,20 +24,53 @@ def checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return build_checkpoint(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def hf_greedy(checkpoint: Path, prompt: list[int]) -> list[int]:
+def hf_greedy(checkpoint: Path, prompt: list[int], new_tokens: int) -> list[int]:
     model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
     out = model.generate(
-        torch.tensor([prompt]), max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=None, pad_token_id=0
+        torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False, eos_token_id=None, pad_token_id=0
     )
     return out[0, len(prompt) :].tolist()
 
 
+@pytest.fixture(scope="module")
+def expected(checkpoint: Path) -> list[list[int]]:
+    outputs = [hf_greedy(checkpoint, p, n) for p, n in zip(PROMPTS, NEW_TOKENS, strict=True)]
+    assert len({tuple(o[:5]) for o in outputs}) > 1, (
+        "degenerate checkpoint: every prompt gives the same output"
+    )
+    return outputs
+
+
+GREEDY = [SamplingParams(max_tokens=n) for n in NEW_TOKENS]
+
+
 @pytest.mark.parametrize("stages", sorted(SPLITS))
-def test_greedy_matches_transformers(checkpoint: Path, stages: int) -> None:
-    expected = [hf_greedy(checkpoint, p) for p in PROMPTS]
-    assert len({tuple(e) for e in expected}) > 1, "degenerate checkpoint: every prompt gives the same output"
+def test_greedy_matches_transformers(checkpoint: Path, expected: list[list[int]], stages: int) -> None:
     shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[stages]]
-    # 8 pages of 4 tokens per sequence at most: forces block tables to span several, non-adjacent pages
-    pipeline = LocalPipeline(shards, num_pages=24, page_size=4)
-    assert pipeline.generate_greedy(PROMPTS, NEW_TOKENS) == expected
-    assert pipeline.blocks.free_pages == 24
+    # pages of 4 tokens: block tables span several non-adjacent pages; a 5-token budget chunks every prefill
+    engine = Engine(shards, num_pages=40, page_size=4, max_seqs=4, token_budget=5)
+    assert engine.generate(PROMPTS, GREEDY) == expected
+    assert engine.scheduler.blocks.free_pages == 40
+
+
+def test_small_page_pool_preempts_and_still_matches(checkpoint: Path, expected: list[list[int]]) -> None:
+    """10 pages of 4 tokens hold at most 40 tokens: sequences wait, get preempted and are re-prefilled from
+    their token ids, and the output is still exact."""
+    shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[2]]
+    engine = Engine(shards, num_pages=10, page_size=4, max_seqs=4, token_budget=64)
+    assert engine.generate(PROMPTS, GREEDY) == expected
+    assert engine.scheduler.preemptions > 0
+
+
+def test_seeded_sampling_is_reproducible_across_runs_and_splits(checkpoint: Path) -> None:
+    params = [SamplingParams(max_tokens=10, temperature=0.8, top_p=0.9, seed=s) for s in range(len(PROMPTS))]
+    runs = []
+    for stages in (1, 3):
+        shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[stages]]
+        runs.append(Engine(shards, num_pages=64, page_size=4).generate(PROMPTS, params))
+        runs.append(Engine(shards, num_pages=64, page_size=4).generate(PROMPTS, params))
+    assert all(run == runs[0] for run in runs)
+    greedy = Engine([StageShard.load(checkpoint, 0, 4)], num_pages=64, page_size=4).generate(
+        PROMPTS, [SamplingParams(max_tokens=10)] * len(PROMPTS)
+    )
+    assert runs[0] != greedy, "sampling at temperature 0.8 should differ from greedy somewhere"
