@@ -1,0 +1,1 @@
+"""Stage-to-stage transport: ZeroMQ sockets carrying a msgpack header and raw tensor bytes. Never pickle."""
