@@ -12,11 +12,19 @@ import torch
 
 from miner.attention.layout import BatchLayout
 from miner.engine.scheduler import ScheduledChunk
+from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
 
 
 class LocalPipeline:
-    def __init__(self, shards: list[StageShard], num_pages: int, page_size: int) -> None:
+    def __init__(
+        self,
+        shards: list[StageShard],
+        page_size: int,
+        num_microbatches: int = 1,
+        local_pages: int = 256,
+        global_pages: int = 0,
+    ) -> None:
         if not shards or not shards[0].is_first or not shards[-1].is_last:
             raise ValueError("the shards must run from the first layer to the last")
         for before, after in itertools.pairwise(shards):
@@ -24,19 +32,48 @@ class LocalPipeline:
                 raise ValueError(f"gap or overlap between layers {before.end} and {after.start}")
         self.shards = shards
         self.page_size = page_size
-        self.caches = [shard.new_cache(num_pages, page_size) for shard in shards]
+        self.caches = [
+            MicrobatchKVCache(
+                num_microbatches,
+                local_pages,
+                global_pages,
+                shard.end - shard.start,
+                page_size,
+                shard.config.num_kv_heads,
+                shard.config.head_dim,
+                shard.dtype,
+                shard.device,
+            )
+            for shard in shards
+        ]
+
+    @property
+    def pages_per_microbatch(self) -> int:
+        return self.caches[0].pages_per_microbatch
+
+    @property
+    def bytes_swapped(self) -> int:
+        return sum(cache.bytes_swapped for cache in self.caches)
 
     @torch.inference_mode()
-    def forward(self, chunks: list[ScheduledChunk], block_tables: list[list[int]]) -> torch.Tensor:
-        """Runs the scheduled chunks through every stage; returns last-token logits [chunks, vocab]."""
-        layout = BatchLayout(
-            context_lens=tuple(c.context_len for c in chunks),
-            query_lens=tuple(len(c.tokens) for c in chunks),
-            block_tables=tuple(tuple(t) for t in block_tables),
-            page_size=self.page_size,
-        )
+    def forward(
+        self,
+        microbatch: int,
+        next_microbatch: int,
+        chunks: list[ScheduledChunk],
+        block_tables: list[list[int]],
+    ) -> torch.Tensor:
+        """Runs one microbatch's chunks through every stage (block tables in the microbatch's logical pages);
+        returns last-token logits [chunks, vocab]."""
         device = self.shards[0].device
         hidden = torch.tensor([t for c in chunks for t in c.tokens], dtype=torch.long, device=device)
         for shard, cache in zip(self.shards, self.caches, strict=True):
-            hidden = shard.forward(hidden, layout, cache)
+            cache.begin_step(microbatch, next_microbatch)
+            layout = BatchLayout(
+                context_lens=tuple(c.context_len for c in chunks),
+                query_lens=tuple(len(c.tokens) for c in chunks),
+                block_tables=tuple(tuple(cache.physical(microbatch, t)) for t in block_tables),
+                page_size=self.page_size,
+            )
+            hidden = shard.forward(hidden, layout, cache.device_cache)
         return hidden

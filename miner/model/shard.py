@@ -69,20 +69,8 @@ class StageShard:
 
         return cls(config, start, end, load_tensors(checkpoint_dir, wanted, dtype, target), target)
 
-    def new_cache(self, num_pages: int, page_size: int, dtype: torch.dtype | None = None) -> PagedKVCache:
-        c = self.config
-        return PagedKVCache(
-            self.end - self.start,
-            num_pages,
-            page_size,
-            c.num_kv_heads,
-            c.head_dim,
-            dtype or self._dtype,
-            self.device,
-        )
-
     @property
-    def _dtype(self) -> torch.dtype:
+    def dtype(self) -> torch.dtype:
         return self.layers[0].w["input_layernorm.weight"].dtype
 
     def forward(self, inputs: torch.Tensor, layout: BatchLayout, cache: PagedKVCache) -> torch.Tensor:

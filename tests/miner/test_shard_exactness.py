@@ -48,18 +48,18 @@ GREEDY = [SamplingParams(max_tokens=n) for n in NEW_TOKENS]
 def test_greedy_matches_transformers(checkpoint: Path, expected: list[list[int]], stages: int) -> None:
     shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[stages]]
     # pages of 4 tokens: block tables span several non-adjacent pages; a 5-token budget chunks every prefill
-    engine = Engine(shards, num_pages=40, page_size=4, max_seqs=4, token_budget=5)
+    engine = Engine(shards, page_size=4, local_pages=40, max_seqs=4, token_budget=5)
     assert engine.generate(PROMPTS, GREEDY) == expected
-    assert engine.scheduler.blocks.free_pages == 40
+    assert engine.schedulers[0].blocks.free_pages == 40
 
 
 def test_small_page_pool_preempts_and_still_matches(checkpoint: Path, expected: list[list[int]]) -> None:
     """10 pages of 4 tokens hold at most 40 tokens: sequences wait, get preempted and are re-prefilled from
     their token ids, and the output is still exact."""
     shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[2]]
-    engine = Engine(shards, num_pages=10, page_size=4, max_seqs=4, token_budget=64)
+    engine = Engine(shards, page_size=4, local_pages=10, max_seqs=4, token_budget=64)
     assert engine.generate(PROMPTS, GREEDY) == expected
-    assert engine.scheduler.preemptions > 0
+    assert engine.preemptions > 0
 
 
 def test_seeded_sampling_is_reproducible_across_runs_and_splits(checkpoint: Path) -> None:
@@ -67,10 +67,24 @@ def test_seeded_sampling_is_reproducible_across_runs_and_splits(checkpoint: Path
     runs = []
     for stages in (1, 3):
         shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[stages]]
-        runs.append(Engine(shards, num_pages=64, page_size=4).generate(PROMPTS, params))
-        runs.append(Engine(shards, num_pages=64, page_size=4).generate(PROMPTS, params))
+        runs.append(Engine(shards, page_size=4, local_pages=64).generate(PROMPTS, params))
+        runs.append(Engine(shards, page_size=4, local_pages=64).generate(PROMPTS, params))
     assert all(run == runs[0] for run in runs)
-    greedy = Engine([StageShard.load(checkpoint, 0, 4)], num_pages=64, page_size=4).generate(
+    greedy = Engine([StageShard.load(checkpoint, 0, 4)], page_size=4, local_pages=64).generate(
         PROMPTS, [SamplingParams(max_tokens=10)] * len(PROMPTS)
     )
     assert runs[0] != greedy, "sampling at temperature 0.8 should differ from greedy somewhere"
+
+
+@pytest.mark.parametrize(("stages", "microbatches"), [(2, 2), (3, 3), (4, 2)])
+def test_offloaded_microbatches_match(
+    checkpoint: Path, expected: list[list[int]], stages: int, microbatches: int
+) -> None:
+    """Each microbatch keeps 3 pages on the device and 6 more in the alternating global pools, swapped to and
+    from host memory between its turns; the output is still exact."""
+    shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[stages]]
+    engine = Engine(
+        shards, page_size=4, local_pages=3, global_pages=6, num_microbatches=microbatches, token_budget=8
+    )
+    assert engine.generate(PROMPTS, GREEDY) == expected
+    assert engine.pipeline.bytes_swapped > 0
