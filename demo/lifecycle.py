@@ -147,11 +147,6 @@ def fund(market: Market, parties: Parties, config: DemoConfig) -> None:
 
 def register_with_cli(rpc_url: str, deployment_file: Path, miner: LocalAccount, config: DemoConfig) -> None:
     """Runs `miner register` exactly as an operator would, key in the environment."""
-    env = os.environ | {
-        "BATCHMARKET_PRIVATE_KEY": miner.key.to_0x_hex(),
-        "BATCHMARKET_RPC_URL": rpc_url,
-        "BATCHMARKET_DEPLOYMENT": str(deployment_file),
-    }
     # fmt: off
     command = [
         sys.executable, "-m", "miner", "register",
@@ -161,7 +156,16 @@ def register_with_cli(rpc_url: str, deployment_file: Path, miner: LocalAccount, 
         "--model", MODEL,
     ]
     # fmt: on
-    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    subprocess.run(command, env=cli_env(rpc_url, deployment_file, miner), check=True, capture_output=True)
+
+
+def cli_env(rpc_url: str, deployment_file: Path, account: LocalAccount) -> dict[str, str]:
+    """The environment a CLI user sets: chain, deployment and key (never a command-line argument)."""
+    return os.environ | {
+        "BATCHMARKET_PRIVATE_KEY": account.key.to_0x_hex(),
+        "BATCHMARKET_RPC_URL": rpc_url,
+        "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+    }
 
 
 def create_task(user_market: Market, config: DemoConfig) -> int:
@@ -218,11 +222,7 @@ def price_results(
 def withdraw_all(rpc_url: str, deployment_file: Path, market: Market, parties: Parties) -> None:
     """Miners withdraw with their CLI; the user and the coordinator through the SDK."""
     for miner in parties.miners:
-        env = os.environ | {
-            "BATCHMARKET_PRIVATE_KEY": miner.key.to_0x_hex(),
-            "BATCHMARKET_RPC_URL": rpc_url,
-            "BATCHMARKET_DEPLOYMENT": str(deployment_file),
-        }
+        env = cli_env(rpc_url, deployment_file, miner)
         subprocess.run([sys.executable, "-m", "miner", "withdraw"], env=env, check=True, capture_output=True)
     market.as_account(parties.user).escrow.withdraw()
     market.as_account(parties.coordinator).escrow.withdraw()
