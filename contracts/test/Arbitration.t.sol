@@ -41,7 +41,7 @@ contract ArbitrationTest is BaseTest {
         return Arbitration.Config(DISPUTE_BOND, VOTING_PERIOD, REWARD_BPS);
     }
 
-    // ----------------------------------------------------------------------------------- constructor, admin
+    // ---- constructor, admin
 
     function test_constructor_setsConfig() public {
         vm.expectEmit();
@@ -135,7 +135,7 @@ contract ArbitrationTest is BaseTest {
         arbitration.setVerifierReward(0);
     }
 
-    // ---------------------------------------------------------------------------------------- openDispute
+    // ---- openDispute
 
     function test_openDispute_freezesTaskAndTakesBond() public {
         ResultLeaf.Leaf[] memory ls = _leaves();
@@ -289,7 +289,7 @@ contract ArbitrationTest is BaseTest {
         assertEq(uint8(_status(taskId)), uint8(ITaskRegistry.TaskStatus.ResultsCommitted));
     }
 
-    // ----------------------------------------------------------------------------------------------- vote
+    // ---- vote
 
     function test_vote_recordsVotes() public {
         uint256 id = _openDispute(taskId, 0);
@@ -365,7 +365,7 @@ contract ArbitrationTest is BaseTest {
         assertEq(arbitration.getDispute(id).votesAtFault, 15);
     }
 
-    // -------------------------------------------------------------------------------------------- resolve
+    // ---- resolve
 
     function test_resolve_reverts() public {
         vm.expectRevert(abi.encodeWithSelector(IA.UnknownDispute.selector, 3));

@@ -125,7 +125,7 @@ abstract contract BaseTest is Test {
         p.verifierRewardBps = REWARD_BPS;
     }
 
-    // ------------------------------------------------------------------------------------------------ money
+    // ---- money
 
     function _mint(address to, uint256 amount) internal {
         vm.prank(admin);
@@ -138,7 +138,7 @@ abstract contract BaseTest is Test {
         token.approve(spender, amount);
     }
 
-    // ----------------------------------------------------------------------------------------------- miners
+    // ---- miners
 
     function _signer(uint256 i) internal view returns (address) {
         return vm.addr(signerKeys[i]);
@@ -186,7 +186,7 @@ abstract contract BaseTest is Test {
         revert("BaseTest: unknown miner");
     }
 
-    // ------------------------------------------------------------------------------------------------ tasks
+    // ---- tasks
 
     function _taskParams(uint128 maxPrice) internal view returns (ITaskRegistry.CreateTaskParams memory) {
         return ITaskRegistry.CreateTaskParams({
@@ -300,7 +300,7 @@ abstract contract BaseTest is Test {
         tasks.commitResults(taskId, c, sigs);
     }
 
-    // ----------------------------------------------------------------------------------------------- leaves
+    // ---- leaves
 
     function _leaf(uint256 taskId, uint32 index, address[] memory pipeline)
         internal
@@ -354,7 +354,7 @@ abstract contract BaseTest is Test {
         _commit(taskId, _commitment(_rootOf(_standardLeaves(taskId)), PAYMENT, 3));
     }
 
-    // --------------------------------------------------------------------------------------------- disputes
+    // ---- disputes
 
     function _openDispute(uint256 taskId, uint256 leafIndex) internal returns (uint256) {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(taskId);
@@ -373,7 +373,7 @@ abstract contract BaseTest is Test {
         vm.warp(arbitration.getDispute(disputeId).votingDeadline);
     }
 
-    // ------------------------------------------------------------------------------------------------ views
+    // ---- views
 
     function _status(uint256 taskId) internal view returns (ITaskRegistry.TaskStatus) {
         return tasks.getTask(taskId).status;

@@ -2,7 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {BaseTest} from "./BaseTest.sol";
-import {IArbitration} from "../src/interfaces/IArbitration.sol";
+import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "../src/interfaces/IPaymentEscrow.sol";
@@ -16,8 +16,8 @@ contract DisputeOutcomeTest is BaseTest {
     uint256 internal constant SHARE = 24_629_629;
     uint256 internal constant REFUND = 22_222_223;
 
-    IArbitration.Vote internal constant AT_FAULT = IArbitration.Vote.MinersAtFault;
-    IArbitration.Vote internal constant CORRECT = IArbitration.Vote.MinersCorrect;
+    IA.Vote internal constant AT_FAULT = IA.Vote.MinersAtFault;
+    IA.Vote internal constant CORRECT = IA.Vote.MinersCorrect;
 
     uint256 internal taskId;
 
@@ -44,8 +44,9 @@ contract DisputeOutcomeTest is BaseTest {
         ];
     }
 
-    /// @dev Escrow balances of `_who()`.
-    function _assertCredits(uint256[10] memory expected) internal view {
+    /// @dev Escrow balances of `_who()` are exactly `expected`, all backed; then everyone withdraws and token
+    /// balances move by exactly those amounts.
+    function _checkPayouts(uint256[10] memory expected) internal {
         address[10] memory who = _who();
         uint256 total;
         for (uint256 i = 0; i < 10; ++i) {
@@ -55,6 +56,15 @@ contract DisputeOutcomeTest is BaseTest {
         assertEq(escrow.totalLiabilities(), total, "liabilities");
         assertEq(escrow.escrowOf(taskId), 0, "escrow settled");
         _assertEscrowSolvent();
+        for (uint256 i = 0; i < 10; ++i) {
+            uint256 before = token.balanceOf(who[i]);
+            if (expected[i] > 0) {
+                vm.prank(who[i]);
+                assertEq(escrow.withdraw(), expected[i]);
+            }
+            assertEq(token.balanceOf(who[i]) - before, expected[i]);
+        }
+        assertEq(token.balanceOf(address(escrow)) + escrow.totalLiabilities(), 0, "escrow empty");
     }
 
     function _assertStake(uint256 miner, uint256 free) internal view {
@@ -72,7 +82,7 @@ contract DisputeOutcomeTest is BaseTest {
         assertEq(token.balanceOf(address(registry)), sum);
     }
 
-    function _resolve(uint256 disputeId, IArbitration.DisputeStatus expected) internal {
+    function _resolve(uint256 disputeId, IA.DisputeStatus expected) internal {
         _warpPastVoting(disputeId);
         vm.prank(stranger);
         assertEq(uint8(arbitration.resolve(disputeId)), uint8(expected));
@@ -81,22 +91,7 @@ contract DisputeOutcomeTest is BaseTest {
         assertEq(escrow.bondOf(disputeId), 0, "bond settled");
     }
 
-    /// @dev Everyone withdraws; token balances move by exactly the credits.
-    function _withdrawAll(uint256[10] memory expected) internal {
-        address[10] memory who = _who();
-        for (uint256 i = 0; i < 10; ++i) {
-            uint256 before = token.balanceOf(who[i]);
-            if (expected[i] > 0) {
-                vm.prank(who[i]);
-                assertEq(escrow.withdraw(), expected[i]);
-            }
-            assertEq(token.balanceOf(who[i]) - before, expected[i]);
-        }
-        assertEq(token.balanceOf(address(escrow)), 0, "escrow empty");
-        assertEq(escrow.totalLiabilities(), 0);
-    }
-
-    // ------------------------------------------------------------------------------------ miners at fault
+    // ---- miners at fault
 
     /// @dev Leaf 0 ([m0, m1]); three verifiers find fault, one disagrees. 20e6 slashed; 2e6 reward in three shares of
     /// 666_666; alice gets the escrow, her bond and 20e6 - 1_999_998.
@@ -130,19 +125,18 @@ contract DisputeOutcomeTest is BaseTest {
         vm.expectEmit(address(escrow));
         emit IPaymentEscrow.BondSettled(id, 0, alice, DISPUTE_BOND);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersAtFault, 20e6, 2e6, 3);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersAtFault, 20e6, 2e6, 3);
         arbitration.resolve(id);
 
         uint256[10] memory expected =
             [MAX_PRICE + 18_000_002 + DISPUTE_BOND, 0, 0, 0, 0, 0, 666_666, 0, 666_666, 666_666];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         _assertStake(0, MINER_STAKE - MIN_STAKE_LOCK);
         _assertStake(1, MINER_STAKE - MIN_STAKE_LOCK);
         _assertStake(2, MINER_STAKE);
         _assertStake(3, MINER_STAKE);
         assertEq(registryBefore - token.balanceOf(address(registry)), 20e6);
         _assertRegistryBacked();
-        _withdrawAll(expected);
     }
 
     /// @dev Leaf 2 ([m0, m1, m2]) with a single voter: all 30e6 slashed, the whole 3e6 reward to that voter.
@@ -150,16 +144,15 @@ contract DisputeOutcomeTest is BaseTest {
         uint256 id = _openDispute(taskId, 2);
         _vote(id, 1, AT_FAULT);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersAtFault, 30e6, 3e6, 1);
-        _resolve(id, IArbitration.DisputeStatus.MinersAtFault);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersAtFault, 30e6, 3e6, 1);
+        _resolve(id, IA.DisputeStatus.MinersAtFault);
 
         uint256[10] memory expected = [MAX_PRICE + 27e6 + DISPUTE_BOND, 0, 0, 0, 0, 0, 0, 3e6, 0, 0];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         for (uint256 i = 0; i < 3; ++i) {
             _assertStake(i, MINER_STAKE - MIN_STAKE_LOCK);
         }
         _assertRegistryBacked();
-        _withdrawAll(expected);
     }
 
     /// @dev Leaf 1 ([m2]) with three voters: 10e6 slashed, reward 1e6 in shares of 333_333, dust to alice.
@@ -169,16 +162,15 @@ contract DisputeOutcomeTest is BaseTest {
         _vote(id, 1, AT_FAULT);
         _vote(id, 2, AT_FAULT);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersAtFault, 10e6, 1e6, 3);
-        _resolve(id, IArbitration.DisputeStatus.MinersAtFault);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersAtFault, 10e6, 1e6, 3);
+        _resolve(id, IA.DisputeStatus.MinersAtFault);
 
         uint256[10] memory expected =
             [MAX_PRICE + 9_000_001 + DISPUTE_BOND, 0, 0, 0, 0, 0, 333_333, 333_333, 333_333, 0];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         _assertStake(0, MINER_STAKE);
         _assertStake(1, MINER_STAKE);
         _assertStake(2, MINER_STAKE - MIN_STAKE_LOCK);
-        _withdrawAll(expected);
     }
 
     /// @dev Leaf 3 names no miner: nothing to slash, but the owner still gets escrow and bond back.
@@ -188,15 +180,14 @@ contract DisputeOutcomeTest is BaseTest {
         vm.expectEmit(address(tasks));
         emit ITaskRegistry.TaskRefunded(taskId, 0);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersAtFault, 0, 0, 1);
-        _resolve(id, IArbitration.DisputeStatus.MinersAtFault);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersAtFault, 0, 0, 1);
+        _resolve(id, IA.DisputeStatus.MinersAtFault);
 
         uint256[10] memory expected = [MAX_PRICE + DISPUTE_BOND, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         for (uint256 i = 0; i < MINER_COUNT; ++i) {
             _assertStake(i, MINER_STAKE);
         }
-        _withdrawAll(expected);
     }
 
     /// @dev A slash takes only this task's lock; the miner's lock for another task stays and that task settles.
@@ -205,7 +196,7 @@ contract DisputeOutcomeTest is BaseTest {
         assertEq(_locked(miners[0]), 2 * MIN_STAKE_LOCK);
         uint256 id = _openDispute(taskId, 0);
         _vote(id, 0, AT_FAULT);
-        _resolve(id, IArbitration.DisputeStatus.MinersAtFault);
+        _resolve(id, IA.DisputeStatus.MinersAtFault);
         assertEq(_locked(miners[0]), MIN_STAKE_LOCK);
         assertEq(_free(miners[0]), MINER_STAKE - 2 * MIN_STAKE_LOCK);
 
@@ -218,7 +209,7 @@ contract DisputeOutcomeTest is BaseTest {
         _assertRegistryBacked();
     }
 
-    // ----------------------------------------------------------------------------------- miners correct
+    // ---- miners correct
 
     /// @dev Leaf 2 ([m0, m1, m2]); three say correct, one at fault. The task settles as committed; the bond pays
     /// 500_000 reward in three shares of 166_666 and the rest, 4_500_002, in three parts of 1_500_000 with dust 2 to
@@ -236,7 +227,7 @@ contract DisputeOutcomeTest is BaseTest {
         vm.expectEmit(address(escrow));
         emit IPaymentEscrow.BondSettled(id, 499_998 + 3 * 1_500_000, miners[0], 2);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersCorrect, 0, 500_000, 3);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersCorrect, 0, 500_000, 3);
         arbitration.resolve(id);
 
         uint256[10] memory expected = [
@@ -251,12 +242,11 @@ contract DisputeOutcomeTest is BaseTest {
             0,
             166_666
         ];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         for (uint256 i = 0; i < MINER_COUNT; ++i) {
             _assertStake(i, MINER_STAKE);
         }
         _assertRegistryBacked();
-        _withdrawAll(expected);
     }
 
     /// @dev Leaf 0 ([m0, m1]) with one voter: the voter takes the whole 500_000, the pipeline 2_250_000 each; m2,
@@ -265,13 +255,12 @@ contract DisputeOutcomeTest is BaseTest {
         uint256 id = _openDispute(taskId, 0);
         _vote(id, 3, CORRECT);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.MinersCorrect, 0, 500_000, 1);
-        _resolve(id, IArbitration.DisputeStatus.MinersCorrect);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.MinersCorrect, 0, 500_000, 1);
+        _resolve(id, IA.DisputeStatus.MinersCorrect);
 
         uint256[10] memory expected =
             [REFUND, SHARE0 + 2_250_000, SHARE + 2_250_000, SHARE, 0, FEE, 0, 0, 0, 500_000];
-        _assertCredits(expected);
-        _withdrawAll(expected);
+        _checkPayouts(expected);
     }
 
     /// @dev Leaf 3 names no miner: what the voters do not take goes to the coordinator's fee recipient.
@@ -282,12 +271,11 @@ contract DisputeOutcomeTest is BaseTest {
         _vote(id, 2, CORRECT);
         vm.expectEmit(address(escrow));
         emit IPaymentEscrow.BondSettled(id, 499_998, feeRecipient, 4_500_002);
-        _resolve(id, IArbitration.DisputeStatus.MinersCorrect);
+        _resolve(id, IA.DisputeStatus.MinersCorrect);
 
         uint256[10] memory expected =
             [REFUND, SHARE0, SHARE, SHARE, 0, FEE + 4_500_002, 166_666, 166_666, 166_666, 0];
-        _assertCredits(expected);
-        _withdrawAll(expected);
+        _checkPayouts(expected);
     }
 
     function test_correct_zeroRewardGivesWholeBondToPipeline() public {
@@ -296,12 +284,12 @@ contract DisputeOutcomeTest is BaseTest {
         uint256 id = _openDispute(taskId, 1); // [m2]
         _vote(id, 0, CORRECT);
         _vote(id, 1, CORRECT);
-        _resolve(id, IArbitration.DisputeStatus.MinersCorrect);
+        _resolve(id, IA.DisputeStatus.MinersCorrect);
         uint256[10] memory expected = [REFUND, SHARE0, SHARE, SHARE + DISPUTE_BOND, 0, FEE, 0, 0, 0, 0];
-        _assertCredits(expected);
+        _checkPayouts(expected);
     }
 
-    // -------------------------------------------------------------------------------------- no decision
+    // ---- no decision
 
     /// @dev Nobody voted: the results stand and the bond goes back in full.
     function test_noDecision_noVotes() public {
@@ -311,15 +299,14 @@ contract DisputeOutcomeTest is BaseTest {
         vm.expectEmit(address(escrow));
         emit IPaymentEscrow.BondSettled(id, 0, alice, DISPUTE_BOND);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.NoDecision, 0, 0, 0);
-        _resolve(id, IArbitration.DisputeStatus.NoDecision);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.NoDecision, 0, 0, 0);
+        _resolve(id, IA.DisputeStatus.NoDecision);
 
         uint256[10] memory expected = [REFUND + DISPUTE_BOND, SHARE0, SHARE, SHARE, 0, FEE, 0, 0, 0, 0];
-        _assertCredits(expected);
+        _checkPayouts(expected);
         for (uint256 i = 0; i < MINER_COUNT; ++i) {
             _assertStake(i, MINER_STAKE);
         }
-        _withdrawAll(expected);
     }
 
     /// @dev A tie is no decision; voters on either side get nothing.
@@ -330,12 +317,11 @@ contract DisputeOutcomeTest is BaseTest {
         _vote(id, 2, AT_FAULT);
         _vote(id, 3, CORRECT);
         vm.expectEmit(address(arbitration));
-        emit IArbitration.DisputeResolved(id, IArbitration.DisputeStatus.NoDecision, 0, 0, 0);
-        _resolve(id, IArbitration.DisputeStatus.NoDecision);
+        emit IA.DisputeResolved(id, IA.DisputeStatus.NoDecision, 0, 0, 0);
+        _resolve(id, IA.DisputeStatus.NoDecision);
 
         uint256[10] memory expected = [REFUND + DISPUTE_BOND, SHARE0, SHARE, SHARE, 0, FEE, 0, 0, 0, 0];
-        _assertCredits(expected);
-        _withdrawAll(expected);
+        _checkPayouts(expected);
     }
 
     /// @dev Resolution waits for the voting deadline, not the challenge window, and anyone may call it.
@@ -344,6 +330,6 @@ contract DisputeOutcomeTest is BaseTest {
         _vote(id, 0, CORRECT);
         vm.warp(block.timestamp + 365 days);
         vm.prank(miners[0]);
-        assertEq(uint8(arbitration.resolve(id)), uint8(IArbitration.DisputeStatus.MinersCorrect));
+        assertEq(uint8(arbitration.resolve(id)), uint8(IA.DisputeStatus.MinersCorrect));
     }
 }

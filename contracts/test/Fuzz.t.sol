@@ -22,7 +22,7 @@ contract FuzzTest is BaseTest {
         return raw % 2 == 0 ? bound(raw >> 1, edge - 3, edge + 3) : bound(raw >> 1, 0, 3 * edge);
     }
 
-    // ---------------------------------------------------------------------------------------------- stakes
+    // ---- stakes
 
     function testFuzz_register_stakeAmount(uint256 stake) public {
         stake = bound(stake, 0, type(uint128).max);
@@ -119,7 +119,7 @@ contract FuzzTest is BaseTest {
         assertEq(token.balanceOf(bob), amount);
     }
 
-    // ------------------------------------------------------------------------------------------ settlement
+    // ---- settlement
 
     function _randomSplit(uint256 total, uint256 n, uint256 seed)
         internal
@@ -200,7 +200,7 @@ contract FuzzTest is BaseTest {
         tasks.commitResults(id, c, sigs);
     }
 
-    // ----------------------------------------------------------------------------------------------- clocks
+    // ---- clocks
 
     function testFuzz_createTask_deadline(uint256 offset) public {
         uint64 deadline = uint64(block.timestamp - 100 days + bound(offset, 0, 200 days));
@@ -294,7 +294,7 @@ contract FuzzTest is BaseTest {
         }
     }
 
-    // ---------------------------------------------------------------------------------------------- proofs
+    // ---- proofs
 
     function _randomLeaves(uint256 taskId, uint256 n, uint256 seed)
         internal
@@ -364,7 +364,7 @@ contract FuzzTest is BaseTest {
         assertEq(arbitration.pipelineOf(disputeId), ls[index].pipeline);
     }
 
-    // -------------------------------------------------------------------------------------------- disputes
+    // ---- disputes
 
     struct Case {
         uint256 atFault;

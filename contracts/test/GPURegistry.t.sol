@@ -45,7 +45,7 @@ contract GPURegistryTest is BaseTest {
         registry.register(p, stake);
     }
 
-    // ---------------------------------------------------------------------------------------- constructor
+    // ---- constructor
 
     function test_constructor_setsRolesAndParameters() public {
         vm.expectEmit();
@@ -73,7 +73,7 @@ contract GPURegistryTest is BaseTest {
         new GPURegistry(t, admin, MIN_STAKE, 1 hours - 1);
     }
 
-    // ------------------------------------------------------------------------------------------- register
+    // ---- register
 
     function test_register_storesProfileAndStake() public {
         IG.MinerProfile memory p = _profile(signer);
@@ -177,7 +177,7 @@ contract GPURegistryTest is BaseTest {
         );
     }
 
-    // ------------------------------------------------------------------------------------ signer and stake
+    // ---- signer and stake
 
     function test_setSigner() public {
         vm.prank(miner);
@@ -307,7 +307,7 @@ contract GPURegistryTest is BaseTest {
         assertEq(token.balanceOf(address(registry)), 0);
     }
 
-    // ------------------------------------------------------------------------------ lock, unlock, slash
+    // ---- lock, unlock, slash
 
     function test_lockAndUnlockStake() public {
         _registerMiner();
@@ -378,7 +378,7 @@ contract GPURegistryTest is BaseTest {
         registry.slash(miner, 10e6, address(0));
     }
 
-    // ---------------------------------------------------------------------------------------------- admin
+    // ---- admin
 
     function test_setMinStake() public {
         vm.expectEmit(address(registry));

@@ -75,7 +75,7 @@ contract PaymentEscrowTest is BaseTest {
         vm.stopPrank();
     }
 
-    // ----------------------------------------------------------------------------------------- escrows
+    // ---- escrows
 
     function test_depositEscrow_pullsFromPayer() public {
         _fund(payer, address(escrow), 70e6);
@@ -159,7 +159,7 @@ contract PaymentEscrowTest is BaseTest {
         vm.stopPrank();
     }
 
-    // ------------------------------------------------------------------------------------------- bonds
+    // ---- bonds
 
     function test_depositBond() public {
         _fund(payer, address(escrow), 5e6);
@@ -212,7 +212,7 @@ contract PaymentEscrowTest is BaseTest {
         vm.stopPrank();
     }
 
-    // ------------------------------------------------------------------------------------ creditReceived
+    // ---- creditReceived
 
     function test_creditReceived_creditsSurplusOnly() public {
         _deposit(1, 100);
@@ -240,7 +240,7 @@ contract PaymentEscrowTest is BaseTest {
         vm.stopPrank();
     }
 
-    // ------------------------------------------------------------------------------------------ withdraw
+    // ---- withdraw
 
     function test_withdraw_paysBalanceOnce() public {
         _deposit(3, 100);

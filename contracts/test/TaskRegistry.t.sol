@@ -42,7 +42,7 @@ contract TaskRegistryTest is BaseTest {
         return abi.encodeWithSelector(selector, a, b);
     }
 
-    // ---------------------------------------------------------------------------------------- constructor
+    // ---- constructor
 
     function test_constructor_setsConfig() public {
         vm.expectEmit();
@@ -83,7 +83,7 @@ contract TaskRegistryTest is BaseTest {
         new TaskRegistry(registry, escrow, admin, c);
     }
 
-    // ----------------------------------------------------------------------------------------- createTask
+    // ---- createTask
 
     function test_createTask_storesTaskAndEscrowsMaxPrice() public {
         IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
@@ -174,7 +174,7 @@ contract TaskRegistryTest is BaseTest {
         _expectCreateRevert(_taskParams(MAX_PRICE), abi.encodeWithSelector(Pausable.EnforcedPause.selector));
     }
 
-    // ----------------------------------------------------------------------------------------- cancelTask
+    // ---- cancelTask
 
     function test_cancelTask_refundsEverything() public {
         uint256 id = _createTask(alice, MAX_PRICE);
@@ -224,7 +224,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(escrow.balanceOf(alice), MAX_PRICE);
     }
 
-    // ----------------------------------------------------------------------------------------- assignTask
+    // ---- assignTask
 
     function test_assignTask_locksStakeAndRecordsMiners() public {
         uint256 id = _createTask(alice, MAX_PRICE);
@@ -349,7 +349,7 @@ contract TaskRegistryTest is BaseTest {
         );
     }
 
-    // -------------------------------------------------------------------------------------- commitResults
+    // ---- commitResults
 
     function test_commitResults_storesCommitment() public {
         uint256 id = _assignedTask(alice, 3);
@@ -514,7 +514,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(uint8(_status(id)), uint8(COMMITTED));
     }
 
-    // --------------------------------------------------------------------------------------- finalizeTask
+    // ---- finalizeTask
 
     function test_finalizeTask_paysSharesFeeAndRefund() public {
         uint256 id = _committed();
@@ -578,7 +578,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(escrow.balanceOf(feeRecipient), 3_888_888);
     }
 
-    // ----------------------------------------------------------------------------------------- expireTask
+    // ---- expireTask
 
     function test_expireTask_refundsOpenTask() public {
         uint256 id = _createTask(alice, MAX_PRICE);
@@ -653,7 +653,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(_locked(miners[0]), 0);
     }
 
-    // ----------------------------------------------------------------------------- arbiter entry points
+    // ---- arbiter entry points
 
     function test_markDisputed() public {
         uint256 id = _committed();
@@ -743,7 +743,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(escrow.totalLiabilities(), MAX_PRICE);
     }
 
-    // ---------------------------------------------------------------------------------------------- admin
+    // ---- admin
 
     function test_setChallengeWindow() public {
         vm.expectEmit(address(tasks));

@@ -95,7 +95,7 @@ contract Handler is Test {
         }
     }
 
-    // ------------------------------------------------------------------------------------------- bookkeeping
+    // ---- bookkeeping
 
     modifier track() {
         for (uint256 i = 0; i < miners.length; ++i) {
@@ -219,7 +219,7 @@ contract Handler is Test {
         revert("unknown miner");
     }
 
-    // ------------------------------------------------------------------------------------------- miners
+    // ---- miners
 
     function register(uint256 minerSeed, uint256 stake) external track {
         address m;
@@ -266,7 +266,7 @@ contract Handler is Test {
         try registry.withdrawStake() {} catch {}
     }
 
-    // -------------------------------------------------------------------------------------------- tasks
+    // ---- tasks
 
     function createTask(uint256 ownerSeed, uint256 maxPrice, uint256 requestCount, uint256 duration)
         external
@@ -375,17 +375,17 @@ contract Handler is Test {
         try tasks.finalizeTask(id) {} catch {}
     }
 
-    /// @dev One time in four waits past the deadline first.
+    /// @dev One time in four waits past the deadline first; always so when trying a task in any state.
     function expireTask(uint256 taskSeed, uint8 wait) external track {
         uint256 id =
             _pickTaskMostlyIn(taskSeed, taskSeed % 8 < 4 ? IT.TaskStatus.Open : IT.TaskStatus.Assigned);
         if (id == 0) return;
         uint256 deadline = tasks.getTask(id).deadline;
-        if (wait % 4 == 0 && deadline >= block.timestamp) vm.warp(deadline + 1);
+        if ((wait % 4 == 0 || taskSeed % 4 == 0) && deadline >= block.timestamp) vm.warp(deadline + 1);
         try tasks.expireTask(id) {} catch {}
     }
 
-    // ----------------------------------------------------------------------------------------- disputes
+    // ---- disputes
 
     function openDispute(uint256 taskSeed, uint256 leafSeed) external track {
         uint256 id = taskSeed % 4 == 0
@@ -422,7 +422,7 @@ contract Handler is Test {
         } catch {}
     }
 
-    // ------------------------------------------------------------------------------------------- others
+    // ---- others
 
     function withdraw(uint256 accountSeed) external track {
         address[] memory accounts = allAccounts();

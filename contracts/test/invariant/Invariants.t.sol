@@ -157,10 +157,16 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(locked, expected);
     }
 
-    /// @dev Task and dispute statuses only move forward, and ended ones never change.
+    /// @dev Task and dispute statuses only move forward, and ended ones never change. Only an unassigned task is
+    /// cancelled, and only an uncommitted one expires.
     function invariant_statusesOnlyMoveForward() public view {
         assertFalse(handler.ghostStatusRegressed(), "task status went back");
         assertFalse(handler.ghostDisputeStatusRegressed(), "dispute status went back");
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IT.Task memory t = tasks.getTask(id);
+            if (t.status == IT.TaskStatus.Cancelled) assertEq(t.minerCount, 0, "cancelled after assignment");
+            if (t.status == IT.TaskStatus.Expired) assertEq(t.committedAt, 0, "expired after commit");
+        }
     }
 
     /// @dev No token is created or destroyed by the market.
