@@ -256,11 +256,17 @@ contract Arbitration is IArbitration, AccessControl {
             return;
         }
         for (uint256 i = 0; i < miners; ++i) {
-            payees[winners + i] = pipeline[i];
+            payees[winners + i] = _payableOrFeeRecipient(pipeline[i]);
             amounts[winners + i] = rest / miners;
         }
         // Rounding dust is the bond's remainder and goes to the first pipeline miner.
-        escrow.settleBond(disputeId, payees, amounts, pipeline[0]);
+        escrow.settleBond(disputeId, payees, amounts, _payableOrFeeRecipient(pipeline[0]));
+    }
+
+    /// @dev A committed leaf may name the zero address in its pipeline (the miners signed whatever the coordinator
+    /// built). Its share goes to the fee recipient, so such a leaf can neither block resolution nor escape disputes.
+    function _payableOrFeeRecipient(address account) private view returns (address) {
+        return account == address(0) ? _feeRecipient() : account;
     }
 
     /// @dev Arrays with one equal share of `reward` per winning voter, and `extra` empty slots after them.

@@ -19,7 +19,8 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
 
     /// @notice Role of the task registry: locks and unlocks stake for tasks.
     bytes32 public constant TASK_MANAGER_ROLE = keccak256("TASK_MANAGER_ROLE");
-    /// @notice Role of the arbitration contract: slashes locked stake.
+    /// @notice Role of the task registry too: slashes locked stake, only when Arbitration resolves a dispute
+    /// against the miners (TaskRegistry.resolveDispute is callable by Arbitration alone).
     bytes32 public constant SLASHER_ROLE = keccak256("SLASHER_ROLE");
     /// @notice Role allowed to pause registration and staking.
     bytes32 public constant PAUSER_ROLE = keccak256("PAUSER_ROLE");

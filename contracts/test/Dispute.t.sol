@@ -6,6 +6,7 @@ import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "../src/interfaces/IPaymentEscrow.sol";
+import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
 
 /// @notice The three dispute outcomes, with exact payouts down to the rounding dust. Standard task: 100e6 escrowed
 /// by alice, miners 0..2 lock 10e6 each, 77_777_777 committed (fee 3_888_888, shares 24_629_631 / 24_629_629 /
@@ -276,6 +277,32 @@ contract DisputeOutcomeTest is BaseTest {
         uint256[10] memory expected =
             [REFUND, SHARE0, SHARE, SHARE, 0, FEE + 4_500_002, 166_666, 166_666, 166_666, 0];
         _checkPayouts(expected);
+    }
+
+    /// @dev A committed leaf whose pipeline names the zero address still resolves: that share of the forfeited
+    /// bond (and the rounding remainder, which follows pipeline[0]) goes to the fee recipient.
+    function test_correct_zeroAddressInPipelinePaysFeeRecipient() public {
+        uint256 other = _assignedTask(alice, 3);
+        ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](2);
+        leaves[0] = _leaf(other, 0, _pair(address(0), miners[2]));
+        leaves[1] = _leaf(other, 1, _miners(3));
+        _commit(other, _commitment(_rootOf(leaves), PAYMENT, 3));
+        _fund(alice, address(escrow), DISPUTE_BOND);
+        vm.prank(alice);
+        uint256 id = arbitration.openDispute(other, leaves[0], _proofOf(leaves, 0));
+        _vote(id, 0, CORRECT);
+        _warpPastVoting(id);
+
+        uint256 feeBefore = escrow.balanceOf(feeRecipient);
+        uint256 minerBefore = escrow.balanceOf(miners[2]);
+        assertEq(uint8(arbitration.resolve(id)), uint8(IA.DisputeStatus.MinersCorrect));
+        // 5e6 bond: 500_000 to the voter, 2_250_000 to miner 2, 2_250_000 to the fee recipient, on top of the
+        // task's own settlement (fee and miner share)
+        assertEq(escrow.balanceOf(verifiers[0]), 500_000);
+        assertEq(escrow.balanceOf(miners[2]) - minerBefore, SHARE + 2_250_000);
+        assertEq(escrow.balanceOf(feeRecipient) - feeBefore, FEE + 2_250_000);
+        assertEq(escrow.balanceOf(address(0)), 0);
+        _assertEscrowSolvent();
     }
 
     function test_correct_zeroRewardGivesWholeBondToPipeline() public {
