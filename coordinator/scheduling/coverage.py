@@ -1,0 +1,67 @@
+"""Per-layer serving capacity of a set of shards, its imbalance, and where a new GPU relieves it most.
+
+A shard holding n layers on a GPU that needs t ms per layer completes a decode step every n*t ms, so each of
+its layers gains a serving rate of 1/(n*t) steps per ms; a layer's rate sums over the shards holding it. The
+bottleneck layers are those with the lowest rate, and the coefficient of variation of the rates measures
+imbalance (it triggers a global rebalance past a threshold).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from coordinator.scheduling.model import ModelSpec
+from coordinator.scheduling.plan import Stage
+
+
+class Coverage:
+    """Layer rates of a growing set of shards; `step_ms[gpu]` is that GPU's time per layer."""
+
+    def __init__(self, shards: Iterable[Stage], step_ms: Mapping[str, float], model: ModelSpec) -> None:
+        self.model = model
+        self.step_ms = step_ms
+        self.rates = np.zeros(model.num_layers)
+        self.bounds = [0, model.num_layers]
+        for stage in shards:
+            self.add(stage)
+
+    def add(self, stage: Stage) -> None:
+        self.rates[stage.start : stage.end] += 1.0 / (stage.layers * self.step_ms[stage.gpu])
+        for bound in (stage.start, stage.end):
+            i = bisect.bisect_left(self.bounds, bound)
+            if i == len(self.bounds) or self.bounds[i] != bound:
+                self.bounds.insert(i, bound)
+
+    def imbalance(self) -> float:
+        """Coefficient of variation of the layer rates (infinite when a layer is not served at all)."""
+        mean = float(self.rates.mean())
+        if float(self.rates.min()) == 0.0:
+            return float("inf")
+        return float(self.rates.std() / mean)
+
+    def bottleneck_shard(self, gpu: str, capacity_units: int) -> Stage | None:
+        """The shard for `gpu` that best lifts the weakest layers (Parallax's join rule: fill the bottleneck).
+
+        Candidate ranges start and end on existing shard boundaries, so chains can switch onto and off the
+        new shard; among those that fit and contain the weakest layer, the one whose own weakest layer ends
+        up strongest wins (ties: fewer layers). None when nothing fits.
+        """
+        model = self.model
+        weakest = int(np.argmin(self.rates))
+        split = bisect.bisect_right(self.bounds, weakest)
+        best: tuple[float, int, Stage] | None = None
+        for a in reversed(self.bounds[:split]):
+            head = model.embedding_units if a == 0 else 0
+            if weakest + 1 - a + head > capacity_units:
+                break
+            for b in self.bounds[split:]:
+                units = b - a + head + (model.head_units if b == model.num_layers else 0)
+                if units > capacity_units:
+                    break
+                score = float(self.rates[a:b].min()) + 1.0 / ((b - a) * self.step_ms[gpu])
+                if best is None or (score, a - b) > best[:2]:
+                    best = (score, a - b, Stage(gpu, a, b))
+        return None if best is None else best[2]

@@ -1,0 +1,362 @@
+"""s*(k): the fewest GPUs (stages) that form k disjoint pipelines, each holding `need` layer units.
+
+Parallax's Phase 1 states this as a DP over GPUs in non-increasing capacity order with the sorted residuals of
+the partial pipelines as state; its shipped version keeps every GPU apart and grows exponentially. Two facts
+make an exact search cheap here:
+
+1. GPUs of equal capacity are interchangeable, so a state is a vector of remaining counts per distinct
+   capacity, and a pipeline is a *pattern* of counts.
+2. Some optimal solution uses exactly the largest s*(k) GPUs (swapping an unused larger GPU for a used smaller
+   one keeps every pipeline full), every pipeline in it is minimal (dropping its smallest GPU breaks it), and
+   ordering the pipelines by their largest GPU, each one contains the largest GPU still unused.
+
+So the search adds one pipeline per level, always one containing the largest remaining capacity, and keeps
+only Pareto-optimal states: state A is at least as good as B when, for every capacity threshold, A has at
+least as many GPUs left at or above it (A could play B's remaining game with GPUs no smaller). On realistic
+clusters the frontier holds a handful of states, so the whole table s*(1..k_max) costs well under a
+millisecond. When the frontier outgrows `width`, the levels past that point keep only the best states and
+are upper bounds; `exact(k)` then proves or improves them with the LP relaxation of the pattern formulation
+(scipy's HiGHS) as a bound in a pruned search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+
+import numpy as np
+
+DEFAULT_WIDTH = 4
+PATTERN_LIMIT = 4096
+STATE_LIMIT = 200_000
+
+Counts = tuple[int, ...]
+# A path is a linked list of patterns: (previous path, pattern), () for none.
+Path = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """k pipelines as patterns (GPUs per distinct capacity), their total stages, and whether it is proven
+    minimal."""
+
+    stages: int
+    patterns: tuple[Counts, ...]
+    exact: bool
+
+
+@dataclass(frozen=True)
+class _State:
+    used: int
+    rem: Counts
+    path: Path
+
+
+class StageSearch:
+    """Exact minimal-stage pipeline formation over integer capacities (GPUs of equal capacity merged)."""
+
+    def __init__(self, capacities: Sequence[int], need: int, width: int = DEFAULT_WIDTH) -> None:
+        if need < 1:
+            raise ValueError("need must be at least 1")
+        clipped = [min(c, need) for c in capacities if c > 0]
+        self.need = need
+        self.sizes: tuple[int, ...] = tuple(sorted(set(clipped), reverse=True))
+        self.counts: Counts = tuple(clipped.count(s) for s in self.sizes)
+        self._thresholds = tuple(-(-need // size) for size in self.sizes)  # most of a class one pipeline uses
+        self._patterns: dict[tuple[int, Counts], list[tuple[Counts, int]]] = {}
+        self._incomplete = False  # a pattern list was cut at PATTERN_LIMIT
+        self._best: list[_State] = [_State(0, self.counts, ())]
+        self._exact_upto = self._levels(width)
+        self._refined: dict[int, StagePlan] = {}
+
+    # -- public ----------------------------------------------------------------------------------------------
+
+    @property
+    def k_found(self) -> int:
+        """The most pipelines the search found (all there are unless `exact` says otherwise)."""
+        return len(self._best) - 1
+
+    @property
+    def complete(self) -> bool:
+        """Every s*(k) found is proven and no more pipelines exist."""
+        return not self._incomplete and self._exact_upto > self.k_found
+
+    @property
+    def k_bound(self) -> int:
+        """No more than this many pipelines can exist (capacity bound; equals k_found when proven)."""
+        if self.complete:
+            return self.k_found
+        return int(np.dot(self.sizes, self.counts)) // self.need
+
+    def upper(self, k: int) -> int | None:
+        """Stages of the best k-pipeline solution found so far (None: none found)."""
+        if k in self._refined:
+            return self._refined[k].stages
+        return self._best[k].used if k < len(self._best) else None
+
+    def lower(self, k: int) -> int | None:
+        """A cheap lower bound on s*(k) from capacity alone (None: the GPUs cannot hold k pipelines)."""
+        return _capacity_bound(self.sizes, self.counts, k * self.need)
+
+    def is_exact(self, k: int) -> bool:
+        if k in self._refined:
+            return self._refined[k].exact
+        return not self._incomplete and k <= self._exact_upto
+
+    def plan(self, k: int) -> StagePlan | None:
+        """The best known solution for k pipelines (proven minimal when `.exact`)."""
+        if k in self._refined:
+            return self._refined[k]
+        if k >= len(self._best):
+            return None
+        state = self._best[k]
+        return StagePlan(state.used, _unwind(state.path), self.is_exact(k))
+
+    def exact(self, k: int) -> StagePlan | None:
+        """s*(k) proven (or, past the state limit, the best found, marked inexact); None when infeasible."""
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        if self.is_exact(k) or k in self._refined:
+            return self.plan(k)
+        result = self._refine(k)
+        if result is not None:
+            self._refined[k] = result
+        return result
+
+    def table(self) -> list[int | None]:
+        """[s*(0), s*(1), ...] up to the largest feasible k, every entry proven when possible."""
+        out: list[int | None] = [0]
+        for k in range(1, self.k_bound + 1):
+            plan = self.exact(k)
+            if plan is None:
+                break
+            out.append(plan.stages)
+        return out
+
+    # -- the level-by-level search ---------------------------------------------------------------------------
+
+    def _levels(self, width: int) -> int:
+        """Fills `_best` level by level; returns the last level known exact (past the end: all of them)."""
+        frontier = [self._best[0]]
+        exact_upto = 0
+        truncated = False
+        while True:
+            previous = frontier[0] if len(frontier) == 1 else None
+            frontier, cut = self._expand(frontier, width)
+            if not frontier:
+                return exact_upto if truncated else len(self._best)
+            self._best.append(frontier[0])
+            if previous is not None and len(frontier) == 1:
+                self._best.extend(self._repeat(frontier[0]))
+                frontier = [self._best[-1]]
+            if not truncated:
+                exact_upto = len(self._best) - 1
+            truncated = truncated or cut
+
+    def _repeat(self, current: _State) -> list[_State]:
+        """Levels that repeat the last pattern. A lone state expands to a lone state; while no count in its
+        pattern falls below what one pipeline can use, the next state offers the same patterns and so
+        expands the same way, shifted: those levels need no search."""
+        pattern: Counts = current.path[1]  # type: ignore[assignment]
+        steps = min(
+            (have - -(-self.need // size)) // n + 1
+            for have, size, n in zip(current.rem, self.sizes, pattern, strict=True)
+            if n
+        )
+        out = []
+        state = current
+        for _ in range(steps):
+            rem = tuple(a - b for a, b in zip(state.rem, pattern, strict=True))
+            state = _State(state.used + sum(pattern), rem, (state.path, pattern))
+            out.append(state)
+        return out
+
+    def _expand(self, frontier: list[_State], limit: int | None = None) -> tuple[list[_State], bool]:
+        """Every state one pipeline further, Pareto-pruned, fewest stages first; with `limit`, only the best
+        `limit` states and whether others were dropped."""
+        best: dict[Counts, _State] = {}
+        for state in frontier:
+            lead = next((i for i, c in enumerate(state.rem) if c), None)
+            if lead is None:
+                continue
+            for pattern, size in self._feasible(lead, state.rem):
+                rem = tuple(a - b for a, b in zip(state.rem, pattern, strict=True))
+                used = state.used + size
+                old = best.get(rem)
+                if old is None or old.used > used:
+                    best[rem] = _State(used, rem, (state.path, pattern))
+        return _pareto(list(best.values()), limit)
+
+    def _feasible(self, lead: int, rem: Counts) -> list[tuple[Counts, int]]:
+        """The minimal patterns led by class `lead` that `rem` can supply (memoized on what can matter)."""
+        key = (lead, tuple(map(min, rem, self._thresholds)))
+        found = self._patterns.get(key)
+        if found is None:
+            tail = self._generate_patterns(lead, key[1][lead:])
+            found = self._patterns[key] = [((0,) * lead + pattern, size) for pattern, size in tail]
+        return found
+
+    def _generate_patterns(self, lead: int, caps: Counts) -> tuple[tuple[Counts, int], ...]:
+        """Minimal patterns over classes lead.. with at least one GPU of class `lead`, within `caps`."""
+        sizes = self.sizes[lead:]
+        out: list[tuple[Counts, int]] = []
+        chosen = [0] * len(sizes)
+
+        def walk(i: int, total: int, smallest: int) -> None:
+            if len(out) >= PATTERN_LIMIT:
+                self._incomplete = True
+                return
+            if total >= self.need:
+                if total - smallest < self.need:
+                    out.append((tuple(chosen), sum(chosen)))
+                return
+            if i == len(sizes):
+                return
+            top = min(caps[i], -(-(self.need - total) // sizes[i]))
+            for c in range(top, 0 if i == 0 else -1, -1):
+                chosen[i] = c
+                walk(i + 1, total + c * sizes[i], sizes[i] if c else smallest)
+            chosen[i] = 0
+
+        walk(0, 0, 0)
+        return tuple(out)
+
+    # -- proving one level -----------------------------------------------------------------------------------
+
+    def _refine(self, k: int) -> StagePlan | None:
+        """Proves level k with an LP bound, searching below the incumbent when the bound leaves a gap."""
+        if k > self.k_bound:
+            return None
+        incumbent = self.plan(k)
+        upper = incumbent.stages if incumbent else math.inf
+        duals = self._lp_duals(k)
+        if duals is None:
+            return None  # even the LP relaxation cannot form k pipelines
+        cost_dual, bins_dual = duals
+        if incumbent and math.ceil(cost_dual.bound(self.counts, k) - 1e-6) >= upper:
+            return StagePlan(incumbent.stages, incumbent.patterns, not self._incomplete)
+        best: _State | None = None
+        frontier = [_State(0, self.counts, ())]
+        explored = 0
+        for level in range(1, k + 1):
+            frontier, _ = self._expand(frontier)
+            explored += len(frontier)
+            left = k - level
+            kept = []
+            for state in frontier:
+                if left == 0:
+                    if state.used < upper:
+                        best, upper = state, state.used
+                    continue
+                if bins_dual.bins(state.rem) < left:
+                    continue
+                bound = max(
+                    _capacity_bound(self.sizes, state.rem, left * self.need) or 0,
+                    math.ceil(cost_dual.bound(state.rem, left) - 1e-6),
+                )
+                if state.used + bound < upper:
+                    kept.append(state)
+            frontier = kept
+            if explored > STATE_LIMIT:
+                break
+        proven = explored <= STATE_LIMIT and not self._incomplete
+        if best is not None:
+            return StagePlan(best.used, _unwind(best.path), proven)
+        if incumbent is not None:
+            return StagePlan(incumbent.stages, incumbent.patterns, proven)
+        return None
+
+    def _lp_duals(self, k: int) -> tuple[_CostDual, _BinsDual] | None:
+        """LP duals of the pattern formulation for k pipelines (None: even the LP cannot form them)."""
+        from scipy.optimize import linprog
+
+        patterns: list[Counts] = []
+        for lead in range(len(self.sizes)):
+            patterns.extend(p for p, _ in self._feasible(lead, self.counts))
+        if not patterns:
+            return None
+        p = np.array(patterns, dtype=float)
+        sizes = p.sum(axis=1)
+        counts = np.array(self.counts, dtype=float)
+        d = p.shape[1]
+        # max k*mu - counts.pi  s.t.  mu - p.pi <= |p|, mu >= 0, pi >= 0
+        cost = linprog(
+            np.concatenate([[-float(k)], counts]),
+            A_ub=np.hstack([np.ones((len(p), 1)), -p]),
+            b_ub=sizes,
+            bounds=[(0, None)] * (d + 1),
+            method="highs",
+        )
+        # min counts.pi  s.t.  p.pi >= 1, pi >= 0
+        bins = linprog(counts, A_ub=-p, b_ub=-np.ones(len(p)), bounds=[(0, None)] * d, method="highs")
+        if cost.status != 0 or bins.status != 0:
+            return None
+        return _CostDual(float(cost.x[0]), cost.x[1:]), _BinsDual(bins.x)
+
+
+@dataclass(frozen=True)
+class _CostDual:
+    """A dual solution (mu, pi) of min sum |p| y_p s.t. sum y_p >= b, sum y_p p <= rem: for any rem and b,
+    b*mu - pi.rem bounds the stages from below."""
+
+    mu: float
+    pi: np.ndarray
+
+    def bound(self, rem: Counts, bins: int) -> float:
+        return bins * self.mu - float(np.dot(self.pi, rem))
+
+
+@dataclass(frozen=True)
+class _BinsDual:
+    """A dual solution pi of max sum y_p s.t. sum y_p p <= rem: at most floor(pi.rem) pipelines remain."""
+
+    pi: np.ndarray
+
+    def bins(self, rem: Counts) -> int:
+        return math.floor(float(np.dot(self.pi, rem)) + 1e-6)
+
+
+def _pareto(states: list[_State], limit: int | None) -> tuple[list[_State], bool]:
+    """The states no other one dominates (prefix counts at least as large everywhere), fewest stages first;
+    at most `limit` of them, and whether more existed."""
+    if len(states) < 2:
+        return states, False
+    keyed = sorted(((_prefix(s.rem), s) for s in states), key=lambda t: (t[1].used, [-x for x in t[0]]))
+    kept: list[tuple[tuple[int, ...], _State]] = []
+    for q, state in keyed:
+        if not any(_covers(other, q) for other, _ in kept):
+            if limit is not None and len(kept) == limit:
+                return [s for _, s in kept], True
+            kept.append((q, state))
+    return [s for _, s in kept], False
+
+
+def _covers(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(x >= y for x, y in zip(a, b, strict=True))
+
+
+def _prefix(rem: Counts) -> tuple[int, ...]:
+    return tuple(accumulate(rem))
+
+
+def _capacity_bound(sizes: Sequence[int], counts: Sequence[int], need: int) -> int | None:
+    """Fewest GPUs, largest first, whose capacities sum to `need` (None when all of them fall short)."""
+    if need <= 0:
+        return 0
+    taken = 0
+    for size, n in zip(sizes, counts, strict=True):
+        if n * size >= need:
+            return taken - (-need // size)
+        need -= n * size
+        taken += n
+    return None
+
+
+def _unwind(path: Path) -> tuple[Counts, ...]:
+    out: list[Counts] = []
+    while path:
+        path, pattern = path  # type: ignore[assignment]
+        out.append(pattern)  # type: ignore[arg-type]
+    return tuple(reversed(out))
