@@ -1,16 +1,17 @@
-"""DeServe's microbatch planner: how many microbatches keep a pipeline busy over slow links, and how much
-KV cache each one gets when KV offloading is on.
+"""DeServe's microbatch planner: how many microbatches keep every stage busy over slow links, and how much
+KV cache (and so how many sequences) each of them gets.
 
-A microbatch takes one stage time T_S on each of the S stages and one link latency on each of the S hops of
-the ring (the last stage sends its tokens back to the first). While it travels, the other microbatches keep
-the stages busy, so no stage idles when at least S * (T_S + latency) / T_S are in flight. With offloading,
-two global pools of M_G bytes alternate (M_G = what PCIe moves in one stage time), and every microbatch sees
-its share of the rest plus one global pool: M'_B = (M_KV - 2 M_G) / N_B + M_G.
+A microbatch spends sum(T_i) computing and sum(hop_i) in flight per decode step (the last stage sends the
+token back to the first); the slowest stage must never wait, so N_B = ceil((sum T_i + sum hop_i) / max T_i).
+For S equal stages that is ceil(S (T_S + hop) / T_S): 4 stages at hop = T_S/2 need 6. With offloading, two
+global pools of M_G = PCIe bandwidth x T_S bytes alternate between device and host, so each microbatch gets
+M'_B = (M_KV - 2 M_G) / N_B + M_G bytes of KV cache instead of M_KV / N_B.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -18,36 +19,41 @@ from dataclasses import dataclass
 class MicrobatchPlan:
     microbatches: int
     kv_bytes_per_microbatch: float
-    global_pool_bytes: float
-    tokens_per_microbatch: int
-    batch_size: int  # sequences per microbatch at the given context length
+    batch: int
 
 
-def microbatches_in_flight(stage_time_ms: float, one_way_latency_ms: float, stages: int) -> int:
-    """The fewest microbatches that keep every stage busy: ceil(S * (T_S + latency) / T_S)."""
-    if stage_time_ms <= 0 or one_way_latency_ms < 0 or stages < 1:
-        raise ValueError("stage time must be positive, latency non-negative, stages at least 1")
-    return math.ceil(stages * (stage_time_ms + one_way_latency_ms) / stage_time_ms - 1e-9)
+def microbatches(stage_ms: Sequence[float], hop_ms: Sequence[float]) -> int:
+    """Microbatches in flight so that no stage idles; `hop_ms[i]` is the link after stage i (the last one
+    returns to the first)."""
+    if not stage_ms or len(hop_ms) != len(stage_ms) or min(stage_ms) <= 0 or min(hop_ms) < 0:
+        raise ValueError("need one positive stage time and one non-negative hop per stage")
+    return max(1, math.ceil((sum(stage_ms) + sum(hop_ms)) / max(stage_ms) - 1e-9))
+
+
+def kv_per_microbatch(
+    kv_bytes: float, n_microbatches: int, pcie_gb_s: float | None, stage_ms: float
+) -> float:
+    """KV bytes one microbatch may use: M_KV / N_B, or with offloading (M_KV - 2 M_G) / N_B + M_G."""
+    if pcie_gb_s is None:
+        return kv_bytes / n_microbatches
+    swap = pcie_gb_s * 1e9 * stage_ms / 1e3
+    if kv_bytes < 2 * swap:
+        raise ValueError(f"{kv_bytes:.3g} bytes of KV cache cannot hold two {swap:.3g}-byte swap pools")
+    return (kv_bytes - 2 * swap) / n_microbatches + swap
 
 
 def plan_microbatches(
-    stage_time_ms: float,
-    one_way_latency_ms: float,
-    stages: int,
-    kv_budget_bytes: float,
-    kv_bytes_per_token: int,
-    context_tokens: int,
+    stage_ms: Sequence[float],
+    hop_ms: Sequence[float],
+    kv_bytes: float,
+    kv_bytes_per_token: float,
+    tokens_per_sequence: float,
     pcie_gb_s: float | None = None,
 ) -> MicrobatchPlan:
-    """Microbatch count and per-microbatch KV space; with `pcie_gb_s`, DeServe's offloading is on."""
-    if kv_budget_bytes <= 0 or kv_bytes_per_token <= 0 or context_tokens <= 0:
-        raise ValueError("KV budget, KV bytes per token and context length must be positive")
-    count = microbatches_in_flight(stage_time_ms, one_way_latency_ms, stages)
-    if pcie_gb_s is None:
-        global_pool = 0.0
-        per_microbatch = kv_budget_bytes / count
-    else:
-        global_pool = min(pcie_gb_s * 1e9 * stage_time_ms / 1e3, kv_budget_bytes / 2)
-        per_microbatch = (kv_budget_bytes - 2 * global_pool) / count + global_pool
-    tokens = int(per_microbatch // kv_bytes_per_token)
-    return MicrobatchPlan(count, per_microbatch, global_pool, tokens, tokens // context_tokens)
+    """Microbatches for a chain and the sequences per microbatch its tightest stage's KV memory allows.
+
+    `kv_bytes` and `kv_bytes_per_token` are those of the tightest stage (for the layers it holds).
+    """
+    n = microbatches(stage_ms, hop_ms)
+    budget = kv_per_microbatch(kv_bytes, n, pcie_gb_s, max(stage_ms))
+    return MicrobatchPlan(n, budget, max(0, int(budget // (kv_bytes_per_token * tokens_per_sequence))))
