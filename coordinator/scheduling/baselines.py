@@ -24,7 +24,7 @@ from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from coordinator.scheduling.plan import Pipeline, Plan, Stage
-from coordinator.scheduling.routing import cheapest_span_chain
+from coordinator.scheduling.routing import SpanGraph
 from coordinator.scheduling.stages import StageSearch
 
 
@@ -63,10 +63,12 @@ def petals(cluster: Cluster, model: ModelSpec, kv_reserve: float = DEFAULT_KV_RE
             coverage.add(best)
             spans.append(best)
     pipelines: list[Pipeline] = []
-    free = list(spans)
-    while chain := cheapest_span_chain(free, cluster, step_ms, model.num_layers):
+    graph = SpanGraph(spans, cluster, step_ms, model.num_layers)
+    taken: set[str] = set()
+    while chain := graph.cheapest_chain(blocked=taken):
         pipelines.append(Pipeline(chain.stages))
-        free = [s for s in free if s.gpu not in {st.gpu for st in chain.stages}]
+        taken |= {stage.gpu for stage in chain.stages}
+    free = [s for s in spans if s.gpu not in taken]
     if not pipelines:
         raise SchedulingError("petals: the servers' spans do not cover every layer")
     notes = {"spans": {s.gpu: [s.start, s.end] for s in spans}}

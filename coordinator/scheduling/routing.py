@@ -4,7 +4,7 @@
 shard u to shard v when v starts where u ends). A shard costs its GPU's per-layer time times *all* the layers
 it holds (a request runs every layer a GPU holds before moving on), inflated by the GPU's live queue depth;
 an edge costs the one-way latency between the two GPUs. `RoundRobin` cycles over fixed pipelines (Parallax's
-production default). `cheapest_span_chain` is Petals-style routing, where a server may serve any part of its
+production default). `SpanGraph` is Petals-style routing, where a server may serve any part of its
 span, so chains can switch servers at any shard boundary.
 """
 

@@ -28,11 +28,12 @@ from coordinator.scheduling.costs import layer_ms, reference_layer_ms
 from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Plan, Stage, shard_units
-from coordinator.scheduling.routing import RoundRobin, ShardGraph, cheapest_span_chain
+from coordinator.scheduling.routing import RoundRobin, ShardGraph, SpanGraph
 from coordinator.simulate.workload import Workload
 
 RUNTIME_FRACTION = 0.05  # of each GPU's memory for activations and the framework
 MAX_BATCH = 128  # sequences per microbatch
+PETALS_REFRESH_MS = 1000.0  # how old the loads a Petals client routes on may be
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,18 @@ class _Simulation:
 
             return fixed
         if self.plan.routing == "petals":
-            spans = list(self.shards.values())
+            spans = SpanGraph(list(self.shards.values()), self.cluster, self.step_ms, self.model.num_layers)
+            cached: list[tuple[float, tuple[Stage, ...]]] = []
 
             def spanned(request: _Request) -> tuple[Stage, ...] | None:
-                chain = cheapest_span_chain(
-                    spans, self.cluster, self.step_ms, self.model.num_layers, self.load, blocked(request)
-                )
+                """Petals clients route on the server loads announced to the DHT, refreshed every
+                PETALS_REFRESH_MS; a fresh route is computed when that view is stale or the route is full."""
+                full = blocked(request)
+                fresh = cached and self.now - cached[0][0] < PETALS_REFRESH_MS
+                if fresh and not full & {s.gpu for s in cached[0][1]}:
+                    return cached[0][1]
+                chain = spans.cheapest_chain(self.load, full)
+                cached[:] = [(self.now, chain.stages)] if chain else []
                 return chain.stages if chain else None
 
             return spanned
