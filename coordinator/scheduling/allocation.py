@@ -4,8 +4,8 @@ For each region (region-bounded first), the exact minimal-stage search (`stages.
 GPUs forming k pipelines, and k maximizes Z(k) = k^alpha / (T_comp + (s*(k)/k) * r_RTT), with T_comp one
 pass of the model at the region's mean per-layer time and r_RTT the region's round trip. GPUs of regions that
 cannot complete a pipeline are pooled into cross-region pipelines the same way (r_RTT: their mean round
-trip). Each pipeline is then balanced by water-filling its layers in proportion to stage speed, and GPUs left
-over join as extra shards on the bottleneck layers.
+trip). Each pipeline is then balanced by water-filling its layers (in proportion to memory by default, see
+AllocationOptions), and GPUs left over join as extra shards on the bottleneck layers.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from coordinator.scheduling.cluster import Cluster, Gpu
 from coordinator.scheduling.costs import reference_layer_ms
@@ -20,7 +21,7 @@ from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from coordinator.scheduling.plan import Pipeline, Plan, Stage
-from coordinator.scheduling.stages import DEFAULT_WIDTH, StagePlan, StageSearch
+from coordinator.scheduling.stages import DEFAULT_WIDTH, PatternCache, StagePlan, StageSearch
 from coordinator.scheduling.waterfill import water_fill
 
 # Water-filling results by the (capacity, speed) of each stage.
@@ -30,12 +31,20 @@ Splits = dict[tuple[tuple[int, float], ...], list[int]]
 @dataclass(frozen=True)
 class AllocationOptions:
     """alpha weighs replicas against stages in Z(k); kv_reserve is the memory share kept for KV cache and
-    runtime; width bounds the search frontier (levels past it are proven on demand)."""
+    runtime; width bounds the search frontier (levels past it are proven on demand).
+
+    `balance` is what water-filling splits layers by. "memory" (the default) gives every stage the same KV
+    room per layer it holds: offline decode over slow links is bound by how many sequences the KV cache holds
+    (DeServe), and the pipeline holds as many as its tightest stage. "speed" (1 / per-layer time, Parallax's
+    compute-proportional split) evens out stage times instead; it simulated slightly slower on every
+    benchmark cluster (bench/allocation_quality.py).
+    """
 
     alpha: float = 2.0
     kv_reserve: float = DEFAULT_KV_RESERVE
     width: int = DEFAULT_WIDTH
     place_leftovers: bool = True
+    balance: Literal["memory", "speed"] = "memory"
 
 
 @dataclass(frozen=True)
@@ -58,11 +67,12 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
     for gpu in eligible:
         regions[gpu.region].append(gpu)
     chosen: list[GroupChoice] = []
+    patterns: PatternCache = {}
     pool: list[Gpu] = []
     per_region: dict[str, int] = {}
     for region in sorted(regions):
         group = sorted(regions[region], key=lambda g: (step_ms[g.id], g.id))
-        choice = choose_pipelines(group, caps, step_ms, model, cluster.rtt(region, region), options)
+        choice = choose_pipelines(group, caps, step_ms, model, cluster.rtt(region, region), options, patterns)
         per_region[region] = choice.k if choice else 0
         taken = {g.id for p in choice.pipelines for g in p} if choice else set()
         pool.extend(g for g in group if g.id not in taken)  # what the region cannot complete on its own
@@ -72,7 +82,8 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
     if pool:
         rank = region_tour(pool, cluster)
         ordered = sorted(pool, key=lambda g: rank[g.region])
-        choice = choose_pipelines(ordered, caps, step_ms, model, mean_rtt(ordered, cluster), options)
+        rtt = mean_rtt(ordered, cluster)
+        choice = choose_pipelines(ordered, caps, step_ms, model, rtt, options, patterns)
         if choice is not None:
             ordered_pipes = tuple(tuple(sorted(p, key=lambda g: rank[g.region])) for p in choice.pipelines)
             chosen.append(GroupChoice(choice.k, choice.stages, choice.exact, ordered_pipes))
@@ -83,7 +94,10 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
             f"cluster: too small to hold one replica ({total} layer units in all, a replica needs "
             f"{model.units_needed})"
         )
-    speed = {gpu: 1.0 / ms for gpu, ms in step_ms.items()}
+    if options.balance == "memory":
+        speed = {g.id: g.memory_bytes for g in cluster.gpus}
+    else:
+        speed = {gpu: 1.0 / ms for gpu, ms in step_ms.items()}
     splits: Splits = {}  # pipelines of the same GPU types split the same way
     pipelines = tuple(balance(p, caps, speed, model, splits) for c in chosen for p in c.pipelines)
     used = {gpu.id for c in chosen for p in c.pipelines for gpu in p}
@@ -115,9 +129,12 @@ def choose_pipelines(
     model: ModelSpec,
     rtt_ms: float,
     options: AllocationOptions,
+    shared: PatternCache,
 ) -> GroupChoice | None:
     """The k maximizing Z(k) over this group, with its minimal-stage pipelines (None: not even one)."""
-    search = StageSearch([caps[g.id] for g in gpus], model.units_needed, options.width)
+    if sum(min(caps[g.id], model.units_needed) for g in gpus) < model.units_needed:
+        return None  # not even one pipeline: skip the search
+    search = StageSearch([caps[g.id] for g in gpus], model.units_needed, options.width, shared)
     t_comp = model.num_layers * sum(step_ms[g.id] for g in gpus) / len(gpus)
 
     def score(k: int, stages: int) -> float:

@@ -23,10 +23,16 @@ class Coverage:
     def __init__(self, shards: Iterable[Stage], step_ms: Mapping[str, float], model: ModelSpec) -> None:
         self.model = model
         self.step_ms = step_ms
-        self.rates = np.zeros(model.num_layers)
-        self.bounds = [0, model.num_layers]
+        changes = np.zeros(model.num_layers + 1)  # rate steps up at a shard's start and down at its end
+        bounds = {0, model.num_layers}
         for stage in shards:
-            self.add(stage)
+            rate = 1.0 / (stage.layers * step_ms[stage.gpu])
+            changes[stage.start] += rate
+            changes[stage.end] -= rate
+            bounds.update((stage.start, stage.end))
+        self.rates = np.cumsum(changes[:-1])
+        self.rates[self.rates < 1e-12] = 0.0  # a layer nobody holds: exactly zero, not rounding noise
+        self.bounds = sorted(bounds)
 
     def add(self, stage: Stage) -> None:
         self.rates[stage.start : stage.end] += 1.0 / (stage.layers * self.step_ms[stage.gpu])
@@ -45,12 +51,14 @@ class Coverage:
     def bottleneck_shard(self, gpu: str, capacity_units: int) -> Stage | None:
         """The shard for `gpu` that best lifts the weakest layers (Parallax's join rule: fill the bottleneck).
 
-        Candidate ranges start and end on existing shard boundaries, so chains can switch onto and off the
-        new shard; among those that fit and contain the weakest layer, the one whose own weakest layer ends
-        up strongest wins (ties: fewer layers). None when nothing fits.
+        Candidates start and end on existing shard boundaries, so chains can switch onto and off the new
+        shard, and contain the weakest layer. The winner relieves most imbalance: the sum over its layers of
+        the rate it adds, each capped at what lifts that layer to the strongest one (ties: more layers).
+        None when nothing fits.
         """
         model = self.model
         weakest = int(np.argmin(self.rates))
+        ceiling = float(self.rates.max())
         split = bisect.bisect_right(self.bounds, weakest)
         best: tuple[float, int, Stage] | None = None
         for a in reversed(self.bounds[:split]):
@@ -61,7 +69,8 @@ class Coverage:
                 units = b - a + head + (model.head_units if b == model.num_layers else 0)
                 if units > capacity_units:
                     break
-                score = float(self.rates[a:b].min()) + 1.0 / ((b - a) * self.step_ms[gpu])
-                if best is None or (score, a - b) > best[:2]:
-                    best = (score, a - b, Stage(gpu, a, b))
+                gain = 1.0 / ((b - a) * self.step_ms[gpu])
+                relief = float(np.minimum(gain, ceiling - self.rates[a:b]).sum())
+                if best is None or (relief, b - a) > best[:2]:
+                    best = (relief, b - a, Stage(gpu, a, b))
         return None if best is None else best[2]

@@ -28,11 +28,14 @@ from itertools import accumulate
 
 import numpy as np
 
-DEFAULT_WIDTH = 4
+DEFAULT_WIDTH = 16
 PATTERN_LIMIT = 4096
 STATE_LIMIT = 200_000
 
 Counts = tuple[int, ...]
+# Generated patterns by (need, capacities from the lead class on, usable counts from it on), with a flag for a
+# list cut at PATTERN_LIMIT; shared by the searches of one planning call.
+PatternCache = dict[tuple[int, tuple[int, ...], Counts], tuple[tuple[tuple[Counts, int], ...], bool]]
 # A path is a linked list of patterns: (previous path, pattern), () for none.
 Path = tuple[object, ...]
 
@@ -57,7 +60,14 @@ class _State:
 class StageSearch:
     """Exact minimal-stage pipeline formation over integer capacities (GPUs of equal capacity merged)."""
 
-    def __init__(self, capacities: Sequence[int], need: int, width: int = DEFAULT_WIDTH) -> None:
+    def __init__(
+        self,
+        capacities: Sequence[int],
+        need: int,
+        width: int = DEFAULT_WIDTH,
+        shared: PatternCache | None = None,
+    ) -> None:
+        """`shared` lets searches over several groups of the same cluster reuse generated patterns."""
         if need < 1:
             raise ValueError("need must be at least 1")
         clipped = [min(c, need) for c in capacities if c > 0]
@@ -66,10 +76,12 @@ class StageSearch:
         self.counts: Counts = tuple(clipped.count(s) for s in self.sizes)
         self._thresholds = tuple(-(-need // size) for size in self.sizes)  # most of a class one pipeline uses
         self._patterns: dict[tuple[int, Counts], list[tuple[Counts, int]]] = {}
+        self._shared: PatternCache = {} if shared is None else shared
         self._incomplete = False  # a pattern list was cut at PATTERN_LIMIT
         self._best: list[_State] = [_State(0, self.counts, ())]
         self._exact_upto = self._levels(width)
         self._refined: dict[int, StagePlan] = {}
+        self._bins_dual: _BinsDual | None = None
 
     # -- public ----------------------------------------------------------------------------------------------
 
@@ -85,10 +97,13 @@ class StageSearch:
 
     @property
     def k_bound(self) -> int:
-        """No more than this many pipelines can exist (capacity bound; equals k_found when proven)."""
+        """No more than this many pipelines can exist (k_found when the search was complete, else the LP
+        relaxation's bound)."""
         if self.complete:
             return self.k_found
-        return int(np.dot(self.sizes, self.counts)) // self.need
+        if self._bins_dual is None:
+            self._bins_dual = self._solve_bins_dual()
+        return max(self.k_found, self._bins_dual.bins(self.counts) if self._bins_dual else 0)
 
     def upper(self, k: int) -> int | None:
         """Stages of the best k-pipeline solution found so far (None: none found)."""
@@ -194,19 +209,23 @@ class StageSearch:
         key = (lead, tuple(map(min, rem, self._thresholds)))
         found = self._patterns.get(key)
         if found is None:
-            tail = self._generate_patterns(lead, key[1][lead:])
+            shared_key = (self.need, self.sizes[lead:], key[1][lead:])
+            if shared_key not in self._shared:
+                self._shared[shared_key] = self._generate_patterns(lead, key[1][lead:])
+            tail, cut = self._shared[shared_key]
+            self._incomplete = self._incomplete or cut
             found = self._patterns[key] = [((0,) * lead + pattern, size) for pattern, size in tail]
         return found
 
-    def _generate_patterns(self, lead: int, caps: Counts) -> tuple[tuple[Counts, int], ...]:
-        """Minimal patterns over classes lead.. with at least one GPU of class `lead`, within `caps`."""
+    def _generate_patterns(self, lead: int, caps: Counts) -> tuple[tuple[tuple[Counts, int], ...], bool]:
+        """Minimal patterns over classes lead.. with at least one GPU of class `lead`, within `caps`, and
+        whether the list was cut at PATTERN_LIMIT."""
         sizes = self.sizes[lead:]
         out: list[tuple[Counts, int]] = []
         chosen = [0] * len(sizes)
 
         def walk(i: int, total: int, smallest: int) -> None:
             if len(out) >= PATTERN_LIMIT:
-                self._incomplete = True
                 return
             if total >= self.need:
                 if total - smallest < self.need:
@@ -221,7 +240,7 @@ class StageSearch:
             chosen[i] = 0
 
         walk(0, 0, 0)
-        return tuple(out)
+        return tuple(out), len(out) >= PATTERN_LIMIT
 
     # -- proving one level -----------------------------------------------------------------------------------
 
@@ -231,10 +250,10 @@ class StageSearch:
             return None
         incumbent = self.plan(k)
         upper = incumbent.stages if incumbent else math.inf
-        duals = self._lp_duals(k)
-        if duals is None:
+        cost_dual = self._cost_dual(k)
+        bins_dual = self._bins_dual
+        if cost_dual is None or bins_dual is None:
             return None  # even the LP relaxation cannot form k pipelines
-        cost_dual, bins_dual = duals
         if incumbent and math.ceil(cost_dual.bound(self.counts, k) - 1e-6) >= upper:
             return StagePlan(incumbent.stages, incumbent.patterns, not self._incomplete)
         best: _State | None = None
@@ -268,32 +287,38 @@ class StageSearch:
             return StagePlan(incumbent.stages, incumbent.patterns, proven)
         return None
 
-    def _lp_duals(self, k: int) -> tuple[_CostDual, _BinsDual] | None:
-        """LP duals of the pattern formulation for k pipelines (None: even the LP cannot form them)."""
-        from scipy.optimize import linprog
-
+    def _lp_patterns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every minimal pattern the whole cluster can supply, as a matrix, and the GPUs in each."""
         patterns: list[Counts] = []
         for lead in range(len(self.sizes)):
             patterns.extend(p for p, _ in self._feasible(lead, self.counts))
-        if not patterns:
+        matrix = np.array(patterns, dtype=float).reshape(len(patterns), len(self.sizes))
+        return matrix, matrix.sum(axis=1)
+
+    def _solve_bins_dual(self) -> _BinsDual | None:
+        """min counts.pi  s.t.  p.pi >= 1 for every pattern p, pi >= 0 (the LP bound on pipelines)."""
+        from scipy.optimize import linprog
+
+        p, _ = self._lp_patterns()
+        if not len(p):
             return None
-        p = np.array(patterns, dtype=float)
-        sizes = p.sum(axis=1)
-        counts = np.array(self.counts, dtype=float)
-        d = p.shape[1]
-        # max k*mu - counts.pi  s.t.  mu - p.pi <= |p|, mu >= 0, pi >= 0
-        cost = linprog(
-            np.concatenate([[-float(k)], counts]),
+        result = linprog(self.counts, A_ub=-p, b_ub=-np.ones(len(p)), bounds=[(0, None)] * p.shape[1])
+        return _BinsDual(result.x) if result.status == 0 else None
+
+    def _cost_dual(self, k: int) -> _CostDual | None:
+        """max k*mu - counts.pi  s.t.  mu - p.pi <= |p|, mu >= 0, pi >= 0 (None: the LP cannot form k)."""
+        from scipy.optimize import linprog
+
+        p, sizes = self._lp_patterns()
+        if not len(p):
+            return None
+        result = linprog(
+            np.concatenate([[-float(k)], self.counts]),
             A_ub=np.hstack([np.ones((len(p), 1)), -p]),
             b_ub=sizes,
-            bounds=[(0, None)] * (d + 1),
-            method="highs",
+            bounds=[(0, None)] * (p.shape[1] + 1),
         )
-        # min counts.pi  s.t.  p.pi >= 1, pi >= 0
-        bins = linprog(counts, A_ub=-p, b_ub=-np.ones(len(p)), bounds=[(0, None)] * d, method="highs")
-        if cost.status != 0 or bins.status != 0:
-            return None
-        return _CostDual(float(cost.x[0]), cost.x[1:]), _BinsDual(bins.x)
+        return _CostDual(float(result.x[0]), result.x[1:]) if result.status == 0 else None
 
 
 @dataclass(frozen=True)

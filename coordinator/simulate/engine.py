@@ -3,10 +3,11 @@
 Every request of the workload is waiting at time zero. The router of the plan (the shard-DAG DP, fixed
 pipelines in turn, or Petals' span routing) admits a request onto a chain when every GPU of the chain has KV
 room for its whole prompt and output; it stays there until done. Each chain runs DeServe's number of
-microbatches in flight; a microbatch repeats decode steps: it visits the chain's stages in order (each GPU
-runs one job at a time, first come first served, for layers x per-layer time at that batch and context),
-crosses each link (one-way latency plus activation bytes over the link bandwidth) and returns the sampled
-tokens to the first stage. New requests join a microbatch at its next step and are prefilled in it.
+microbatches in flight (at most 36, the most DeServe's code sets by hand). A microbatch repeats decode steps:
+it visits the chain's stages in order, crosses each link (one-way latency plus activation bytes over the link
+bandwidth) and returns the sampled tokens to the first stage. A GPU runs everything waiting for it as one
+batch (layers x per-layer time at that batch and context), so weights are read once per batch. New requests
+join a microbatch at its next step and are prefilled in it.
 
 Nothing is random but the workload's lengths, which come from its seed; ties between events break by
 creation order, so the same inputs give the same numbers.
@@ -33,6 +34,7 @@ from coordinator.simulate.workload import Workload
 
 RUNTIME_FRACTION = 0.05  # of each GPU's memory for activations and the framework
 MAX_BATCH = 128  # sequences per microbatch
+MAX_MICROBATCHES = 36  # the most DeServe's code sets by hand (at 256 ms between stages)
 PETALS_REFRESH_MS = 1000.0  # how old the loads a Petals client routes on may be
 
 
@@ -113,18 +115,19 @@ class _Simulation:
             return {gpu: Stage(gpu, a, b) for gpu, (a, b) in spans.items()}
         return {s.gpu: s for s in self.plan.shards()}
 
-    def _router(self) -> Callable[[_Request], tuple[Stage, ...] | None]:
+    def _router(self) -> Callable[[_Request, set[str]], tuple[Stage, ...] | None]:
+        """route(request, GPUs to avoid) -> the stages it runs on, None when no chain has room."""
         kv_token = self.model.kv_bytes_per_token_layer
 
-        def blocked(request: _Request) -> set[str]:
+        def blocked(request: _Request, avoid: set[str]) -> set[str]:
             need = (request.prompt + request.output) * kv_token
-            return {gpu for gpu, s in self.shards.items() if self.kv_free[gpu] < need * s.layers}
+            return avoid | {gpu for gpu, s in self.shards.items() if self.kv_free[gpu] < need * s.layers}
 
         if self.plan.routing == "round-robin":
             rotation = RoundRobin(self.plan.pipelines)
 
-            def fixed(request: _Request) -> tuple[Stage, ...] | None:
-                full = blocked(request)
+            def fixed(request: _Request, avoid: set[str]) -> tuple[Stage, ...] | None:
+                full = blocked(request, avoid)
                 for _ in self.plan.pipelines:
                     stages = rotation.next_chain().stages
                     if not full & {s.gpu for s in stages}:
@@ -136,10 +139,10 @@ class _Simulation:
             spans = SpanGraph(list(self.shards.values()), self.cluster, self.step_ms, self.model.num_layers)
             cached: list[tuple[float, tuple[Stage, ...]]] = []
 
-            def spanned(request: _Request) -> tuple[Stage, ...] | None:
+            def spanned(request: _Request, avoid: set[str]) -> tuple[Stage, ...] | None:
                 """Petals clients route on the server loads announced to the DHT, refreshed every
                 PETALS_REFRESH_MS; a fresh route is computed when that view is stale or the route is full."""
-                full = blocked(request)
+                full = blocked(request, avoid)
                 fresh = cached and self.now - cached[0][0] < PETALS_REFRESH_MS
                 if fresh and not full & {s.gpu for s in cached[0][1]}:
                     return cached[0][1]
@@ -150,8 +153,8 @@ class _Simulation:
             return spanned
         graph = ShardGraph(list(self.shards.values()), self.cluster, self.step_ms, self.model.num_layers)
 
-        def dag(request: _Request) -> tuple[Stage, ...] | None:
-            chain = graph.cheapest_chain(self.load, blocked=blocked(request))
+        def dag(request: _Request, avoid: set[str]) -> tuple[Stage, ...] | None:
+            chain = graph.cheapest_chain(self.load, blocked=blocked(request, avoid))
             return chain.stages if chain else None
 
         return dag
@@ -164,7 +167,8 @@ class _Simulation:
             hops = tuple(self.cluster.one_way_ms(a, b) for a, b in ring)
             stage_ms = [s.layers * self.step_ms[s.gpu] for s in stages]
             chain = self.chains[stages] = _Chain(stages, hops)
-            chain.groups = [_Group(chain) for _ in range(microbatches(stage_ms, list(hops)))]
+            count = min(MAX_MICROBATCHES, microbatches(stage_ms, list(hops)))
+            chain.groups = [_Group(chain) for _ in range(count)]
         return chain
 
     def _at(self, time: float, action: Callable[[float], None]) -> None:
@@ -172,15 +176,18 @@ class _Simulation:
         heapq.heappush(self.events, (time, self.counter, action))
 
     def _admit(self) -> None:
-        """Routes waiting requests, first come first served, until one finds no room."""
+        """Routes waiting requests, first come first served, until one finds no room (a chain whose
+        microbatches are all full is avoided and the request routed again)."""
         while self.waiting:
             request = self.waiting[0]
-            stages = self.route(request)
+            avoid: set[str] = set()
+            while (stages := self.route(request, avoid)) is not None:
+                chain = self._chain(stages)
+                group = min(chain.groups, key=lambda g: g.size)
+                if group.size < MAX_BATCH:
+                    break
+                avoid |= {s.gpu for s in stages}
             if stages is None:
-                return
-            chain = self._chain(stages)
-            group = min(chain.groups, key=lambda g: g.size)
-            if group.size >= MAX_BATCH:
                 return
             self.waiting.popleft()
             request.admitted, request.chain = self.now, chain
@@ -305,7 +312,7 @@ class _Simulation:
         if counts[-1] == 0:
             return 0.0
         low, high = np.interp([0.1 * counts[-1], 0.8 * counts[-1]], counts, times)
-        return 0.7 * counts[-1] / ((high - low) / 1e3) if high > low else 0.0
+        return float(0.7 * counts[-1] / ((high - low) / 1e3)) if high > low else 0.0
 
 
 def _kv_room(cluster: Cluster, model: ModelSpec, stage: Stage) -> float:
