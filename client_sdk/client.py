@@ -1,0 +1,247 @@
+"""The user's library, shaped like the openai-python client so switching is one line:
+
+    client = Client("http://coordinator:8000", rpc_url="http://127.0.0.1:8545", key=account,
+                    deployment="deployment.json")
+    file = client.files.create(file=open("batch.jsonl", "rb"), purpose="batch")
+    batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h", max_price=5_000_000)
+
+`batches.create` also creates and funds the on-chain task for the file (one call, one payment).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+from eth_account.signers.local import LocalAccount
+from pydantic import BaseModel, ConfigDict
+
+from client_sdk.chain.contracts import Market, connect
+from client_sdk.encoding import model_id
+from client_sdk.errors import UserError
+from client_sdk.http import WalletSigner
+from client_sdk.inputs import params_hash
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class ApiObject(BaseModel):
+    """A response object: attribute access like openai-python's models; unknown fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class RequestCounts(ApiObject):
+    total: int
+    completed: int
+    failed: int
+
+
+class FileObject(ApiObject):
+    id: str
+    object: str
+    bytes: int
+    created_at: int
+    filename: str
+    purpose: str
+    request_count: int | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    input_root: str | None = None
+
+
+class Batch(ApiObject):
+    id: str
+    object: str
+    endpoint: str
+    input_file_id: str
+    completion_window: str
+    status: str
+    created_at: int
+    expires_at: int
+    request_counts: RequestCounts
+    task_id: int
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    metadata: dict[str, str] | None = None
+    results_root: str | None = None
+
+
+class BatchPage(ApiObject):
+    data: list[Batch]
+    has_more: bool
+    first_id: str | None = None
+    last_id: str | None = None
+
+
+class ApiError(UserError):
+    """The coordinator refused a call; `str()` is its one-line reason."""
+
+    def __init__(self, status: int, message: str, code: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class Client:
+    def __init__(
+        self,
+        coordinator_url: str,
+        *,
+        key: LocalAccount,
+        rpc_url: str | None = None,
+        deployment: str | Path | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.account = key
+        self.http = httpx.Client(
+            base_url=coordinator_url, auth=WalletSigner(key), timeout=timeout_s, transport=transport
+        )
+        self._rpc_url = rpc_url
+        self._deployment = Path(deployment) if deployment is not None else None
+        self._market: Market | None = None
+        self.files = Files(self)
+        self.batches = Batches(self)
+
+    @property
+    def market(self) -> Market:
+        """The on-chain side, connected on first use."""
+        if self._market is None:
+            if self._rpc_url is None or self._deployment is None:
+                raise UserError("this call needs the chain: pass rpc_url and deployment to Client")
+            self._market = connect(self._rpc_url, self._deployment, self.account)
+        return self._market
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise UserError(f"cannot reach the coordinator at {self.http.base_url}: {exc}") from exc
+        if response.is_success:
+            return response
+        try:
+            error = response.json()["error"]
+            message, code = str(error["message"]), error.get("code")
+        except (ValueError, KeyError, TypeError):
+            message, code = f"HTTP {response.status_code}: {response.text[:200]}", None
+        raise ApiError(response.status_code, message, code)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class Files:
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(self, *, file: str | Path | bytes | IO[bytes], purpose: str = "batch") -> FileObject:
+        """Uploads a batch JSONL; the coordinator validates every line before accepting it."""
+        if isinstance(file, str | Path):
+            name, data = Path(file).name, Path(file).read_bytes()
+        elif isinstance(file, bytes):
+            name, data = "batch.jsonl", file
+        else:
+            name, data = Path(getattr(file, "name", "batch.jsonl")).name, file.read()
+        response = self._client.request(
+            "POST", "/v1/files", files={"file": (name, data, "application/jsonl")}, data={"purpose": purpose}
+        )
+        return FileObject.model_validate(response.json())
+
+    def retrieve(self, file_id: str) -> FileObject:
+        return FileObject.model_validate(self._client.request("GET", f"/v1/files/{file_id}").json())
+
+    def content(self, file_id: str) -> bytes:
+        return self._client.request("GET", f"/v1/files/{file_id}/content").content
+
+
+class Batches:
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self,
+        *,
+        input_file_id: str,
+        endpoint: str,
+        max_price: int,
+        completion_window: str = "24h",
+        metadata: dict[str, str] | None = None,
+    ) -> Batch:
+        """Creates the on-chain task for the file and escrows `max_price` (token base units), then registers
+        the batch. If the coordinator refuses it, the task is cancelled again so the escrow comes back."""
+        file = self._client.files.retrieve(input_file_id)
+        if file.input_root is None or file.model is None or file.request_count is None:
+            raise UserError(f"file {input_file_id} is not a batch input file")
+        if endpoint != file.endpoint:
+            raise UserError(f"the file's requests are for {file.endpoint}, not {endpoint}")
+        hours = _window_hours(completion_window)
+        market = self._client.market
+        owner = self._client.account.address
+        if market.token.balance_of(owner) < max_price:
+            raise UserError(f"the wallet {owner} holds less than the max price {max_price}")
+        if market.token.allowance(owner, market.escrow.address) < max_price:
+            market.token.approve(market.escrow.address, max_price)
+        now = int(market.w3.eth.get_block("latest")["timestamp"])
+        task_id = market.tasks.create_task(
+            model_id(file.model),
+            bytes.fromhex(file.input_root.removeprefix("0x")),
+            file.request_count,
+            params_hash(endpoint, completion_window),
+            max_price,
+            now + hours * 3600,
+        )
+        body = {
+            "input_file_id": input_file_id,
+            "endpoint": endpoint,
+            "completion_window": completion_window,
+            "metadata": metadata,
+            "task_id": task_id,
+        }
+        try:
+            response = self._client.request("POST", "/v1/batches", json=body)
+        except UserError as exc:
+            market.tasks.cancel_task(task_id)
+            raise UserError(
+                f"the coordinator refused the batch ({exc}); task {task_id} was cancelled and "
+                "its escrow refunded"
+            ) from exc
+        return Batch.model_validate(response.json())
+
+    def retrieve(self, batch_id: str) -> Batch:
+        return Batch.model_validate(self._client.request("GET", f"/v1/batches/{batch_id}").json())
+
+    def list(self, *, limit: int = 20, after: str | None = None) -> BatchPage:
+        params: dict[str, str | int] = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        return BatchPage.model_validate(self._client.request("GET", "/v1/batches", params=params).json())
+
+    def cancel(self, batch_id: str) -> Batch:
+        return Batch.model_validate(self._client.request("POST", f"/v1/batches/{batch_id}/cancel").json())
+
+    def wait(self, batch_id: str, *, poll_s: float = 2.0, timeout_s: float | None = None) -> Batch:
+        """Polls until the batch reaches a final status."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            batch = self.retrieve(batch_id)
+            if batch.status in ("completed", "failed", "expired", "cancelled"):
+                return batch
+            if deadline is not None and time.monotonic() > deadline:
+                raise UserError(f"batch {batch_id} is still {batch.status} after {timeout_s} s")
+            time.sleep(poll_s)
+
+
+def _window_hours(window: str) -> int:
+    if not window.endswith("h") or not window[:-1].isdigit() or int(window[:-1]) < 1:
+        raise UserError(f"completion_window must be whole hours like '24h', not {window!r}")
+    return int(window[:-1])

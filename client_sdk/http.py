@@ -1,0 +1,24 @@
+"""HTTP plumbing for the coordinator client: every request signed by the wallet (see client_sdk.auth)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import httpx
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.auth import sign_request
+
+
+class WalletSigner(httpx.Auth):
+    """Signs each request's method, path, query and body with the account (fresh nonce every time)."""
+
+    requires_request_body = True
+
+    def __init__(self, account: LocalAccount) -> None:
+        self.account = account
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        target = request.url.raw_path.decode("latin-1")
+        request.headers["Authorization"] = sign_request(self.account, request.method, target, request.content)
+        yield request

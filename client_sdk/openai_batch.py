@@ -1,0 +1,285 @@
+"""OpenAI Batch files: parse and validate input lines, render prompts to token ids, build output lines.
+
+Pure: the coordinator validates uploads with it, `miner run-local` reads and writes files with it, and the SDK
+checks downloads with it. Every error names the 1-based line it is about.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from client_sdk.errors import UserError
+
+CHAT = "/v1/chat/completions"
+COMPLETIONS = "/v1/completions"
+SUPPORTED_URLS = (CHAT, COMPLETIONS)
+DEFAULT_MAX_TOKENS = 512
+MAX_CUSTOM_ID = 512
+MAX_SEED = 2**63 - 1
+ROLES = ("system", "user", "assistant")
+LINE_KEYS = {"custom_id", "method", "url", "body"}
+COMMON_BODY_KEYS = {"model", "max_tokens", "temperature", "top_p", "seed", "n", "user"}
+BODY_KEYS = {
+    CHAT: COMMON_BODY_KEYS | {"messages", "max_completion_tokens"},
+    COMPLETIONS: COMMON_BODY_KEYS | {"prompt"},
+}
+
+
+class BatchFormatError(UserError):
+    """A batch file or line that cannot be accepted; the message names the line."""
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One validated request. `raw` is the parsed line as given (what the input leaf hashes)."""
+
+    line_number: int
+    custom_id: str
+    url: str
+    model: str
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    messages: tuple[tuple[str, str], ...]  # chat: (role, content) pairs
+    prompt: str | tuple[int, ...]  # completions: text, or token ids given as such
+    raw: dict[str, Any]
+
+
+class Tokenizer(Protocol):
+    """The part of a Hugging Face tokenizer we use."""
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def apply_chat_template(
+        self, conversation: Any, *, tokenize: bool, add_generation_prompt: bool
+    ) -> Any: ...
+
+
+def parse_batch(data: bytes, *, max_lines: int) -> list[BatchLine]:
+    """Every line of a batch file, validated; raises BatchFormatError at the first problem."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        number = data[: exc.start].count(b"\n") + 1
+        raise BatchFormatError(f"line {number}: the file is not UTF-8 text") from exc
+    rows = text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()  # the newline that ends the last line
+    if not rows:
+        raise BatchFormatError("the file is empty")
+    if len(rows) > max_lines:
+        raise BatchFormatError(f"the file has {len(rows)} lines; the limit is {max_lines}")
+    lines: list[BatchLine] = []
+    seen: dict[str, int] = {}
+    for number, row in enumerate(rows, start=1):
+        parsed = parse_line(row, number)
+        if parsed.custom_id in seen:
+            raise BatchFormatError(
+                f"line {number}: custom_id {parsed.custom_id!r} repeats line {seen[parsed.custom_id]}"
+            )
+        seen[parsed.custom_id] = number
+        lines.append(parsed)
+    return lines
+
+
+def parse_line(row: str, number: int) -> BatchLine:
+    def fail(reason: str) -> BatchFormatError:
+        return BatchFormatError(f"line {number}: {reason}")
+
+    if not row.strip():
+        raise fail("the line is empty")
+    try:
+        raw = json.loads(row)
+    except json.JSONDecodeError as exc:
+        raise fail(f"malformed JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(raw, dict):
+        raise fail("a request line must be a JSON object")
+    unknown = sorted(set(raw) - LINE_KEYS)
+    if unknown:
+        raise fail(f"unknown field {unknown[0]!r}")
+    custom_id = raw.get("custom_id")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= MAX_CUSTOM_ID:
+        raise fail(f"custom_id must be a string of 1 to {MAX_CUSTOM_ID} characters")
+    if raw.get("method") != "POST":
+        raise fail("method must be 'POST'")
+    url = raw.get("url")
+    if url not in SUPPORTED_URLS:
+        raise fail(f"unsupported url {url!r}; supported: {', '.join(SUPPORTED_URLS)}")
+    body = raw.get("body")
+    if not isinstance(body, dict):
+        raise fail("body must be a JSON object")
+    unknown = sorted(set(body) - BODY_KEYS[url])
+    if unknown:
+        raise fail(f"body.{unknown[0]} is not supported for {url}")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise fail("body.model must name a model")
+    if body.get("n", 1) != 1:
+        raise fail("body.n must be 1 (one completion per request)")
+    if "user" in body and not isinstance(body["user"], str):
+        raise fail("body.user must be a string")
+    messages: tuple[tuple[str, str], ...] = ()
+    prompt: str | tuple[int, ...] = ""
+    if url == CHAT:
+        messages = _messages(body.get("messages"), fail)
+        max_tokens = _integer(
+            body, ("max_completion_tokens", "max_tokens"), 1, 1 << 31, DEFAULT_MAX_TOKENS, fail
+        )
+    else:
+        prompt = _prompt(body.get("prompt"), fail)
+        max_tokens = _integer(body, ("max_tokens",), 1, 1 << 31, DEFAULT_MAX_TOKENS, fail)
+    seed = body.get("seed")
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= MAX_SEED):
+        raise fail(f"body.seed must be an integer from 0 to {MAX_SEED}")
+    return BatchLine(
+        line_number=number,
+        custom_id=custom_id,
+        url=url,
+        model=model,
+        max_tokens=max_tokens,
+        temperature=_number(body, "temperature", 0.0, 2.0, 1.0, fail),
+        top_p=_number(body, "top_p", 0.0, 1.0, 1.0, fail, open_low=True),
+        seed=seed,
+        messages=messages,
+        prompt=prompt,
+        raw=raw,
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integer(body: dict[str, Any], keys: Sequence[str], low: int, high: int, default: int, fail: Any) -> int:
+    present = [key for key in keys if body.get(key) is not None]
+    if len(present) > 1:
+        raise fail(f"give only one of body.{' or body.'.join(present)}")
+    if not present:
+        return default
+    value = body[present[0]]
+    if not _is_int(value) or not low <= value <= high:
+        raise fail(f"body.{present[0]} must be an integer from {low} to {high}")
+    return int(value)
+
+
+def _number(
+    body: dict[str, Any], key: str, low: float, high: float, default: float, fail: Any, open_low: bool = False
+) -> float:
+    value = body.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise fail(f"body.{key} must be a number")
+    if not (low < value if open_low else low <= value) or value > high:
+        bound = f"above {low}" if open_low else f"from {low}"
+        raise fail(f"body.{key} must be {bound} to {high}")
+    return float(value)
+
+
+def _prompt(value: object, fail: Any) -> str | tuple[int, ...]:
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, list) and value and all(_is_int(t) and t >= 0 for t in value):
+        return tuple(value)
+    raise fail("body.prompt must be a non-empty string or a non-empty list of token ids")
+
+
+def _messages(value: object, fail: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list) or not value:
+        raise fail("body.messages must be a non-empty list")
+    out = []
+    for i, message in enumerate(value):
+        if not isinstance(message, dict) or set(message) - {"role", "content", "name"}:
+            raise fail(f"body.messages[{i}] must be an object with role and content")
+        role, content = message.get("role"), message.get("content")
+        if role not in ROLES:
+            raise fail(f"body.messages[{i}].role must be one of {', '.join(ROLES)}")
+        if isinstance(content, list):  # OpenAI's content parts: only text is served here
+            if not all(
+                isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                for p in content
+            ):
+                raise fail(f"body.messages[{i}].content parts must all be text")
+            content = "".join(p["text"] for p in content)
+        if not isinstance(content, str):
+            raise fail(f"body.messages[{i}].content must be a string")
+        out.append((role, content))
+    return tuple(out)
+
+
+def prompt_token_ids(tokenizer: Tokenizer, line: BatchLine) -> list[int]:
+    """The prompt a model sees: the chat template with the assistant turn opened, or the raw prompt."""
+    if line.url == CHAT:
+        conversation = [{"role": role, "content": content} for role, content in line.messages]
+        ids = tokenizer.apply_chat_template(conversation, tokenize=True, add_generation_prompt=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers 5 returns a BatchEncoding
+            ids = ids["input_ids"]
+        return [int(t) for t in ids]
+    if isinstance(line.prompt, tuple):
+        return list(line.prompt)
+    return [int(t) for t in tokenizer.encode(line.prompt, add_special_tokens=True)]
+
+
+def response_body(
+    line: BatchLine,
+    *,
+    request_id: str,
+    created: int,
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    finish_reason: str,
+    token_ids: Sequence[int] | None = None,
+) -> dict[str, Any]:
+    """The completion object OpenAI would return for this request; `token_ids` (the generated ids) are added
+    to the choice when given."""
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if line.url == CHAT:
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": finish_reason,
+        }
+        kind = "chat.completion"
+    else:
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+        kind = "text_completion"
+    if token_ids is not None:
+        choice["token_ids"] = list(token_ids)
+    return {
+        "id": request_id,
+        "object": kind,
+        "created": created,
+        "model": line.model,
+        "choices": [choice],
+        "usage": usage,
+    }
+
+
+def output_line(line_id: str, custom_id: str, request_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A line of the output file for a request that succeeded."""
+    return {
+        "id": line_id,
+        "custom_id": custom_id,
+        "response": {"status_code": 200, "request_id": request_id, "body": body},
+        "error": None,
+    }
+
+
+def error_line(line_id: str, custom_id: str, code: str, message: str) -> dict[str, Any]:
+    """A line of the error file for a request that could not be served."""
+    return {
+        "id": line_id,
+        "custom_id": custom_id,
+        "response": None,
+        "error": {"code": code, "message": message},
+    }

@@ -1,0 +1,44 @@
+"""The FastAPI application: `create_app(settings)` wires the database, Redis and the routers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from redis.asyncio import Redis
+
+from coordinator.api import batches, files, health
+from coordinator.api.auth import NonceStore
+from coordinator.api.errors import service_error_handler, validation_error_handler
+from coordinator.config import Settings
+from coordinator.db.session import Database
+from coordinator.services.errors import ServiceError
+
+DESCRIPTION = """OpenAI-compatible Batch API backed by an on-chain escrow.
+
+Every call is signed by the caller's wallet: `Authorization: Wallet address=..., nonce=..., expiry=...,
+signature=...` (see `client_sdk.auth`). A wallet sees only its own files and batches."""
+
+
+def create_app(settings: Settings) -> FastAPI:
+    database = Database(settings.database_url)
+    redis = Redis.from_url(settings.redis_url)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await redis.aclose()
+        database.dispose()
+
+    app = FastAPI(title="batchmarket coordinator", version="1", description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.database = database
+    app.state.redis = redis
+    app.state.nonces = NonceStore(redis)
+    app.add_exception_handler(ServiceError, service_error_handler)
+    app.add_exception_handler(RequestValidationError, validation_error_handler)
+    for router in (files.router, batches.router, health.router):
+        app.include_router(router)
+    return app

@@ -1,0 +1,60 @@
+"""The caller's wallet, from the request's signature (see client_sdk.auth); each nonce is accepted once."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+from redis.asyncio import Redis
+
+from client_sdk.auth import AuthError, parse_header, verify
+from coordinator.api.errors import Unauthenticated
+from coordinator.services.errors import TooLarge
+
+
+class NonceStore:
+    """Nonces seen, in Redis, each kept until its signature would have expired anyway."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    async def claim(self, address: str, nonce: str, expiry: int, now: int) -> bool:
+        """True the first time this (address, nonce) is seen."""
+        key = f"auth:nonce:{address.lower()}:{nonce}"
+        return bool(await self.redis.set(key, b"1", nx=True, ex=max(1, expiry - now + 1)))
+
+
+async def caller(request: Request) -> str:
+    """The checksum address that signed this request; 401 otherwise. Reads (and caches) the body, which the
+    signature covers."""
+    header = request.headers.get("authorization")
+    if header is None:
+        raise Unauthenticated(
+            "sign the request with your wallet (Authorization: Wallet ...)", "unauthenticated"
+        )
+    limit: int = request.app.state.settings.max_file_bytes + 64 * 1024  # room for multipart framing
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise TooLarge(f"the request body is over the limit of {limit} bytes", "request_too_large")
+    now = int(time.time())
+    target = request_target(request)
+    try:
+        auth = parse_header(header)
+        address = verify(auth, request.method, target, await request.body(), now)
+    except AuthError as exc:
+        raise Unauthenticated(str(exc), "invalid_signature") from exc
+    nonces: NonceStore = request.app.state.nonces
+    if not await nonces.claim(address, auth.nonce, auth.expiry, now):
+        raise Unauthenticated("this request signature was already used (replay)", "replayed_signature")
+    return address
+
+
+def request_target(request: Request) -> str:
+    """The path and query exactly as the client sent them (what it signed)."""
+    path = (request.scope.get("raw_path") or request.url.path.encode()).decode("latin-1")
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    return f"{path}?{query}" if query else path
+
+
+Caller = Annotated[str, Depends(caller)]

@@ -1,0 +1,74 @@
+"""/v1/batches: create, retrieve, list, cancel (OpenAI's Batch API, plus the on-chain task id)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from coordinator.api.auth import Caller
+from coordinator.api.deps import AppSettings, DbSession
+from coordinator.services import batches
+
+router = APIRouter(prefix="/v1/batches", tags=["batches"])
+
+
+class CreateBatch(BaseModel):
+    input_file_id: str = Field(max_length=64)
+    endpoint: str = Field(max_length=64)
+    completion_window: str = Field(default="24h", max_length=8)
+    metadata: dict[str, str] | None = None
+    task_id: int = Field(description="The on-chain task the SDK created and funded for this file.")
+
+
+@router.post("", summary="Create a batch from an uploaded file and its funded on-chain task")
+def create(body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings) -> dict[str, Any]:
+    batch = batches.create_batch(
+        db,
+        owner,
+        input_file_id=body.input_file_id,
+        endpoint=body.endpoint,
+        completion_window=body.completion_window,
+        metadata=body.metadata,
+        task_id=body.task_id,
+        max_window_h=settings.max_completion_window_h,
+        now=int(time.time()),
+    )
+    return batches.batch_object(batch, 0, 0)
+
+
+@router.get("/{batch_id}", summary="Retrieve one of your batches")
+def retrieve(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
+    batch = batches.get_batch(db, owner, batch_id)
+    completed, failed = batches.request_counts(db, [batch.id])[batch.id]
+    return batches.batch_object(batch, completed, failed)
+
+
+@router.get("", summary="List your batches, newest first")
+def list_(
+    owner: Caller,
+    db: DbSession,
+    limit: Annotated[int, Query()] = 20,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+) -> dict[str, Any]:
+    rows, has_more = batches.list_batches(db, owner, limit, after)
+    counts = batches.request_counts(db, [b.id for b in rows])
+    data = [batches.batch_object(b, *counts[b.id]) for b in rows]
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": has_more,
+    }
+
+
+@router.post(
+    "/{batch_id}/cancel", summary="Cancel a batch: finished requests are kept and paid, the rest refunded"
+)
+def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
+    batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))
+    completed, failed = batches.request_counts(db, [batch.id])[batch.id]
+    return batches.batch_object(batch, completed, failed)

@@ -1,0 +1,35 @@
+"""Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}}, with the right status code."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from coordinator.services.errors import Conflict, InvalidInput, NotFound, ServiceError, TooLarge
+
+STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409, TooLarge: 413}
+
+
+class Unauthenticated(ServiceError):
+    """No valid wallet signature (401)."""
+
+
+def error_body(error_type: str, message: str, code: str, param: str | None) -> dict[str, object]:
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+async def service_error_handler(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
+    if isinstance(exc, Unauthenticated):
+        return JSONResponse(error_body("authentication_error", exc.message, exc.code, None), status_code=401)
+    status = next(code for kind, code in STATUS.items() if isinstance(exc, kind))
+    return JSONResponse(error_body("invalid_request_error", exc.message, exc.code, exc.param), status)
+
+
+async def validation_error_handler(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0]
+    param = ".".join(str(part) for part in first["loc"][1:]) or None
+    message = f"{param}: {first['msg']}" if param else str(first["msg"])
+    return JSONResponse(error_body("invalid_request_error", message, "invalid_request", param), 400)

@@ -1,0 +1,79 @@
+"""/v1/files: upload a batch input (validated line by line), read file objects, download contents."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from coordinator.api.auth import Caller
+from coordinator.api.deps import DbSession
+from coordinator.services import files
+from coordinator.services.errors import InvalidInput
+
+router = APIRouter(prefix="/v1/files", tags=["files"])
+
+UPLOAD_FORM = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "purpose"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary", "description": "Batch JSONL"},
+                        "purpose": {"type": "string", "enum": ["batch"]},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.post("", summary="Upload a batch input file (JSONL)", openapi_extra=UPLOAD_FORM)
+async def upload(request: Request, owner: Caller) -> dict[str, Any]:
+    # the form is read from the body the signature check already cached, so it is parsed by hand here
+    settings = request.app.state.settings
+    form = await request.form(max_files=1, max_fields=4, max_part_size=settings.max_file_bytes)
+    upload_file, purpose = form.get("file"), form.get("purpose")
+    if purpose != "batch":
+        raise InvalidInput("purpose must be 'batch'", "purpose")
+    if not isinstance(upload_file, UploadFile):
+        raise InvalidInput("attach the JSONL as the multipart field 'file'", "file")
+    data = await upload_file.read()
+    name = (upload_file.filename or "batch.jsonl")[:255]
+
+    def ingest() -> dict[str, Any]:
+        with request.app.state.database.session() as db:
+            record = files.ingest_batch_file(db, settings, owner, name, data, int(time.time()))
+            return files.file_object(record)
+
+    return await run_in_threadpool(ingest)
+
+
+@router.get("/{file_id}", summary="Retrieve one of your files")
+def retrieve(file_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
+    return files.file_object(files.get_file(db, owner, file_id))
+
+
+@router.get("/{file_id}/content", summary="Download a file's contents (input, output or errors)")
+def content(file_id: str, owner: Caller, db: DbSession) -> StreamingResponse:
+    record = files.get_file(db, owner, file_id)
+    data = files.file_content(db, record.id)
+
+    def chunks(size: int = 1 << 20) -> Iterator[bytes]:
+        for start in range(0, len(data), size):
+            yield data[start : start + size]
+
+    return StreamingResponse(
+        chunks(),
+        media_type="application/jsonl",
+        headers={"Content-Disposition": f'attachment; filename="{record.filename}"'},
+    )

@@ -1,0 +1,35 @@
+"""/healthz (database and Redis reachable) and /metrics (Prometheus)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness and dependencies")
+async def healthz(request: Request) -> JSONResponse:
+    checks: dict[str, str] = {}
+    try:
+        with request.app.state.database.session() as db:
+            db.execute(text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:  # report, don't crash: this endpoint exists to say what is down
+        checks["database"] = f"error: {type(exc).__name__}"
+    try:
+        await request.app.state.redis.ping()
+        checks["redis"] = "ok"
+    except Exception as exc:
+        checks["redis"] = f"error: {type(exc).__name__}"
+    healthy = all(value == "ok" for value in checks.values())
+    return JSONResponse(
+        {"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503
+    )
+
+
+@router.get("/metrics", summary="Prometheus metrics")
+def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,79 @@
+"""Coordinator settings: one frozen object built from the environment (or by tests), passed to every part."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from client_sdk.errors import UserError
+
+DEFAULT_DATABASE_URL = "sqlite:///coordinator.db"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A model the market serves: its name (as in request bodies) and a checkpoint directory whose
+    config.json and tokenizer the coordinator reads to count prompt tokens."""
+
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str = DEFAULT_REDIS_URL
+    models: tuple[ServedModel, ...] = ()
+    max_file_bytes: int = 200 * 1024 * 1024  # OpenAI's batch input limit
+    max_file_lines: int = 50_000  # OpenAI's batch input limit
+    max_completion_window_h: int = 168
+    rpc_url: str | None = None
+    deployment_file: Path | None = None
+
+    def model(self, name: str) -> ServedModel | None:
+        return next((m for m in self.models if m.name == name), None)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        """From BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON {name: dir}),
+        BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES, BATCHMARKET_RPC_URL and
+        BATCHMARKET_DEPLOYMENT."""
+        env = dict(os.environ if env is None else env)
+        deployment = env.get("BATCHMARKET_DEPLOYMENT")
+        return cls(
+            database_url=env.get("BATCHMARKET_DATABASE_URL", DEFAULT_DATABASE_URL),
+            redis_url=env.get("BATCHMARKET_REDIS_URL", DEFAULT_REDIS_URL),
+            models=parse_models(env.get("BATCHMARKET_MODELS", "{}")),
+            max_file_bytes=_positive_int(env, "BATCHMARKET_MAX_FILE_BYTES", cls.max_file_bytes),
+            max_file_lines=_positive_int(env, "BATCHMARKET_MAX_FILE_LINES", cls.max_file_lines),
+            rpc_url=env.get("BATCHMARKET_RPC_URL"),
+            deployment_file=Path(deployment) if deployment else None,
+        )
+
+
+def parse_models(text: str) -> tuple[ServedModel, ...]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"BATCHMARKET_MODELS is not JSON: {exc.msg}") from exc
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise UserError('BATCHMARKET_MODELS must be a JSON object {"model name": "checkpoint dir"}')
+    models = []
+    for name, directory in raw.items():
+        path = Path(directory)
+        if not (path / "config.json").is_file():
+            raise UserError(f"model {name!r}: {path} has no config.json")
+        models.append(ServedModel(name, path))
+    return tuple(models)
+
+
+def _positive_int(env: dict[str, str], key: str, default: int) -> int:
+    value = env.get(key)
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) <= 0:
+        raise UserError(f"{key} must be a positive integer, not {value!r}")
+    return int(value)

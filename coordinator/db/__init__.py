@@ -1,0 +1,1 @@
+"""The coordinator's durable state: SQLAlchemy models, sessions and Alembic migrations."""

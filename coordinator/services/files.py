@@ -1,0 +1,151 @@
+"""Files: ingest a batch input (parse, check against the served model, hash into the input Merkle tree, store
+line by line), and read files back."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from client_sdk import openai_batch
+from client_sdk.inputs import input_leaf, line_hash
+from client_sdk.merkle import MerkleTree
+from coordinator.config import ServedModel, Settings
+from coordinator.db.models import File, FileContent, Request
+from coordinator.services.errors import InvalidInput, NotFound, TooLarge
+from coordinator.services.ids import new_id
+
+
+def ingest_batch_file(
+    session: Session, settings: Settings, owner: str, filename: str, data: bytes, now: int
+) -> File:
+    """Validates every line and stores the file with its requests; raises InvalidInput naming the first bad
+    line (nothing is stored then)."""
+    if len(data) > settings.max_file_bytes:
+        raise TooLarge(f"the file is over the limit of {settings.max_file_bytes} bytes", "file_too_large")
+    try:
+        lines = openai_batch.parse_batch(data, max_lines=settings.max_file_lines)
+    except openai_batch.BatchFormatError as exc:
+        raise InvalidInput(str(exc), "file", "invalid_file") from exc
+    first = lines[0]
+    for line in lines:
+        if line.url != first.url:
+            raise InvalidInput(
+                f"line {line.line_number}: every request in a batch must use one endpoint ({first.url})",
+                "file",
+                "invalid_file",
+            )
+        if line.model != first.model:
+            raise InvalidInput(
+                f"line {line.line_number}: every request in a batch must use one model ({first.model})",
+                "file",
+                "invalid_file",
+            )
+    served = settings.model(first.model)
+    if served is None:
+        offered = ", ".join(m.name for m in settings.models) or "none"
+        raise InvalidInput(
+            f"line {first.line_number}: model {first.model!r} is not served here (served: {offered})",
+            "file",
+            "model_not_found",
+        )
+    prompt_tokens = count_prompt_tokens(served, lines)
+    hashes = [line_hash(line.raw) for line in lines]
+    leaves = [input_leaf(i, line.custom_id, h) for i, (line, h) in enumerate(zip(lines, hashes, strict=True))]
+    tree = MerkleTree(leaves)
+    record = File(
+        id=new_id("file-"),
+        owner=owner,
+        purpose="batch",
+        filename=filename,
+        bytes=len(data),
+        created_at=now,
+        line_count=len(lines),
+        endpoint=first.url,
+        model=first.model,
+        input_root="0x" + tree.root.hex(),
+        input_tokens=sum(prompt_tokens),
+    )
+    session.add(record)
+    session.add(FileContent(file_id=record.id, data=data))
+    session.flush()
+    session.execute(
+        insert(Request),
+        [
+            {
+                "file_id": record.id,
+                "line_index": i,
+                "custom_id": line.custom_id,
+                "line_hash": "0x" + h.hex(),
+                "prompt_tokens": tokens,
+                "max_tokens": line.max_tokens,
+            }
+            for i, (line, h, tokens) in enumerate(zip(lines, hashes, prompt_tokens, strict=True))
+        ],
+    )
+    return record
+
+
+def count_prompt_tokens(model: ServedModel, lines: list[openai_batch.BatchLine]) -> list[int]:
+    """Prompt length of each line with the model's tokenizer; a prompt that cannot fit with its max_tokens in
+    the model's context is an error naming the line."""
+    tokenizer, context = _tokenizer(model.path)
+    counts = []
+    for line in lines:
+        tokens = len(openai_batch.prompt_token_ids(tokenizer, line))
+        if tokens + line.max_tokens > context:
+            raise InvalidInput(
+                f"line {line.line_number}: the prompt has {tokens} tokens and max_tokens is "
+                f"{line.max_tokens}, over the model's context of {context}",
+                "file",
+                "context_length_exceeded",
+            )
+        counts.append(tokens)
+    return counts
+
+
+@lru_cache(maxsize=8)
+def _tokenizer(path: Path) -> tuple[Any, int]:
+    from transformers import AutoTokenizer  # slow to import; only the ingest path needs it
+
+    config = json.loads((path / "config.json").read_text())
+    return AutoTokenizer.from_pretrained(path), int(config["max_position_embeddings"])
+
+
+def get_file(session: Session, owner: str, file_id: str) -> File:
+    record = session.get(File, file_id)
+    if record is None or record.owner != owner:
+        raise NotFound("file", file_id)
+    return record
+
+
+def file_content(session: Session, file_id: str) -> bytes:
+    content = session.get(FileContent, file_id)
+    if content is None:
+        raise NotFound("file", file_id)
+    return content.data
+
+
+def file_object(record: File) -> dict[str, Any]:
+    """The file in OpenAI's shape, plus, for batch inputs, what the on-chain task must commit to."""
+    obj: dict[str, Any] = {
+        "id": record.id,
+        "object": "file",
+        "bytes": record.bytes,
+        "created_at": record.created_at,
+        "filename": record.filename,
+        "purpose": record.purpose,
+    }
+    if record.purpose == "batch":
+        obj |= {
+            "request_count": record.line_count,
+            "endpoint": record.endpoint,
+            "model": record.model,
+            "input_root": record.input_root,
+            "input_tokens": record.input_tokens,
+        }
+    return obj

@@ -1,0 +1,115 @@
+"""POST /v1/files and friends: every line validated, the input root computed, only the owner reads."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from client_sdk.inputs import input_tree
+from client_sdk.openai_batch import DEFAULT_MAX_TOKENS
+from tests.coordinator.conftest import ALICE, BOB, ApiServer
+from tests.coordinator.helpers import batch_file, chat_line, jsonl
+
+
+def upload(client: httpx.Client, data: bytes, purpose: str = "batch") -> tuple[int, dict[str, object]]:
+    response = client.post("/v1/files", files={"file": ("in.jsonl", data)}, data={"purpose": purpose})
+    return response.status_code, response.json()
+
+
+def test_upload_returns_the_file_with_its_input_root(api: ApiServer) -> None:
+    alice = api.client(ALICE)
+    data = batch_file(5)
+    status, file = upload(alice, data)
+    assert status == 200, file
+    lines = [json.loads(row) for row in data.decode().splitlines()]
+    assert file["object"] == "file" and file["purpose"] == "batch" and file["filename"] == "in.jsonl"
+    assert (file["bytes"], file["request_count"]) == (len(data), 5)
+    assert (file["endpoint"], file["model"]) == ("/v1/chat/completions", "tiny/qwen3")
+    assert file["input_root"] == "0x" + input_tree(lines).root.hex()
+    assert alice.get(f"/v1/files/{file['id']}").json() == file
+    assert alice.get(f"/v1/files/{file['id']}/content").content == data
+
+
+BAD_FILES = [
+    (
+        jsonl([chat_line("a"), chat_line("b")]) + b'{"custom_id": "c",\n',
+        "line 3: malformed JSON",
+        "invalid_file",
+    ),
+    (jsonl([chat_line("a"), chat_line("a")]), "line 2: custom_id 'a' repeats line 1", "invalid_file"),
+    (
+        jsonl([{**chat_line("a"), "url": "/v1/embeddings"}]),
+        "line 1: unsupported url '/v1/embeddings'",
+        "invalid_file",
+    ),
+    (
+        jsonl([chat_line("a"), chat_line("b", model="gpt-4o")]),
+        "line 2: every request in a batch must use one model",
+        "invalid_file",
+    ),
+    (
+        jsonl([chat_line("a", model="gpt-4o")]),
+        "line 1: model 'gpt-4o' is not served here (served: tiny/qwen3)",
+        "model_not_found",
+    ),
+    (
+        jsonl([chat_line("a"), chat_line("b", max_tokens=600)]),
+        "line 2: the prompt has",
+        "context_length_exceeded",
+    ),
+    (b"", "the file is empty", "invalid_file"),
+    (b"\xff\xfe", "line 1: the file is not UTF-8 text", "invalid_file"),
+    (
+        jsonl([chat_line("a", temperature=3)]),
+        "line 1: body.temperature must be from 0.0 to 2.0",
+        "invalid_file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "message", "code"), BAD_FILES)
+def test_bad_files_are_rejected_naming_the_line(api: ApiServer, data: bytes, message: str, code: str) -> None:
+    status, body = upload(api.client(ALICE), data)
+    assert status == 400
+    error = body["error"]
+    assert isinstance(error, dict)
+    assert error["message"].startswith(message), error
+    assert (error["code"], error["param"], error["type"]) == (code, "file", "invalid_request_error")
+
+
+def test_a_file_over_the_line_limit_is_rejected(api: ApiServer) -> None:
+    client = api.client(ALICE)
+    api.reconfigure(max_file_lines=3)
+    status, body = upload(client, batch_file(4))
+    assert status == 400 and body["error"]["message"] == "the file has 4 lines; the limit is 3"  # type: ignore[index]
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing(api: ApiServer) -> None:
+    client = api.client(ALICE)
+    api.reconfigure(max_file_bytes=1000)
+    status, body = upload(client, batch_file(200))
+    assert status == 413 and body["error"]["code"] == "file_too_large"  # type: ignore[index]
+
+
+def test_purpose_must_be_batch(api: ApiServer) -> None:
+    status, body = upload(api.client(ALICE), batch_file(1), purpose="fine-tune")
+    assert status == 400 and body["error"]["message"] == "purpose must be 'batch'"  # type: ignore[index]
+
+
+def test_default_max_tokens_counts_against_the_context(api: ApiServer) -> None:
+    line = chat_line("a")
+    del line["body"]["max_tokens"]
+    status, body = upload(api.client(ALICE), jsonl([line]))  # the tiny model's context is 512 tokens
+    assert status == 400
+    assert f"max_tokens is {DEFAULT_MAX_TOKENS}, over the model's context of 512" in body["error"]["message"]
+
+
+def test_another_wallet_cannot_read_the_file(api: ApiServer) -> None:
+    _, file = upload(api.client(ALICE), batch_file(1))
+    bob = api.client(BOB)
+    for path in (f"/v1/files/{file['id']}", f"/v1/files/{file['id']}/content"):
+        response = bob.get(path)
+        assert response.status_code == 404
+        assert response.json()["error"]["message"] == f"no file with id {file['id']!r}"
