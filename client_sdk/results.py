@@ -39,3 +39,19 @@ class ResultLeaf:
     def hash(self) -> bytes:
         """keccak256(keccak256(abi.encode(fields))): double-hashed so no inner node can pose as a leaf."""
         return bytes(keccak(keccak(encode(LEAF_TYPES, self.as_tuple()))))
+
+
+PROOF_KEY = "x_batchmarket"  # our extension field on each output line; everything else is OpenAI's
+
+
+def output_line_id(task_id: int, index: int) -> str:
+    """The `id` of a result line (and the `request_id` of its response): fixed by the task and line, so
+    every miner of the pipeline can rebuild the exact line it signs."""
+    return f"batch_req_{task_id}_{index}"
+
+
+def output_hash(line: dict[str, Any]) -> bytes:
+    """keccak256 of an output (or error) line in canonical JSON, without our proof field."""
+    from client_sdk.inputs import canonical_json
+
+    return bytes(keccak(canonical_json({k: v for k, v in line.items() if k != PROOF_KEY})))

@@ -30,6 +30,7 @@ class Settings:
     max_file_bytes: int = 200 * 1024 * 1024  # OpenAI's batch input limit
     max_file_lines: int = 50_000  # OpenAI's batch input limit
     max_completion_window_h: int = 168
+    price_per_million_tokens: int = 20_000_000  # token base units (6 decimals): 20 tokens per million
     rpc_url: str | None = None
     deployment_file: Path | None = None
 
@@ -39,8 +40,8 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """From BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON {name: dir}),
-        BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES, BATCHMARKET_RPC_URL and
-        BATCHMARKET_DEPLOYMENT."""
+        BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES, BATCHMARKET_PRICE_PER_MILLION_TOKENS (base
+        units), BATCHMARKET_RPC_URL and BATCHMARKET_DEPLOYMENT."""
         env = dict(os.environ if env is None else env)
         deployment = env.get("BATCHMARKET_DEPLOYMENT")
         return cls(
@@ -49,6 +50,9 @@ class Settings:
             models=parse_models(env.get("BATCHMARKET_MODELS", "{}")),
             max_file_bytes=_positive_int(env, "BATCHMARKET_MAX_FILE_BYTES", cls.max_file_bytes),
             max_file_lines=_positive_int(env, "BATCHMARKET_MAX_FILE_LINES", cls.max_file_lines),
+            price_per_million_tokens=_positive_int(
+                env, "BATCHMARKET_PRICE_PER_MILLION_TOKENS", cls.price_per_million_tokens
+            ),
             rpc_url=env.get("BATCHMARKET_RPC_URL"),
             deployment_file=Path(deployment) if deployment else None,
         )

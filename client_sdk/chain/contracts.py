@@ -114,6 +114,12 @@ class TaskRegistry(_Bound):
     def challenge_window(self) -> int:
         return int(self.contract.functions.challengeWindow().call())
 
+    def min_stake_lock(self) -> int:
+        return int(self.contract.functions.minStakeLock().call())
+
+    def miner_amounts_of(self, task_id: int) -> list[int]:
+        return [int(a) for a in self.contract.functions.minerAmountsOf(task_id).call()]
+
     def coordinator_fee_bps(self) -> int:
         return int(self.contract.functions.coordinatorFeeBps().call())
 

@@ -7,14 +7,17 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from coordinator.api import batches, files, health
+from coordinator.api import batches, files, health, miners
 from coordinator.api.auth import NonceStore
 from coordinator.api.errors import service_error_handler, validation_error_handler
+from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.session import Database
 from coordinator.services.errors import ServiceError
+from coordinator.services.live import LiveMembership
 
 DESCRIPTION = """OpenAI-compatible Batch API backed by an on-chain escrow.
 
@@ -22,14 +25,17 @@ Every call is signed by the caller's wallet: `Authorization: Wallet address=...,
 signature=...` (see `client_sdk.auth`). A wallet sees only its own files and batches."""
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> FastAPI:
+    """The app; `chain` (read-only is enough) serves the miner endpoints, which check registrations."""
     database = Database(settings.database_url)
     redis = Redis.from_url(settings.redis_url)
+    sync_redis = SyncRedis.from_url(settings.redis_url)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         await redis.aclose()
+        sync_redis.close()
         database.dispose()
 
     app = FastAPI(title="batchmarket coordinator", version="1", description=DESCRIPTION, lifespan=lifespan)
@@ -37,8 +43,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.database = database
     app.state.redis = redis
     app.state.nonces = NonceStore(redis)
+    app.state.live = LiveMembership(sync_redis)
+    app.state.chain = chain
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for router in (files.router, batches.router, health.router):
+    for router in (files.router, batches.router, miners.router, health.router):
         app.include_router(router)
     return app

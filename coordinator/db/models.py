@@ -79,7 +79,7 @@ class Batch(Base):
     endpoint: Mapped[str] = mapped_column(String(64))
     model: Mapped[str] = mapped_column(String(255))
     completion_window: Mapped[str] = mapped_column(String(16))
-    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON(none_as_null=True))
     task_id: Mapped[int] = mapped_column(BigInteger, unique=True)
     status: Mapped[str] = mapped_column(String(16), index=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
@@ -93,10 +93,14 @@ class Batch(Base):
     cancelled_at: Mapped[int | None] = mapped_column(BigInteger)
     output_file_id: Mapped[str | None] = mapped_column(String(40))
     error_file_id: Mapped[str | None] = mapped_column(String(40))
-    errors: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    errors: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
     request_total: Mapped[int] = mapped_column(Integer)
     results_root: Mapped[str | None] = mapped_column(HASH)
     commit_tx: Mapped[str | None] = mapped_column(HASH)
+    # set when the batch is assigned on-chain, and at commit
+    miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    commitment: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    finalized: Mapped[bool] = mapped_column(default=False)
 
     __table_args__ = (Index("ix_batches_owner_created", "owner", "created_at"),)
 
@@ -115,4 +119,66 @@ class Result(Base):
     input_tokens: Mapped[int] = mapped_column(Integer)
     output_tokens: Mapped[int] = mapped_column(Integer)
     pipeline: Mapped[list[str]] = mapped_column(JSON)
+    stage_layers: Mapped[list[int] | None] = mapped_column(
+        JSON(none_as_null=True)
+    )  # layers each pipeline miner ran (pay share)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class Miner(Base):
+    """A miner that joined this coordinator (its on-chain registration was checked at join)."""
+
+    __tablename__ = "miners"
+
+    address: Mapped[str] = mapped_column(ADDRESS, primary_key=True)
+    model: Mapped[str] = mapped_column(String(255), index=True)
+    endpoint: Mapped[str] = mapped_column(String(255))
+    region: Mapped[str] = mapped_column(String(64))
+    gpu: Mapped[str] = mapped_column(String(64))
+    memory_gb: Mapped[float]
+    tflops: Mapped[float]
+    mem_bandwidth_gb_s: Mapped[float]
+    layer_latency_ms: Mapped[float]
+    joined_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class PipelineRecord(Base):
+    """One pipeline of a plan: stages [{"miner", "start", "end"}], first stage first. Plans are replaced
+    whole (a new version) when membership changes; old pipelines stay for the units they already hold."""
+
+    __tablename__ = "pipelines"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    model: Mapped[str] = mapped_column(String(255), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    members: Mapped[list[str]] = mapped_column(JSON)  # the live miners this plan version was made from
+    active: Mapped[bool]
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class WorkUnit(Base):
+    """A slice of a batch sent to one pipeline's head. `leased_until` passes when the head goes silent; the
+    worker then gives the unit to another pipeline."""
+
+    __tablename__ = "work_units"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"), index=True)
+    line_indices: Mapped[list[int]] = mapped_column(JSON)
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipelines.id"), index=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)  # queued | leased | done
+    attempts: Mapped[int] = mapped_column(Integer)
+    leased_until: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class Signature(Base):
+    """A miner's EIP-712 signature over a batch's result commitment."""
+
+    __tablename__ = "signatures"
+
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True)
+    miner: Mapped[str] = mapped_column(ADDRESS, primary_key=True)
+    signature: Mapped[str] = mapped_column(String(132))
     created_at: Mapped[int] = mapped_column(BigInteger)

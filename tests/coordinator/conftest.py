@@ -17,12 +17,13 @@ import uvicorn
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
+from client_sdk.chain.anvil import free_port
 from client_sdk.http import WalletSigner
 from coordinator.api.app import create_app
 from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
+from demo.services import postgres_server, redis_server
 from miner.tiny_checkpoint import build_tiny_model
-from tests.services import free_port, postgres_server, redis_server
 
 MODEL_NAME = "tiny/qwen3"
 ALICE = Account.from_key("0x" + "a1" * 32)

@@ -1,4 +1,4 @@
-"""Real Redis and PostgreSQL servers for tests, each started on a free port in a temp dir and stopped after.
+"""Throwaway Redis and PostgreSQL servers (for the demo and the tests), each on a free port in a temp dir.
 
 PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user. When no server
 binary exists the caller skips, saying why.
@@ -16,11 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from client_sdk.chain.anvil import free_port
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:

@@ -1,0 +1,3 @@
+from coordinator.cli import app
+
+app(prog_name="coordinator")

@@ -1,0 +1,119 @@
+"""/v1/miners: the miner side. Every call is signed by the miner's registered wallet."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
+
+from coordinator.api.auth import Caller
+from coordinator.api.deps import DbSession
+from coordinator.chain import CoordinatorChain
+from coordinator.services import dispatch, miners, signing
+from coordinator.services.errors import Conflict
+from coordinator.services.live import Heartbeat, LiveMembership
+
+router = APIRouter(prefix="/v1/miners", tags=["miners"])
+MAX_UNIT_RESULTS = 4096
+MAX_OUTPUT_TOKENS = 1 << 20
+
+
+def chain(request: Request) -> CoordinatorChain:
+    value: CoordinatorChain | None = request.app.state.chain
+    if value is None:
+        raise Conflict("this coordinator is not connected to a chain", "no_chain")
+    return value
+
+
+def live(request: Request) -> LiveMembership:
+    value: LiveMembership = request.app.state.live
+    return value
+
+
+Chain = Annotated[CoordinatorChain, Depends(chain)]
+Live = Annotated[LiveMembership, Depends(live)]
+
+
+class Device(BaseModel):
+    gpu: str = Field(max_length=64)
+    memory_gb: float = Field(gt=0)
+    tflops: float = Field(gt=0)
+    mem_bandwidth_gb_s: float = Field(gt=0)
+    layer_latency_ms: float = Field(gt=0)
+
+
+class Join(BaseModel):
+    model: str = Field(max_length=255)
+    endpoint: str = Field(max_length=255)
+    region: str = Field(max_length=64)
+    device: Device
+
+
+class Beat(BaseModel):
+    layer_latency_ms: float = Field(gt=0)
+    queue_depth: int = Field(default=0, ge=0)
+    rtt_ms: dict[str, float] = Field(default_factory=dict, max_length=1024)
+
+
+class LineResultBody(BaseModel):
+    index: int = Field(ge=0)
+    text: str = Field(max_length=4 * MAX_OUTPUT_TOKENS)
+    output_token_ids: list[int] = Field(max_length=MAX_OUTPUT_TOKENS)
+    prompt_tokens: int = Field(ge=0)
+    finish_reason: str = Field(max_length=16)
+
+
+class UnitResults(BaseModel):
+    results: list[LineResultBody] = Field(max_length=MAX_UNIT_RESULTS)
+
+
+class SignatureBody(BaseModel):
+    signature: str = Field(max_length=140)
+
+
+@router.post("/join", summary="Join with a profiled device (checked against the on-chain registration)")
+def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> dict[str, Any]:
+    device = miners.DeviceProfile(**body.device.model_dump())
+    record = miners.join(
+        db, chain.registry, live, miner, body.model, body.endpoint, body.region, device, int(time.time())
+    )
+    return {"miner": record.address, "model": record.model, "joined_at": record.joined_at}
+
+
+@router.post("/heartbeat", summary="Report per-layer latency, RTTs and queue depth; keeps the miner live")
+def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live) -> dict[str, str]:
+    miners.heartbeat(db, live, miner, Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms))
+    return {"status": "ok"}
+
+
+@router.get("/assignment", summary="This miner's stage in the active plan (null while it has none)")
+def assignment(miner: Caller, db: DbSession) -> dict[str, Any] | None:
+    return miners.assignment(db, miner)
+
+
+@router.post("/work/claim", summary="Lease the next work unit of a pipeline this miner heads")
+def claim(miner: Caller, db: DbSession) -> Any:
+    unit = dispatch.claim(db, miner, int(time.time()))
+    return unit if unit is not None else Response(status_code=204)
+
+
+@router.post("/work/{unit_id}/results", summary="Return the results of a leased work unit")
+def results(unit_id: int, body: UnitResults, miner: Caller, db: DbSession) -> dict[str, int]:
+    lines = [
+        dispatch.LineResult(r.index, r.text, tuple(r.output_token_ids), r.prompt_tokens, r.finish_reason)
+        for r in body.results
+    ]
+    return {"stored": dispatch.submit(db, miner, unit_id, lines, int(time.time()))}
+
+
+@router.get("/signing", summary="Result commitments waiting for this miner's signature")
+def pending(miner: Caller, db: DbSession) -> list[dict[str, Any]]:
+    return signing.pending(db, miner)
+
+
+@router.post("/signing/{batch_id}", summary="Sign a batch's result commitment (EIP-712)")
+def sign(batch_id: str, body: SignatureBody, miner: Caller, db: DbSession, chain: Chain) -> dict[str, str]:
+    signing.accept(db, chain, miner, batch_id, body.signature, int(time.time()))
+    return {"status": "ok"}

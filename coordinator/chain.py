@@ -1,0 +1,63 @@
+"""The coordinator's view of the chain: the few reads and writes the batch lifecycle needs, over the SDK's
+contract bindings, signed with the coordinator's key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.contracts import GPURegistry, Market, connect
+from client_sdk.chain.types import Task
+from client_sdk.eip712 import ResultCommitment, recover_signer
+
+
+class CoordinatorChain:
+    def __init__(self, market: Market) -> None:
+        self.market = market
+
+    @classmethod
+    def connect(cls, rpc_url: str, deployment: Path, account: LocalAccount | None) -> CoordinatorChain:
+        return cls(connect(rpc_url, deployment, account))
+
+    @property
+    def registry(self) -> GPURegistry:
+        return self.market.registry
+
+    def now(self) -> int:
+        """Chain time: what deadlines and windows are measured against."""
+        return int(self.market.w3.eth.get_block("latest")["timestamp"])
+
+    def task(self, task_id: int) -> Task:
+        return self.market.tasks.get_task(task_id)
+
+    def min_stake_lock(self) -> int:
+        return self.market.tasks.min_stake_lock()
+
+    def fee_bps(self) -> int:
+        return self.market.tasks.coordinator_fee_bps()
+
+    def challenge_window(self) -> int:
+        return self.market.tasks.challenge_window()
+
+    def assign(self, task_id: int, miners: Sequence[str], stake_lock: int) -> None:
+        self.market.tasks.assign_task(task_id, miners, stake_lock)
+
+    def commit(self, commitment: ResultCommitment, signatures: Sequence[bytes]) -> str:
+        receipt = self.market.tasks.commit_results(commitment, signatures)
+        return "0x" + bytes(receipt["transactionHash"]).hex()
+
+    def finalize(self, task_id: int) -> None:
+        self.market.tasks.finalize_task(task_id)
+
+    def expire(self, task_id: int) -> None:
+        self.market.tasks.expire_task(task_id)
+
+    def signer_of(self, miner: str) -> str:
+        return self.market.registry.profile_of(miner).signer
+
+    def check_signature(self, miner: str, signature: bytes, commitment: ResultCommitment) -> bool:
+        chain_id = self.market.w3.eth.chain_id
+        recovered = recover_signer(signature, commitment, chain_id, self.market.deployment.task_registry)
+        return recovered.lower() == self.signer_of(miner).lower()

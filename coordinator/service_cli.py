@@ -1,0 +1,72 @@
+"""`coordinator serve`, `coordinator worker` and `coordinator db upgrade`: running the service by hand.
+
+All three read the same environment (see coordinator.config.Settings.from_env): BATCHMARKET_DATABASE_URL,
+BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS, BATCHMARKET_RPC_URL, BATCHMARKET_DEPLOYMENT, and for the worker
+the coordinator's key (BATCHMARKET_PRIVATE_KEY or --keystore)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from client_sdk.cli_support import console, one_line_errors
+from client_sdk.errors import UserError
+from coordinator.config import Settings
+
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+@one_line_errors
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+) -> None:
+    """Create or migrate the database at BATCHMARKET_DATABASE_URL (default: sqlite:///coordinator.db)."""
+    from sqlalchemy.exc import OperationalError
+
+    from coordinator.db.migrate import upgrade
+
+    settings = Settings.from_env()
+    try:
+        upgrade(settings.database_url, revision)
+    except OperationalError as exc:
+        raise UserError(f"cannot migrate {settings.database_url}: {exc.orig}") from exc
+    console.print(f"database at {settings.database_url} is at revision {revision}")
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="HTTP worker processes.")] = 1,
+) -> None:
+    """Serve the HTTP API (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    Settings.from_env()  # fail here, in one line, on a bad environment
+    uvicorn.run("coordinator.app_factory:app", host=host, port=port, workers=workers, factory=True)
+
+
+def worker(
+    concurrency: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 2,
+    beat: Annotated[
+        bool, typer.Option(help="Also run the periodic sweep (exactly one worker of a deployment should).")
+    ] = True,
+    sweep_s: Annotated[float, typer.Option(min=0.1, help="Seconds between sweeps.")] = 2.0,
+) -> None:
+    """Run a Celery worker that moves batches through their lifecycle."""
+    from coordinator.worker import make_celery, runtime
+
+    settings = Settings.from_env()
+    if settings.rpc_url is None or settings.deployment_file is None:
+        raise UserError("set BATCHMARKET_RPC_URL and BATCHMARKET_DEPLOYMENT for the worker")
+    runtime()  # connect now, so a bad key or chain fails before the worker starts
+    app = make_celery(settings.redis_url, sweep_s)
+    args = ["worker", f"--concurrency={concurrency}", "--loglevel=INFO", "--pool=prefork"]
+    if beat:
+        args += [
+            "--beat",
+            f"--schedule={os.environ.get('BATCHMARKET_BEAT_SCHEDULE', '.celerybeat-schedule')}",
+        ]
+    app.worker_main(args)

@@ -1,0 +1,261 @@
+"""Work units: a batch cut into slices, each given to one pipeline's head; heads claim units, return results,
+and a unit whose head goes silent is given to another pipeline. A request's result is stored once, whatever
+retries and duplicate submissions happen (the results table's primary key is (batch, line))."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from client_sdk import openai_batch
+from client_sdk.inputs import canonical_json
+from client_sdk.openai_batch import error_line, output_line, response_body
+from client_sdk.results import output_hash, output_line_id
+from coordinator.db.models import Batch, FileContent, PipelineRecord, Request, Result, WorkUnit
+from coordinator.services.errors import Conflict, InvalidInput, NotFound
+
+UNIT_SIZE = 16
+LEASE_S = 60
+MAX_ATTEMPTS = 3
+FINISH_REASONS = ("stop", "length")
+
+
+@dataclass(frozen=True)
+class LineResult:
+    """What a pipeline head reports for one line."""
+
+    index: int
+    text: str
+    output_token_ids: tuple[int, ...]
+    prompt_tokens: int
+    finish_reason: str
+
+
+def create_units(session: Session, batch: Batch, pipelines: list[PipelineRecord], now: int) -> int:
+    """Cuts the batch into units spread over the pipelines (round robin); returns how many."""
+    indices = list(range(batch.request_total))
+    units = [indices[i : i + UNIT_SIZE] for i in range(0, len(indices), UNIT_SIZE)]
+    session.add_all(
+        WorkUnit(
+            batch_id=batch.id,
+            line_indices=unit,
+            pipeline_id=pipelines[n % len(pipelines)].id,
+            status="queued",
+            attempts=0,
+            created_at=now,
+        )
+        for n, unit in enumerate(units)
+    )
+    return len(units)
+
+
+def claim(session: Session, miner: str, now: int) -> dict[str, Any] | None:
+    """The next queued unit of a pipeline this miner heads, leased to it; None when there is none."""
+    heads = [
+        p.id
+        for p in session.scalars(select(PipelineRecord).where(PipelineRecord.active))
+        if p.stages[0]["miner"] == miner
+    ]
+    if not heads:
+        return None
+    query = (
+        select(WorkUnit)
+        .where(WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "queued")
+        .order_by(WorkUnit.id)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    )
+    unit = session.scalars(query).first()
+    if unit is None:
+        return None
+    unit.status, unit.leased_until, unit.attempts = "leased", now + LEASE_S, unit.attempts + 1
+    batch = session.get(Batch, unit.batch_id)
+    assert batch is not None
+    rows = input_rows(session, batch.input_file_id)
+    return {
+        "unit_id": unit.id,
+        "batch_id": batch.id,
+        "task_id": batch.task_id,
+        "model": batch.model,
+        "created": batch.in_progress_at,
+        "lease_s": LEASE_S,
+        "lines": [{"index": i, "line": rows[i]} for i in unit.line_indices],
+    }
+
+
+def input_rows(session: Session, file_id: str) -> tuple[str, ...]:
+    content = session.get(FileContent, file_id)
+    if content is None:
+        raise NotFound("file", file_id)
+    return _split_rows(file_id, content.data)
+
+
+@lru_cache(maxsize=4)
+def _split_rows(_file_id: str, data: bytes) -> tuple[str, ...]:
+    # validated at upload: UTF-8, one request per line, an optional final newline
+    return tuple(data.decode().rstrip("\n").split("\n"))
+
+
+def submit(session: Session, miner: str, unit_id: int, results: list[LineResult], now: int) -> int:
+    """Stores the results of a unit leased to a pipeline this miner heads; returns how many were new."""
+    unit = session.get(WorkUnit, unit_id)
+    if unit is None:
+        raise NotFound("work unit", str(unit_id))
+    pipeline = session.get(PipelineRecord, unit.pipeline_id)
+    assert pipeline is not None
+    if pipeline.stages[0]["miner"] != miner:
+        raise NotFound("work unit", str(unit_id))
+    if unit.status == "queued":
+        raise Conflict(f"work unit {unit_id} is not leased to you any more", "lease_lost")
+    batch = session.get(Batch, unit.batch_id)
+    assert batch is not None
+    if batch.status != "in_progress":
+        raise Conflict(
+            f"batch {batch.id} is {batch.status}; results are no longer taken", "batch_not_running"
+        )
+    allowed = set(unit.line_indices)
+    requests = {
+        r.line_index: r
+        for r in session.scalars(
+            select(Request).where(Request.file_id == batch.input_file_id, Request.line_index.in_(allowed))
+        )
+    }
+    rows = input_rows(session, batch.input_file_id)
+    seen = set(
+        session.scalars(
+            select(Result.line_index).where(Result.batch_id == batch.id, Result.line_index.in_(allowed))
+        )
+    )
+    stored = 0
+    for result in results:
+        if result.index not in allowed:
+            raise InvalidInput(f"line {result.index} is not part of work unit {unit_id}", "results")
+        request = requests[result.index]
+        if result.prompt_tokens != request.prompt_tokens:
+            raise InvalidInput(
+                f"line {result.index}: the prompt has {request.prompt_tokens} tokens, "
+                f"not {result.prompt_tokens}",
+                "results",
+            )
+        if result.finish_reason not in FINISH_REASONS:
+            raise InvalidInput(f"line {result.index}: finish_reason must be stop or length", "results")
+        if not 1 <= len(result.output_token_ids) <= request.max_tokens:
+            raise InvalidInput(
+                f"line {result.index}: 1 to {request.max_tokens} output tokens expected", "results"
+            )
+        if result.index in seen:
+            continue  # a retry delivered it already: exactly once
+        line = openai_batch.parse_line(rows[result.index], result.index + 1)
+        body = response_body(
+            line,
+            request_id=output_line_id(batch.task_id, result.index),
+            created=batch.in_progress_at or now,
+            text=result.text,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=len(result.output_token_ids),
+            finish_reason=result.finish_reason,
+        )
+        out = output_line(output_line_id(batch.task_id, result.index), request.custom_id, body["id"], body)
+        session.add(
+            _result_row(
+                batch,
+                result.index,
+                request.custom_id,
+                out,
+                True,
+                result.prompt_tokens,
+                len(result.output_token_ids),
+                [s["miner"] for s in pipeline.stages],
+                now,
+                [s["end"] - s["start"] for s in pipeline.stages],
+            )
+        )
+        seen.add(result.index)
+        stored += 1
+    if allowed <= seen:
+        unit.status = "done"
+    return stored
+
+
+def _result_row(
+    batch: Batch,
+    index: int,
+    custom_id: str,
+    line: dict[str, Any],
+    ok: bool,
+    input_tokens: int,
+    output_tokens: int,
+    pipeline: list[str],
+    now: int,
+    stage_layers: list[int] | None = None,
+) -> Result:
+    return Result(
+        batch_id=batch.id,
+        line_index=index,
+        custom_id=custom_id,
+        ok=ok,
+        body=canonical_json(line).decode(),
+        output_hash="0x" + output_hash(line).hex(),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        pipeline=pipeline,
+        stage_layers=stage_layers,
+        created_at=now,
+    )
+
+
+def reroute(session: Session, batch: Batch, pipelines: list[PipelineRecord], now: int) -> int:
+    """Gives units whose lease ran out, or whose pipeline is gone, to the least-loaded live pipeline; a unit
+    that failed MAX_ATTEMPTS times gets error lines instead. Returns how many units moved."""
+    usable = {p.id: p for p in pipelines}
+    units = session.scalars(
+        select(WorkUnit).where(WorkUnit.batch_id == batch.id, WorkUnit.status != "done")
+    ).all()
+    load = Counter({p.id: 0 for p in pipelines})
+    load.update(u.pipeline_id for u in units if u.pipeline_id in usable)
+    moved = 0
+    for unit in units:
+        expired = unit.status == "leased" and (unit.leased_until or 0) < now
+        orphaned = unit.status == "queued" and unit.pipeline_id not in usable
+        if not (expired or orphaned):
+            continue
+        if unit.attempts >= MAX_ATTEMPTS:
+            fail_unit(session, batch, unit, "the request failed on every pipeline it was sent to", now)
+            continue
+        if not usable:
+            continue
+        target = min(usable, key=lambda p: (load[p], p == unit.pipeline_id, p))
+        load[unit.pipeline_id] -= 1
+        load[target] += 1
+        unit.pipeline_id, unit.status, unit.leased_until = target, "queued", None
+        moved += 1
+    return moved
+
+
+def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now: int) -> None:
+    """Error lines for every line of the unit still without a result."""
+    done = set(session.scalars(select(Result.line_index).where(Result.batch_id == batch.id)))
+    requests = session.scalars(
+        select(Request).where(
+            Request.file_id == batch.input_file_id, Request.line_index.in_(unit.line_indices)
+        )
+    )
+    for request in requests:
+        if request.line_index in done:
+            continue
+        line = error_line(
+            output_line_id(batch.task_id, request.line_index), request.custom_id, "server_error", message
+        )
+        session.add(_result_row(batch, request.line_index, request.custom_id, line, False, 0, 0, [], now))
+    unit.status = "done"
+
+
+def result_count(session: Session, batch_id: str) -> int:
+    return int(
+        session.scalar(select(func.count()).select_from(Result).where(Result.batch_id == batch_id)) or 0
+    )

@@ -1,0 +1,293 @@
+"""A batch's life, one idempotent step at a time. `advance` looks at where the batch is and does the next
+thing; running it twice, or after a crash half-way, does no harm (each step checks the chain and the database
+before acting), which is what lets Celery acknowledge late and retry freely.
+
+validating -> (task checked on-chain, pipelines planned, task assigned) -> in_progress
+in_progress -> (units dispatched, silent heads' units re-routed) -> finalizing when every line has a result
+cancelling -> finalizing with the results so far (or cancelled when there are none)
+finalizing -> (output and error files, results tree, every assigned miner's signature) -> commit on-chain
+           -> completed (or cancelled)
+completed/cancelled -> finalizeTask once the challenge window has passed
+any active batch past its task's deadline -> expireTask (full refund) -> expired
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from client_sdk.chain.types import TaskStatus
+from client_sdk.eip712 import ResultCommitment
+from client_sdk.encoding import model_id
+from client_sdk.inputs import custom_id_hash, params_hash
+from client_sdk.merkle import MerkleTree
+from client_sdk.results import PROOF_KEY, ResultLeaf
+from coordinator.chain import CoordinatorChain
+from coordinator.config import Settings
+from coordinator.db.models import (
+    Batch,
+    File,
+    FileContent,
+    PipelineRecord,
+    Request,
+    Result,
+    Signature,
+    WorkUnit,
+)
+from coordinator.services import dispatch, settlement
+from coordinator.services.ids import new_id
+from coordinator.services.live import LiveMembership
+from coordinator.services.miners import live_miners
+from coordinator.services.planning import ensure_plan
+
+ACTIVE = ("validating", "in_progress", "cancelling", "finalizing")
+SETTLING = ("completed", "cancelled")  # committed; finalized on-chain after the challenge window
+
+
+@dataclass(frozen=True)
+class Context:
+    settings: Settings
+    chain: CoordinatorChain
+    live: LiveMembership
+
+
+def advance(session: Session, ctx: Context, batch_id: str) -> str:
+    """Runs the next step of the batch; returns its status afterwards."""
+    batch = session.get(Batch, batch_id, with_for_update=True)
+    if batch is None:
+        return "missing"
+    now = ctx.chain.now()
+    task = ctx.chain.task(batch.task_id)
+    if (
+        batch.status in ACTIVE
+        and now > task.deadline
+        and task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED)
+    ):
+        ctx.chain.expire(batch.task_id)
+        _set(batch, "expired", now)
+    elif batch.status == "validating":
+        _validate_and_assign(session, ctx, batch, now)
+    elif batch.status == "in_progress":
+        _run(session, ctx, batch, now)
+    elif batch.status == "cancelling":
+        _stop(session, batch, now)
+    elif batch.status == "finalizing":
+        _finalize(session, ctx, batch, now)
+    elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
+        if (
+            task.status == TaskStatus.RESULTS_COMMITTED
+            and now > task.committed_at + ctx.chain.challenge_window()
+        ):
+            ctx.chain.finalize(batch.task_id)
+        batch.finalized = task.status == TaskStatus.FINALIZED
+    return batch.status
+
+
+def _set(batch: Batch, status: str, now: int) -> None:
+    batch.status = status
+    setattr(batch, f"{status}_at", now)
+
+
+def task_problems(batch: Batch, file: File, task: Any, owner_chain: str) -> list[str]:
+    """Why the on-chain task does not back this batch (empty when it does)."""
+    expected = {
+        "owner": (owner_chain.lower(), batch.owner.lower()),
+        "input root": ("0x" + bytes(task.input_root).hex(), file.input_root),
+        "request count": (task.request_count, file.line_count),
+        "model": (bytes(task.model_id), model_id(batch.model)),
+        "params": (bytes(task.params_hash), params_hash(batch.endpoint, batch.completion_window)),
+    }
+    problems = [
+        f"task {batch.task_id}: the {name} does not match the batch"
+        for name, (a, b) in expected.items()
+        if a != b
+    ]
+    if task.status != TaskStatus.OPEN and not (task.status == TaskStatus.ASSIGNED and batch.miners):
+        problems.append(f"task {batch.task_id} is {task.status.name.lower()}, not open")
+    return problems
+
+
+def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+    task = ctx.chain.task(batch.task_id)
+    file = session.get(File, batch.input_file_id)
+    assert file is not None
+    if task.status == TaskStatus.NONE:
+        problems = [f"task {batch.task_id} does not exist on-chain"]
+    else:
+        problems = task_problems(batch, file, task, task.owner)
+    if problems:
+        batch.errors = [
+            {"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems
+        ]
+        _set(batch, "failed", now)
+        return
+    served = ctx.settings.model(batch.model)
+    if served is None:
+        batch.errors = [
+            {
+                "code": "model_not_found",
+                "message": f"{batch.model} is no longer served",
+                "param": None,
+                "line": None,
+            }
+        ]
+        _set(batch, "failed", now)
+        return
+    pipelines = ensure_plan(session, served, live_miners(session, ctx.live, batch.model), now)
+    if not pipelines:
+        return  # wait for miners; the deadline check expires the batch if none come
+    if task.status == TaskStatus.OPEN:
+        miners = sorted({stage["miner"] for p in pipelines for stage in p.stages})
+        ctx.chain.assign(batch.task_id, miners, ctx.chain.min_stake_lock())
+        batch.miners = miners
+    elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
+        batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
+    usable = [p for p in pipelines if {s["miner"] for s in p.stages} <= set(batch.miners)]
+    if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
+        dispatch.create_units(session, batch, usable or pipelines, now)
+    _set(batch, "in_progress", now)
+
+
+def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) -> list[PipelineRecord]:
+    """Live pipelines made only of the miners assigned on-chain (only they can be paid for this task)."""
+    served = ctx.settings.model(batch.model)
+    if served is None:
+        return []
+    pipelines = ensure_plan(session, served, live_miners(session, ctx.live, batch.model), now)
+    assigned = set(batch.miners or ())
+    return [p for p in pipelines if {s["miner"] for s in p.stages} <= assigned]
+
+
+def _run(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+    dispatch.reroute(session, batch, _usable_pipelines(session, ctx, batch, now), now)
+    session.flush()
+    if dispatch.result_count(session, batch.id) == batch.request_total:
+        _set(batch, "finalizing", now)
+
+
+def _stop(session: Session, batch: Batch, now: int) -> None:
+    """Cancelling: drop the work not done; settle what was."""
+    for unit in session.scalars(
+        select(WorkUnit).where(WorkUnit.batch_id == batch.id, WorkUnit.status != "done")
+    ):
+        unit.status = "done"
+    if dispatch.result_count(session, batch.id) == 0:
+        _set(batch, "cancelled", now)  # nothing to pay for: the escrow comes back by cancel or expiry
+        return
+    _set(batch, "finalizing", now)
+
+
+def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+    if batch.commitment is None:
+        _write_outputs(session, ctx, batch, now)
+        return  # miners sign from here on; the next step commits
+    signatures = {
+        s.miner: s for s in session.scalars(select(Signature).where(Signature.batch_id == batch.id))
+    }
+    miners = batch.miners or []
+    if any(m not in signatures for m in miners):
+        return
+    task = ctx.chain.task(batch.task_id)
+    if task.status == TaskStatus.ASSIGNED:
+        batch.commit_tx = ctx.chain.commit(
+            commitment_of(batch), [bytes.fromhex(signatures[m].signature.removeprefix("0x")) for m in miners]
+        )
+    _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+
+
+def commitment_of(batch: Batch) -> ResultCommitment:
+    c = batch.commitment
+    assert c is not None
+    return ResultCommitment(
+        task_id=batch.task_id,
+        results_root=bytes.fromhex(c["results_root"].removeprefix("0x")),
+        input_tokens=c["input_tokens"],
+        output_tokens=c["output_tokens"],
+        payment=c["payment"],
+        miner_amounts=tuple(c["miner_amounts"]),
+    )
+
+
+def result_leaves(session: Session, batch: Batch) -> tuple[list[Result], list[ResultLeaf]]:
+    results = list(
+        session.scalars(select(Result).where(Result.batch_id == batch.id).order_by(Result.line_index))
+    )
+    rows = session.execute(
+        select(Request.line_index, Request.line_hash).where(Request.file_id == batch.input_file_id)
+    )
+    hashes = {index: line_hash for index, line_hash in rows}
+    leaves = [
+        ResultLeaf(
+            task_id=batch.task_id,
+            request_index=r.line_index,
+            custom_id_hash=custom_id_hash(r.custom_id),
+            input_hash=bytes.fromhex(hashes[r.line_index].removeprefix("0x")),
+            output_hash=bytes.fromhex(r.output_hash.removeprefix("0x")),
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+            pipeline=tuple(r.pipeline),
+        )
+        for r in results
+    ]
+    return results, leaves
+
+
+def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+    """Output and error files (each line with its Merkle proof), the results root, the priced commitment."""
+    results, leaves = result_leaves(session, batch)
+    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    files: dict[bool, list[bytes]] = {True: [], False: []}
+    for i, (result, leaf) in enumerate(zip(results, leaves, strict=True)):
+        line = json.loads(result.body)
+        line[PROOF_KEY] = {
+            "index": leaf.request_index,
+            "input_hash": "0x" + leaf.input_hash.hex(),
+            "input_tokens": leaf.input_tokens,
+            "output_tokens": leaf.output_tokens,
+            "pipeline": list(leaf.pipeline),
+            "proof": ["0x" + p.hex() for p in tree.proof(i)],
+        }
+        files[result.ok].append(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+    for ok, lines in files.items():
+        if not lines:
+            continue
+        data = b"".join(lines)
+        record = File(
+            id=new_id("file-"),
+            owner=batch.owner,
+            purpose="batch_output" if ok else "batch_error",
+            filename=f"{batch.id}_{'output' if ok else 'error'}.jsonl",
+            bytes=len(data),
+            created_at=now,
+            line_count=len(lines),
+        )
+        session.add(record)
+        session.add(FileContent(file_id=record.id, data=data))
+        if ok:
+            batch.output_file_id = record.id
+        else:
+            batch.error_file_id = record.id
+    input_tokens = sum(leaf.input_tokens for leaf in leaves)
+    output_tokens = sum(leaf.output_tokens for leaf in leaves)
+    task = ctx.chain.task(batch.task_id)
+    pay = settlement.payment(
+        input_tokens + output_tokens, ctx.settings.price_per_million_tokens, task.max_price
+    )
+    miners = batch.miners or []
+    weights = {m: 0 for m in miners}
+    for result in results:
+        for miner, layers in zip(result.pipeline, result.stage_layers or [], strict=True):
+            weights[miner] += (result.input_tokens + result.output_tokens) * layers
+    amounts = settlement.split(pay - settlement.fee(pay, ctx.chain.fee_bps()), [weights[m] for m in miners])
+    batch.results_root = "0x" + tree.root.hex()
+    batch.commitment = {
+        "results_root": batch.results_root,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "payment": pay,
+        "miner_amounts": amounts,
+    }

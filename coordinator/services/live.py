@@ -1,0 +1,43 @@
+"""Live membership in Redis: each miner's latest heartbeat (per-layer latency, RTTs to peers, queue depth),
+kept with an expiry so that a miner that goes silent drops out by itself."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from redis import Redis
+
+HEARTBEAT_TTL_S = 30
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    layer_latency_ms: float
+    queue_depth: int = 0
+    rtt_ms: dict[str, float] = field(default_factory=dict)
+
+
+class LiveMembership:
+    def __init__(self, redis: Redis, ttl_s: int = HEARTBEAT_TTL_S) -> None:
+        self.redis = redis
+        self.ttl_s = ttl_s
+
+    @staticmethod
+    def _key(address: str) -> str:
+        return f"miner:live:{address.lower()}"
+
+    def beat(self, address: str, heartbeat: Heartbeat) -> None:
+        self.redis.set(self._key(address), json.dumps(asdict(heartbeat)), ex=self.ttl_s)
+
+    def forget(self, address: str) -> None:
+        self.redis.delete(self._key(address))
+
+    def alive(self, addresses: Iterable[str]) -> dict[str, Heartbeat]:
+        """The latest heartbeat of each given miner still alive."""
+        ordered = list(addresses)
+        if not ordered:
+            return {}
+        raw = self.redis.mget([self._key(a) for a in ordered])
+        return {a: Heartbeat(**json.loads(v)) for a, v in zip(ordered, raw, strict=True) if v is not None}

@@ -1,0 +1,107 @@
+"""Miners joining the coordinator: checked against their on-chain registration, recorded, then kept alive by
+heartbeats; any change of the live set re-plans the model's pipelines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from client_sdk.chain.types import MinerProfile, Stake
+from client_sdk.encoding import model_id
+from coordinator.db.models import Miner, PipelineRecord
+from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from coordinator.services.live import Heartbeat, LiveMembership
+
+
+class Registry(Protocol):
+    """The on-chain facts a join is checked against (client_sdk's GPURegistry binding)."""
+
+    def is_registered(self, miner: str) -> bool: ...
+
+    def profile_of(self, miner: str) -> MinerProfile: ...
+
+    def stake_of(self, miner: str) -> Stake: ...
+
+    def min_stake(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What a miner measured on its device before joining."""
+
+    gpu: str
+    memory_gb: float
+    tflops: float
+    mem_bandwidth_gb_s: float
+    layer_latency_ms: float
+
+
+def join(
+    session: Session,
+    registry: Registry,
+    live: LiveMembership,
+    address: str,
+    model: str,
+    endpoint: str,
+    region: str,
+    device: DeviceProfile,
+    now: int,
+) -> Miner:
+    """Records (or refreshes) a miner after checking it is registered on-chain for `model` with enough free
+    stake; the join counts as its first heartbeat."""
+    if not registry.is_registered(address):
+        raise Conflict(f"{address} is not registered on-chain (run `miner register` first)", "not_registered")
+    profile = registry.profile_of(address)
+    if model_id(model) not in profile.model_ids:
+        raise Conflict(f"{address} is not registered to serve {model!r}", "model_not_registered")
+    free, needed = registry.stake_of(address).free, registry.min_stake()
+    if free < needed:
+        raise Conflict(f"{address} has {free} free stake; at least {needed} is needed", "insufficient_stake")
+    if device.memory_gb <= 0 or device.layer_latency_ms <= 0 or device.tflops <= 0:
+        raise InvalidInput("the device profile needs positive memory, TFLOPS and layer latency", "device")
+    miner = session.get(Miner, address) or Miner(address=address, joined_at=now)
+    miner.model, miner.endpoint, miner.region = model, endpoint, region
+    miner.gpu, miner.memory_gb, miner.tflops = device.gpu, device.memory_gb, device.tflops
+    miner.mem_bandwidth_gb_s, miner.layer_latency_ms = device.mem_bandwidth_gb_s, device.layer_latency_ms
+    session.add(miner)
+    live.beat(address, Heartbeat(layer_latency_ms=device.layer_latency_ms))
+    return miner
+
+
+def heartbeat(session: Session, live: LiveMembership, address: str, beat: Heartbeat) -> None:
+    if session.get(Miner, address) is None:
+        raise NotFound("miner", address)
+    live.beat(address, beat)
+
+
+def live_miners(session: Session, live: LiveMembership, model: str) -> list[Miner]:
+    """The miners of `model` whose heartbeat has not expired, in join order."""
+    miners = session.scalars(
+        select(Miner).where(Miner.model == model).order_by(Miner.joined_at, Miner.address)
+    )
+    rows = list(miners)
+    alive = live.alive(m.address for m in rows)
+    return [m for m in rows if m.address in alive]
+
+
+def assignment(session: Session, address: str) -> dict[str, object] | None:
+    """The miner's stage in the active plan: its pipeline, layers, and the stages around it."""
+    if session.get(Miner, address) is None:
+        raise NotFound("miner", address)
+    pipelines = session.scalars(select(PipelineRecord).where(PipelineRecord.active)).all()
+    for pipeline in pipelines:
+        for position, stage in enumerate(pipeline.stages):
+            if stage["miner"] == address:
+                return {
+                    "pipeline_id": pipeline.id,
+                    "version": pipeline.version,
+                    "model": pipeline.model,
+                    "position": position,
+                    "start": stage["start"],
+                    "end": stage["end"],
+                    "stages": pipeline.stages,
+                }
+    return None

@@ -1,0 +1,77 @@
+"""Pipelines for a served model from the live miners: Phase 1 of the scheduling library over their measured
+profiles, stored as a new plan version whenever the live set differs from the one planned."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from coordinator.config import ServedModel
+from coordinator.db.models import Miner, PipelineRecord
+from coordinator.scheduling.cluster import Cluster
+from coordinator.scheduling.errors import SchedulingError
+from coordinator.scheduling.model import ModelSpec
+from coordinator.scheduling.strategies import make_plan
+
+STRATEGY = "parallax"
+
+
+@lru_cache(maxsize=8)
+def model_spec(path: Path, name: str) -> ModelSpec:
+    return ModelSpec.from_hf_config(json.loads((path / "config.json").read_text()), name=name)
+
+
+def active_pipelines(session: Session, model: str) -> list[PipelineRecord]:
+    query = select(PipelineRecord).where(PipelineRecord.model == model, PipelineRecord.active)
+    return list(session.scalars(query.order_by(PipelineRecord.id)))
+
+
+def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now: int) -> list[PipelineRecord]:
+    """The active pipelines of the model, re-planned first if the live miners are not exactly the planned
+    ones. Empty when the live miners cannot hold one replica."""
+    current = active_pipelines(session, served.name)
+    live = sorted(m.address for m in miners)
+    if current and current[0].members == live:
+        return current
+    session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
+    if not miners:
+        return []
+    cluster = Cluster.from_dict(
+        {
+            "gpus": [
+                {
+                    "id": m.address,
+                    "type": m.gpu,
+                    "region": m.region,
+                    "vram_gb": m.memory_gb,
+                    "tflops": m.tflops,
+                    "mem_bandwidth_gb_s": m.mem_bandwidth_gb_s,
+                    "layer_latency_ms": m.layer_latency_ms,
+                }
+                for m in miners
+            ]
+        }
+    )
+    try:
+        plan = make_plan(STRATEGY, cluster, model_spec(served.path, served.name))
+    except SchedulingError:
+        return []  # not enough memory among the live miners for one replica yet
+    version = max((p.version for p in current), default=0) + 1
+    records = [
+        PipelineRecord(
+            model=served.name,
+            version=version,
+            stages=[{"miner": s.gpu, "start": s.start, "end": s.end} for s in pipeline.stages],
+            members=live,
+            active=True,
+            created_at=now,
+        )
+        for pipeline in plan.pipelines
+    ]
+    session.add_all(records)
+    session.flush()
+    return records

@@ -1,0 +1,63 @@
+"""Collecting the miners' signatures over a batch's result commitment. Each miner gets the commitment and the
+lines it helped produce, checks them against what it saw, and signs; a signature counts only if it recovers
+to the signer the miner registered on-chain."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from client_sdk.merkle import MerkleTree
+from coordinator.chain import CoordinatorChain
+from coordinator.db.models import Batch, Signature
+from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from coordinator.services.lifecycle import commitment_of, result_leaves
+
+
+def pending(session: Session, miner: str) -> list[dict[str, Any]]:
+    """The commitments waiting for this miner's signature, each with the lines it served."""
+    signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
+    batches = session.scalars(
+        select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
+    )
+    out = []
+    for batch in batches:
+        if miner not in (batch.miners or []) or batch.id in signed:
+            continue
+        results, leaves = result_leaves(session, batch)
+        tree = MerkleTree([leaf.hash() for leaf in leaves])
+        lines = [
+            {
+                "index": r.line_index,
+                "line": json.loads(r.body),
+                "pipeline": r.pipeline,
+                "proof": ["0x" + p.hex() for p in tree.proof(position)],
+            }
+            for position, r in enumerate(results)
+            if miner in r.pipeline
+        ]
+        out.append(
+            {"batch_id": batch.id, "task_id": batch.task_id, "commitment": batch.commitment, "lines": lines}
+        )
+    return out
+
+
+def accept(
+    session: Session, chain: CoordinatorChain, miner: str, batch_id: str, signature: str, now: int
+) -> None:
+    batch = session.get(Batch, batch_id)
+    if batch is None or miner not in (batch.miners or []):
+        raise NotFound("batch", batch_id)
+    if batch.status != "finalizing" or batch.commitment is None:
+        raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
+    try:
+        raw = bytes.fromhex(signature.removeprefix("0x"))
+    except ValueError as exc:
+        raise InvalidInput("signature must be hex", "signature") from exc
+    if len(raw) != 65 or not chain.check_signature(miner, raw, commitment_of(batch)):
+        raise InvalidInput("the signature is not your registered signer's over this commitment", "signature")
+    if session.get(Signature, (batch_id, miner)) is None:
+        session.add(Signature(batch_id=batch_id, miner=miner, signature="0x" + raw.hex(), created_at=now))

@@ -1,0 +1,89 @@
+"""Celery workers on a Redis broker. A beat task sweeps every few seconds and queues one `advance` per batch
+that still has something to do; `advance` runs one idempotent lifecycle step under a per-batch Redis lock.
+Tasks are acknowledged late, so a worker killed mid-step loses nothing: the step runs again (here or on
+another worker) and finds the chain and the database as they were left."""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+
+from celery import Celery
+from redis import Redis
+from sqlalchemy import or_, select
+
+from client_sdk.keys import load_account
+from coordinator.chain import CoordinatorChain
+from coordinator.config import Settings
+from coordinator.db.models import Batch
+from coordinator.db.session import Database
+from coordinator.services import lifecycle
+from coordinator.services.live import LiveMembership
+
+log = logging.getLogger("batchmarket.worker")
+LOCK_TIMEOUT_S = 300
+
+
+@cache
+def runtime() -> tuple[Settings, Database, lifecycle.Context, Redis]:
+    """This worker process's connections, made on first use from the environment."""
+    settings = Settings.from_env()
+    if settings.rpc_url is None or settings.deployment_file is None:
+        raise RuntimeError("the worker needs BATCHMARKET_RPC_URL and BATCHMARKET_DEPLOYMENT")
+    redis = Redis.from_url(settings.redis_url)
+    chain = CoordinatorChain.connect(settings.rpc_url, settings.deployment_file, load_account(None))
+    return (
+        settings,
+        Database(settings.database_url),
+        lifecycle.Context(settings, chain, LiveMembership(redis)),
+        redis,
+    )
+
+
+def make_celery(broker_url: str, sweep_s: float) -> Celery:
+    app = Celery("batchmarket", broker=broker_url)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        beat_schedule={"sweep": {"task": "batchmarket.sweep", "schedule": sweep_s}},
+        worker_hijack_root_logger=False,
+    )
+
+    @app.task(name="batchmarket.advance")
+    def advance(batch_id: str) -> str | None:
+        _settings, database, ctx, redis = runtime()
+        lock = redis.lock(f"lock:batch:{batch_id}", timeout=LOCK_TIMEOUT_S, blocking=False)
+        if not lock.acquire():
+            return None  # another worker is on it
+        try:
+            with database.session() as session:
+                before = session.get(Batch, batch_id)
+                status_before = before.status if before else None
+                status = lifecycle.advance(session, ctx, batch_id)
+            if status != status_before:
+                log.info("batch %s: %s -> %s", batch_id, status_before, status)
+            return status
+        finally:
+            lock.release()
+
+    @app.task(name="batchmarket.sweep")
+    def sweep() -> int:
+        _settings, database, _ctx, _redis = runtime()
+        with database.session() as session:
+            ids = session.scalars(
+                select(Batch.id).where(
+                    or_(
+                        Batch.status.in_(lifecycle.ACTIVE),
+                        Batch.status.in_(("completed", "cancelled"))
+                        & Batch.commit_tx.is_not(None)
+                        & ~Batch.finalized,
+                    )
+                )
+            ).all()
+        for batch_id in ids:
+            advance.delay(batch_id)
+        return len(ids)
+
+    return app

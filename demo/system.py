@@ -1,0 +1,211 @@
+"""The whole market on one machine: anvil with the contracts, Redis, a database, the coordinator API and a
+Celery worker as processes, and N miner nodes serving a tiny checkpoint, each as its own `miner serve`.
+
+The end-to-end tests, the demo and the end-to-end benchmark all run on this, so what they exercise is what an
+operator runs by hand (see the README), only on localhost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.anvil import Anvil, dev_accounts, free_port
+from client_sdk.chain.contracts import Market, connect
+from client_sdk.chain.deploy import DeployParams, deploy
+from client_sdk.chain.types import MinerProfile
+from client_sdk.client import Client
+from client_sdk.encoding import model_id, short_string
+from coordinator.db.migrate import upgrade
+from demo.services import redis_server
+from miner.tiny_checkpoint import build_tiny_model
+
+UNIT = 10**6  # one token in base units
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    miners: int = 2
+    model: str = "tiny/qwen3"
+    min_stake: int = 100 * UNIT
+    miner_stake: int = 200 * UNIT
+    min_stake_lock: int = 10 * UNIT
+    user_funds: int = 1_000 * UNIT
+    challenge_window: int = 600
+    fee_bps: int = 500
+    price_per_million_tokens: int = 20 * UNIT
+    region: str = "us-east-1"
+    sweep_s: float = 0.5
+    heartbeat_s: float = 1.0
+    database_url: str | None = None  # default: SQLite in the work directory
+
+
+class LocalSystem:
+    """Context manager; accounts: 0 admin, 1 coordinator, 2 user, 3.. miners."""
+
+    def __init__(self, workdir: Path, config: SystemConfig = SystemConfig()) -> None:
+        self.workdir = workdir
+        self.config = config
+        accounts = dev_accounts()
+        self.admin, self.coordinator, self.user = accounts[0], accounts[1], accounts[2]
+        self.miner_accounts: list[LocalAccount] = accounts[3 : 3 + config.miners]
+        self.deployment_file = workdir / "deployment.json"
+        self.model_dir = workdir / "model"
+        self.database_url = config.database_url or f"sqlite:///{workdir / 'coordinator.db'}"
+        self.api_url = f"http://127.0.0.1:{free_port()}"
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._stack = contextlib.ExitStack()
+
+    # -- lifecycle
+    def __enter__(self) -> LocalSystem:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
+        config = self.config
+        self.anvil = self._stack.enter_context(Anvil())
+        deploy(
+            self.anvil.rpc_url,
+            self.admin.key.to_0x_hex(),
+            self.deployment_file,
+            DeployParams(
+                coordinator=self.coordinator.address,
+                min_stake=config.min_stake,
+                min_stake_lock=config.min_stake_lock,
+                challenge_window=config.challenge_window,
+                coordinator_fee_bps=config.fee_bps,
+            ),
+        )
+        self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)
+        self.redis_url = self._stack.enter_context(redis_server())
+        upgrade(self.database_url)
+        if not (self.model_dir / "config.json").is_file():
+            build_tiny_model(self.model_dir)
+        self.market.token.mint(self.user.address, config.user_funds)
+        for miner in self.miner_accounts:
+            self._register(miner)
+        self.start_api()
+        self.start_worker()
+        for index in range(len(self.miner_accounts)):
+            self.start_miner(index)
+
+    def __exit__(self, *_exc: object) -> None:
+        for name in list(self.processes):
+            self.stop(name)
+        self._stack.close()
+
+    # -- parties
+    def _register(self, miner: LocalAccount) -> None:
+        config = self.config
+        self.market.token.mint(miner.address, config.miner_stake)
+        as_miner = self.market.as_account(miner)
+        as_miner.token.approve(as_miner.registry.address, config.miner_stake)
+        profile = MinerProfile(
+            signer=miner.address,
+            gpu_class=short_string("cpu"),
+            vram_gb=1,
+            gpu_count=1,
+            region=short_string(config.region),
+            price_floor=0,
+            endpoint=f"tcp://127.0.0.1:{free_port()}",
+            model_ids=(model_id(config.model),),
+        )
+        as_miner.registry.register(profile, config.miner_stake)
+
+    def client(self, account: LocalAccount | None = None) -> Client:
+        return Client(
+            self.api_url,
+            key=account or self.user,
+            rpc_url=self.anvil.rpc_url,
+            deployment=self.deployment_file,
+        )
+
+    def market_as(self, account: LocalAccount) -> Market:
+        return self.market.as_account(account)
+
+    # -- processes
+    def environment(self, key: LocalAccount | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "BATCHMARKET_DATABASE_URL": self.database_url,
+                "BATCHMARKET_REDIS_URL": self.redis_url,
+                "BATCHMARKET_MODELS": f'{{"{self.config.model}": "{self.model_dir}"}}',
+                "BATCHMARKET_RPC_URL": self.anvil.rpc_url,
+                "BATCHMARKET_DEPLOYMENT": str(self.deployment_file),
+                "BATCHMARKET_PRICE_PER_MILLION_TOKENS": str(self.config.price_per_million_tokens),
+                "BATCHMARKET_BEAT_SCHEDULE": str(self.workdir / "celerybeat-schedule"),
+            }
+        )
+        if key is not None:
+            env["BATCHMARKET_PRIVATE_KEY"] = key.key.to_0x_hex()
+        return env
+
+    def _spawn(self, name: str, args: list[str], key: LocalAccount | None = None) -> None:
+        log = (self.workdir / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", *args], env=self.environment(key), stdout=log, stderr=subprocess.STDOUT
+        )
+
+    def start_api(self) -> None:
+        port = self.api_url.rsplit(":", 1)[1]
+        self._spawn("api", ["coordinator", "serve", "--port", port])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            self._check_alive("api")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.api_url}/healthz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"the API did not come up; see {self.workdir / 'api.log'}")
+
+    def start_worker(self) -> None:
+        args = ["coordinator", "worker", "--concurrency", "1", "--sweep-s", str(self.config.sweep_s)]
+        self._spawn("worker", args, self.coordinator)
+
+    def start_miner(self, index: int) -> None:
+        args = [
+            "miner", "serve",
+            "--coordinator", self.api_url,
+            "--model", self.config.model,
+            "--model-dir", str(self.model_dir),
+            "--memory-gb", "1",
+            "--heartbeat-s", str(self.config.heartbeat_s),
+            "--rpc-url", self.anvil.rpc_url,
+            "--deployment", str(self.deployment_file),
+        ]  # fmt: skip
+        self._spawn(f"miner{index}", args, self.miner_accounts[index])
+
+    def _check_alive(self, name: str) -> None:
+        process = self.processes[name]
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}; see {self.workdir / f'{name}.log'}")
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        process = self.processes.pop(name, None)
+        if process is None or process.poll() is not None:
+            return
+        if kill:
+            process.kill()
+        else:
+            process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+    def advance_chain_time(self, seconds: int) -> None:
+        self.anvil.advance_time(seconds)

@@ -1,0 +1,1 @@
+"""`miner serve`: profile the device, join a coordinator, serve work units, sign the results."""

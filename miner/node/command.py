@@ -1,0 +1,83 @@
+"""`miner serve`: the node's command line (registered in miner.cli)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import typer
+
+from client_sdk.cli_support import (
+    DEFAULT_DEPLOYMENT,
+    DEFAULT_RPC_URL,
+    DeploymentOption,
+    KeystoreOption,
+    RpcUrlOption,
+    console,
+    open_market,
+)
+from client_sdk.encoding import read_short_string
+from client_sdk.errors import UserError
+from miner.node.coordinator_client import CoordinatorClient
+from miner.node.executor import WholeModelExecutor
+from miner.node.profile import profile
+from miner.node.serve import Node, NodeConfig
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def serve(
+    coordinator: Annotated[str, typer.Option(help="Coordinator URL, e.g. http://127.0.0.1:8000.")],
+    model: Annotated[str, typer.Option(help="Model name as requests name it (and as registered on-chain).")],
+    model_dir: Annotated[
+        Path, typer.Option(help="Checkpoint directory: config.json, safetensors, tokenizer.")
+    ],
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    memory_gb: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="Memory lent to the market (default: all of the device's)."),
+    ] = None,
+    heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Profile the device, join the coordinator, serve work units and sign the results, until Ctrl-C."""
+    if dtype not in DTYPES:
+        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if not (model_dir / "config.json").is_file():
+        raise UserError(f"{model_dir} has no config.json")
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    assert market.transactor is not None  # signing=True loaded the key
+    account = market.transactor.account
+    if not market.registry.is_registered(account.address):
+        raise UserError(f"{account.address} is not registered; run `miner register` first")
+    registered = market.registry.profile_of(account.address)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
+    console.print("profiling the device ...")
+    measured = profile(model_dir, DTYPES[dtype], device, memory_gb)
+    config = NodeConfig(
+        model=model,
+        model_dir=model_dir,
+        endpoint=registered.endpoint,
+        region=read_short_string(registered.region),
+        chain_id=market.w3.eth.chain_id,
+        task_registry=market.deployment.task_registry,
+        heartbeat_s=heartbeat_s,
+    )
+    client = CoordinatorClient(coordinator, account)
+    node = Node(config, account, client, measured, lambda d: WholeModelExecutor(d, DTYPES[dtype], device))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        node.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        client.close()

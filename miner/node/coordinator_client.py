@@ -1,0 +1,68 @@
+"""The coordinator's miner API, as the node calls it; every request signed by the miner's wallet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.errors import UserError
+from client_sdk.http import WalletSigner
+
+
+class CoordinatorError(UserError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CoordinatorClient:
+    def __init__(self, url: str, account: LocalAccount, timeout_s: float = 60.0) -> None:
+        self.http = httpx.Client(base_url=url, auth=WalletSigner(account), timeout=timeout_s)
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        try:
+            response = self.http.request(method, path, json=body)
+        except httpx.TransportError as exc:
+            raise CoordinatorError(0, f"cannot reach the coordinator at {self.http.base_url}: {exc}") from exc
+        if response.status_code == 204:
+            return None
+        if not response.is_success:
+            try:
+                message = str(response.json()["error"]["message"])
+            except (ValueError, KeyError, TypeError):
+                message = f"HTTP {response.status_code}"
+            raise CoordinatorError(response.status_code, message)
+        return response.json()
+
+    def join(self, model: str, endpoint: str, region: str, device: dict[str, Any]) -> dict[str, Any]:
+        body = {"model": model, "endpoint": endpoint, "region": region, "device": device}
+        result: dict[str, Any] = self._call("POST", "/v1/miners/join", body)
+        return result
+
+    def heartbeat(self, layer_latency_ms: float, queue_depth: int) -> None:
+        self._call(
+            "POST", "/v1/miners/heartbeat", {"layer_latency_ms": layer_latency_ms, "queue_depth": queue_depth}
+        )
+
+    def assignment(self) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = self._call("GET", "/v1/miners/assignment")
+        return result
+
+    def claim(self) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = self._call("POST", "/v1/miners/work/claim")
+        return result
+
+    def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
+        return int(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results})["stored"])
+
+    def pending_signatures(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._call("GET", "/v1/miners/signing")
+        return result
+
+    def sign(self, batch_id: str, signature: bytes) -> None:
+        self._call("POST", f"/v1/miners/signing/{batch_id}", {"signature": "0x" + signature.hex()})
+
+    def close(self) -> None:
+        self.http.close()
