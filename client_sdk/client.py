@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,7 +24,9 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.encoding import model_id
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner
-from client_sdk.inputs import params_hash
+from client_sdk.inputs import input_tree, params_hash
+from client_sdk.openai_batch import parse_batch
+from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -75,6 +78,12 @@ class BatchPage(ApiObject):
     has_more: bool
     first_id: str | None = None
     last_id: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchResults:
+    output: list[VerifiedLine]
+    errors: list[VerifiedLine]
 
 
 class ApiError(UserError):
@@ -155,7 +164,12 @@ class Files:
         response = self._client.request(
             "POST", "/v1/files", files={"file": (name, data, "application/jsonl")}, data={"purpose": purpose}
         )
-        return FileObject.model_validate(response.json())
+        created = FileObject.model_validate(response.json())
+        if created.input_root is not None:  # the task will commit to this root: it must be our file's
+            lines = parse_batch(data, max_lines=max(1, data.count(b"\n") + 1))
+            if created.input_root != "0x" + input_tree([line.raw for line in lines]).root.hex():
+                raise ResultsRejected(f"the coordinator's input root for {name} is not the file's own")
+        return created
 
     def retrieve(self, file_id: str) -> FileObject:
         return FileObject.model_validate(self._client.request("GET", f"/v1/files/{file_id}").json())
@@ -228,6 +242,28 @@ class Batches:
 
     def cancel(self, batch_id: str) -> Batch:
         return Batch.model_validate(self._client.request("POST", f"/v1/batches/{batch_id}/cancel").json())
+
+    def results(self, batch_id: str) -> BatchResults:
+        """The batch's output and error lines, each checked against the chain (see client_sdk.verify);
+        raises ResultsRejected naming the first line or signature that fails."""
+        batch = self.retrieve(batch_id)
+        if batch.results_root is None:
+            raise UserError(f"batch {batch_id} is {batch.status}: it has no committed results yet")
+        client = self._client
+        committed = client.request("GET", f"/v1/batches/{batch_id}/commitment").json()
+        market = client.market
+        root = check_commitment(market, batch.task_id, committed["commitment"], committed["signatures"])
+        if "0x" + root.hex() != batch.results_root:
+            raise ResultsRejected(
+                f"batch {batch_id}: the reported results root differs from the committed one"
+            )
+        inputs = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))
+        output = batch.output_file_id and client.files.content(batch.output_file_id)
+        errors = batch.error_file_id and client.files.content(batch.error_file_id)
+        return BatchResults(
+            output=check_lines(batch.task_id, root, output or b"", inputs),
+            errors=check_lines(batch.task_id, root, errors or b"", inputs),
+        )
 
     def wait(self, batch_id: str, *, poll_s: float = 2.0, timeout_s: float | None = None) -> Batch:
         """Polls until the batch reaches a final status."""

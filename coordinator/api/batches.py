@@ -72,3 +72,8 @@ def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))
     completed, failed = batches.request_counts(db, [batch.id])[batch.id]
     return batches.batch_object(batch, completed, failed)
+
+
+@router.get("/{batch_id}/commitment", summary="The result commitment and every miner's signature over it")
+def commitment(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
+    return batches.commitment_object(db, batches.get_batch(db, owner, batch_id))

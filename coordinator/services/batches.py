@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from coordinator.db.models import Batch, File, Result
+from coordinator.db.models import Batch, File, Result, Signature
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.ids import new_id
 
@@ -166,4 +166,18 @@ def batch_object(batch: Batch, completed: int, failed: int) -> dict[str, Any]:
         "task_id": batch.task_id,
         "results_root": batch.results_root,
         "commit_tx": batch.commit_tx,
+    }
+
+
+def commitment_object(session: Session, batch: Batch) -> dict[str, Any]:
+    """What the SDK needs to check the results: the commitment committed on-chain and the miners' EIP-712
+    signatures over it (empty until the batch reaches finalizing)."""
+    signatures = session.scalars(
+        select(Signature).where(Signature.batch_id == batch.id).order_by(Signature.miner)
+    )
+    return {
+        "batch_id": batch.id,
+        "task_id": batch.task_id,
+        "commitment": batch.commitment,
+        "signatures": [{"miner": s.miner, "signature": s.signature} for s in signatures],
     }

@@ -1,68 +1,124 @@
 """The main job end to end: a user submits a batch with the SDK and pays once; the coordinator plans over two
-live miners, dispatches, collects, gets both miners' signatures and commits on-chain; after the challenge
-window everyone is paid exactly what the commitment says."""
+live miners, dispatches, collects, gets both miners' signatures and commits on-chain; the SDK verifies every
+line against the chain; after the challenge window everyone is paid exactly what the commitment says."""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 
 import pytest
+from eth_account import Account
 
 from client_sdk.chain.types import TaskStatus
+from client_sdk.client import Batch
+from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.verify import ResultsRejected, check_commitment, check_inputs, check_lines
 from demo.system import UNIT, LocalSystem
 from tests.coordinator.helpers import chat_line, jsonl
+from tests.e2e.conftest import wait_for
 
 REQUESTS = 24
+MAX_PRICE = 5 * UNIT
+
+
+@dataclass(frozen=True)
+class Done:
+    batch: Batch
+    wallet_before: int
 
 
 @pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    with LocalSystem(tmp_path_factory.mktemp("system")) as running:
-        yield running
-
-
-def wait_for(condition, timeout: float = 240.0, poll: float = 0.5):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError("timed out")
-
-
-def test_a_batch_runs_end_to_end_and_settles_exactly(system: LocalSystem, tmp_path: Path) -> None:
+def done(system: LocalSystem) -> Done:
     lines = [
         chat_line(f"req-{i}", f"question {i}: what is {i} plus {i}?", max_tokens=4 + i % 5)
         for i in range(REQUESTS)
     ]
     client = system.client()
-    market = system.market
-    user_before = market.token.balance_of(system.user.address)
+    before = system.market.token.balance_of(system.user.address)
     file = client.files.create(file=jsonl(lines), purpose="batch")
-    batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=5 * UNIT)
-    assert market.token.balance_of(system.user.address) == user_before - 5 * UNIT
-    done = client.batches.wait(batch.id, poll_s=0.5, timeout_s=300)
-    assert done.status == "completed", (done, (system.workdir / "worker.log").read_text()[-3000:])
-    assert done.request_counts.total == done.request_counts.completed == REQUESTS
-    output = [json.loads(row) for row in client.files.content(done.output_file_id).decode().splitlines()]
+    batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=MAX_PRICE)
+    finished = client.batches.wait(batch.id, poll_s=0.5, timeout_s=240)
+    assert finished.status == "completed", (system.workdir / "worker.log").read_text()[-3000:]
+    return Done(finished, before)
+
+
+def test_the_batch_completes_with_every_line_once(system: LocalSystem, done: Done) -> None:
+    client = system.client()
+    assert system.market.token.balance_of(system.user.address) == done.wallet_before - MAX_PRICE
+    assert done.batch.request_counts.total == done.batch.request_counts.completed == REQUESTS
+    assert done.batch.output_file_id is not None and done.batch.error_file_id is None
+    output = [
+        json.loads(row) for row in client.files.content(done.batch.output_file_id).decode().splitlines()
+    ]
     assert sorted(line["custom_id"] for line in output) == sorted(f"req-{i}" for i in range(REQUESTS))
-    task = market.tasks.get_task(batch.task_id)
+
+
+def test_results_verify_against_the_chain(system: LocalSystem, done: Done) -> None:
+    results = system.client().batches.results(done.batch.id)
+    assert len(results.output) == REQUESTS and results.errors == []
+    task = system.market.tasks.get_task(done.batch.task_id)
     assert task.status == TaskStatus.RESULTS_COMMITTED
-    assert "0x" + task.results_root.hex() == done.results_root
-    usage = [line["response"]["body"]["usage"] for line in output]
-    assert task.input_tokens == sum(u["prompt_tokens"] for u in usage)
-    assert task.output_tokens == sum(u["completion_tokens"] for u in usage)
-    payment = (task.input_tokens + task.output_tokens) * system.config.price_per_million_tokens // 10**6
-    assert task.payment == payment
+    assert sum(v.leaf.input_tokens for v in results.output) == task.input_tokens
+    assert sum(v.leaf.output_tokens for v in results.output) == task.output_tokens
+    assert (
+        task.payment
+        == (task.input_tokens + task.output_tokens) * system.config.price_per_million_tokens // 10**6
+    )
+
+
+def test_a_tampered_output_line_is_rejected_naming_it(system: LocalSystem, done: Done) -> None:
+    client = system.client()
+    rows = client.files.content(done.batch.output_file_id or "").decode().splitlines()
+    line = json.loads(rows[2])
+    line["response"]["body"]["choices"][0]["message"]["content"] += "!"
+    rows[2] = json.dumps(line)
+    inputs = check_inputs(system.market, done.batch.task_id, client.files.content(done.batch.input_file_id))
+    root = bytes.fromhex((done.batch.results_root or "").removeprefix("0x"))
+    with pytest.raises(
+        ResultsRejected, match=rf"result line 3 \(custom_id '{line['custom_id']}'\): not part of"
+    ):
+        check_lines(done.batch.task_id, root, "\n".join(rows).encode(), inputs)
+
+
+def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done) -> None:
+    committed = system.client().http.get(f"/v1/batches/{done.batch.id}/commitment").json()
+    commitment, signatures = committed["commitment"], committed["signatures"]
+    assert (
+        check_commitment(system.market, done.batch.task_id, commitment, signatures).hex()
+        in done.batch.results_root
+    )
+    c = ResultCommitment(
+        done.batch.task_id,
+        bytes.fromhex(commitment["results_root"][2:]),
+        commitment["input_tokens"],
+        commitment["output_tokens"],
+        commitment["payment"],
+        tuple(commitment["miner_amounts"]),
+    )
+    impostor = Account.create()
+    forged = sign_commitment(
+        impostor, c, system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
+    )
+    bad = [dict(signatures[0], signature="0x" + forged.hex()), *signatures[1:]]
+    with pytest.raises(ResultsRejected, match="signature is not by its registered signer"):
+        check_commitment(system.market, done.batch.task_id, commitment, bad)
+    other_root = dict(commitment, results_root="0x" + "11" * 32)
+    with pytest.raises(ResultsRejected, match="commitment differs from the one on-chain"):
+        check_commitment(system.market, done.batch.task_id, other_root, signatures)
+
+
+def test_after_the_window_everyone_is_paid_exactly(system: LocalSystem, done: Done) -> None:
+    market, task_id = system.market, done.batch.task_id
+    task = market.tasks.get_task(task_id)
     system.advance_chain_time(system.config.challenge_window + 1)
-    wait_for(lambda: market.tasks.get_task(batch.task_id).status == TaskStatus.FINALIZED)
-    fee = payment * system.config.fee_bps // 10_000
-    amounts = market.tasks.miner_amounts_of(batch.task_id)
-    assert sum(amounts) == payment - fee
-    assert market.escrow.balance_of(system.user.address) == 5 * UNIT - payment
-    for miner, amount in zip(market.tasks.miners_of(batch.task_id), amounts, strict=True):
+    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
+    fee = task.payment * system.config.fee_bps // 10_000
+    amounts = market.tasks.miner_amounts_of(task_id)
+    assert sum(amounts) == task.payment - fee and all(a > 0 for a in amounts)
+    assert market.escrow.balance_of(system.user.address) == MAX_PRICE - task.payment
+    assert market.escrow.balance_of(system.coordinator.address) == fee
+    for miner, amount in zip(market.tasks.miners_of(task_id), amounts, strict=True):
         assert market.escrow.balance_of(miner) == amount
+    stakes = [market.registry.stake_of(m) for m in market.tasks.miners_of(task_id)]
+    assert all(s.locked == 0 and s.free == system.config.miner_stake for s in stakes)
