@@ -1,11 +1,11 @@
 """Ren 2024 testbeds 1-4 (Tables 3 and 4): mean TPOT and scheduler run time per algorithm, beside the paper's.
 
 Each testbed is regenerated from bench/data/ren2024.json (copied from ../shared/data): its machine mix placed
-uniformly at random in regions drawn from the AWS round-trip matrix, one-way latency = half the symmetrised
-round trip between the machines' regions with 20% Gaussian noise per pair of machines, llama-2-70b (80 layers)
-with the report's per-layer latencies, and 16 seeds. A machine's capacity is its VRAM (times its memory
-fraction, Uniform(0.25, 0.75) on testbed 4) less 10% for the KV cache and runtime, divided by the fp16 size of
-one layer: 45 layers on an A100-80GB, 13 on a 24 GB card.
+uniformly at random in regions drawn from the AWS round-trip matrix (the package's copy, `default_rtt_ms`),
+one-way latency = half the symmetrised round trip between the machines' regions with 20% Gaussian noise per
+pair of machines, llama-2-70b (80 layers) with the report's per-layer latencies, and 16 seeds. A machine's
+capacity is its VRAM (times its memory fraction, Uniform(0.25, 0.75) on testbed 4) less 10% for the KV cache
+and runtime, divided by the fp16 size of one layer: 45 layers on an A100-80GB, 13 on a 24 GB card.
 
 Every algorithm runs on the same instances back to back, so run times compare under the same machine load. The
 ILP gets an eighth of the report's time limits (see ILP_SHORT_S). Each instance's optimum is proven by our
@@ -27,6 +27,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.latency import (
     LatencyMachine,
     LatencyProblem,
@@ -60,7 +61,7 @@ def testbed(data: Data, name: str, seed: int) -> LatencyProblem:
     """One random instance of testbed `name`."""
     spec = data["testbeds"][name]
     rng = np.random.default_rng([int(name.removeprefix("testbed")), seed])
-    rtt = data["region_rtt_ms"]["data"]
+    rtt = default_rtt_ms()
     regions = list(rng.choice(sorted(rtt), size=spec["regions"], replace=False))
     one_layer = layer_bytes(data["llama2_70b"])
     machines = []

@@ -17,11 +17,13 @@ from client_sdk.cli_support import (
     KeystoreOption,
     RpcUrlOption,
     console,
+    error_console,
     one_line_errors,
 )
 from client_sdk.errors import UserError
 from client_sdk.keys import load_account
 from client_sdk.units import parse_amount
+from coordinator import service_cli
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.metrics import plan_metrics
@@ -39,6 +41,11 @@ app = typer.Typer(
 @app.callback()
 def main() -> None:
     """Operate a batchmarket coordinator."""
+
+
+app.add_typer(service_cli.db_app, name="db")
+app.command("serve")(one_line_errors(service_cli.serve))
+app.command("worker")(one_line_errors(service_cli.worker))
 
 
 @app.command("deploy")
@@ -139,7 +146,9 @@ def simulate_command(
     cluster_spec, model_spec, plan = _plan(cluster, model, strategy, dtype, kv_reserve)
     try:
         spec = Workload.from_dict(_read_json(workload, "--workload")) if workload else Workload()
-        result = simulate(plan, cluster_spec, model_spec, spec)
+        pipelines = len(plan.pipelines)
+        with error_console.status(f"simulating {spec.requests:,} requests on {pipelines} pipelines"):
+            result = simulate(plan, cluster_spec, model_spec, spec)
     except SchedulingError as err:
         raise UserError(str(err)) from None
     report = {"strategy": strategy, **result.to_json()}

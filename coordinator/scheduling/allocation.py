@@ -10,13 +10,14 @@ AllocationOptions), and GPUs left over join as extra shards on the bottleneck la
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from coordinator.scheduling.cluster import Cluster, Gpu
-from coordinator.scheduling.costs import reference_layer_ms
+from coordinator.scheduling.costs import step_times
 from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
@@ -61,7 +62,7 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
     """Parallax Phase 1 as the paper describes it; raises SchedulingError when no pipeline can be formed."""
     options = options or AllocationOptions()
     caps = capacities(cluster, model, options.kv_reserve)
-    step_ms = {g.id: reference_layer_ms(g, model) for g in cluster.gpus}
+    step_ms = step_times(cluster.gpus, model)
     eligible = stage_capable(cluster, caps, model)
     regions: dict[str, list[Gpu]] = defaultdict(list)
     for gpu in eligible:
@@ -70,8 +71,14 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
     patterns: PatternCache = {}
     pool: list[Gpu] = []
     per_region: dict[str, int] = {}
+    need = model.units_needed
     for region in sorted(regions):
-        group = sorted(regions[region], key=lambda g: (step_ms[g.id], g.id))
+        group = regions[region]
+        if sum(min(caps[g.id], need) for g in group) < need:  # cannot complete a pipeline on its own
+            per_region[region] = 0
+            pool.extend(group)
+            continue
+        group.sort(key=lambda g: (step_ms[g.id], g.id))
         choice = choose_pipelines(group, caps, step_ms, model, cluster.rtt(region, region), options, patterns)
         per_region[region] = choice.k if choice else 0
         taken = {g.id for p in choice.pipelines for g in p} if choice else set()
@@ -113,8 +120,16 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
 
 
 def capacities(cluster: Cluster, model: ModelSpec, kv_reserve: float) -> dict[str, int]:
-    """Layer units each GPU can hold after the KV and runtime reserve."""
-    return {g.id: model.capacity_units(g.memory_bytes, kv_reserve) for g in cluster.gpus}
+    """Layer units each GPU can hold after the KV and runtime reserve (once per distinct memory size)."""
+    by_memory: dict[float, int] = {}
+    out: dict[str, int] = {}
+    for gpu in cluster.gpus:
+        memory = gpu.memory_bytes
+        units = by_memory.get(memory)
+        if units is None:
+            units = by_memory[memory] = model.capacity_units(memory, kv_reserve)
+        out[gpu.id] = units
+    return out
 
 
 def stage_capable(cluster: Cluster, caps: dict[str, int], model: ModelSpec) -> list[Gpu]:
@@ -132,13 +147,11 @@ def choose_pipelines(
     shared: PatternCache,
 ) -> GroupChoice | None:
     """The k maximizing Z(k) over this group, with its minimal-stage pipelines (None: not even one)."""
-    if sum(min(caps[g.id], model.units_needed) for g in gpus) < model.units_needed:
-        return None  # not even one pipeline: skip the search
     search = StageSearch([caps[g.id] for g in gpus], model.units_needed, options.width, shared)
     t_comp = model.num_layers * sum(step_ms[g.id] for g in gpus) / len(gpus)
 
     def score(k: int, stages: int) -> float:
-        return k**options.alpha / (t_comp + stages / k * rtt_ms)
+        return math.pow(k, options.alpha) / (t_comp + stages / k * rtt_ms)
 
     found = [(score(k, stages), k) for k in range(1, search.k_found + 1) if (stages := search.upper(k))]
     best = max(found, default=None)
@@ -180,14 +193,14 @@ def balance(
 ) -> Pipeline:
     """Water-fills a pipeline's layer units over its GPUs, in the given stage order, by `speed`."""
     need = model.units_needed
-    key = tuple((caps[g.id], speed[g.id]) for g in gpus)
+    key = tuple([(caps[g.id], speed[g.id]) for g in gpus])
     shares = splits.get(key)
     if shares is None:
         lows = [need]
         if len(gpus) > 1:
             lows = [model.embedding_units + 1, *[1] * (len(gpus) - 2), model.head_units + 1]
-        speeds = [speed[g.id] for g in gpus]
-        shares = splits[key] = water_fill([min(caps[g.id], need) for g in gpus], speeds, need, lows)
+        speeds = [f for _, f in key]
+        shares = splits[key] = water_fill([min(c, need) for c, _ in key], speeds, need, lows)
     stages: list[Stage] = []
     position = 0
     for gpu, share in zip(gpus, shares, strict=True):
@@ -237,6 +250,10 @@ def mean_rtt(gpus: Sequence[Gpu], cluster: Cluster) -> float:
     n = len(gpus)
     if n < 2:
         return 0.0
-    pairs = ((a, ca, b, cb if a != b else ca - 1) for a, ca in counts.items() for b, cb in counts.items())
-    total = sum(ca * cb * cluster.rtt(a, b) for a, ca, b, cb in pairs)
+    total = 0.0
+    for a, ca in counts.items():
+        for b, cb in counts.items():
+            pairs = ca * (cb if a != b else ca - 1)
+            if pairs:  # a region with one GPU has no pair inside it
+                total += pairs * cluster.rtt(a, b)
     return total / (n * (n - 1))

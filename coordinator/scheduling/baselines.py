@@ -19,7 +19,7 @@ import math
 
 from coordinator.scheduling.allocation import assign, balance, capacities, region_tour, stage_capable
 from coordinator.scheduling.cluster import Cluster
-from coordinator.scheduling.costs import reference_layer_ms
+from coordinator.scheduling.costs import step_times
 from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
@@ -53,7 +53,7 @@ def hypercluster(cluster: Cluster, model: ModelSpec, kv_reserve: float = DEFAULT
 
 def petals(cluster: Cluster, model: ModelSpec, kv_reserve: float = DEFAULT_KV_RESERVE) -> Plan:
     caps = capacities(cluster, model, kv_reserve)
-    step_ms = {g.id: reference_layer_ms(g, model) for g in cluster.gpus}
+    step_ms = step_times(cluster.gpus, model)
     coverage = Coverage((), step_ms, model)
     spans: list[Stage] = []
     for gpu in cluster.gpus:

@@ -126,7 +126,7 @@ def _parse_gpu(raw: Any, where: str, rtt: Mapping[str, Mapping[str, float]]) -> 
     region = text(raw, "region", where)
     if region not in rtt:
         raise SchedulingError(f"{where}.region: {region!r} is not a region of rtt_ms")
-    known = gpu_type_figures().get(gpu_type, {})
+    known: Mapping[str, float] = gpu_type_figures().get(gpu_type, {})
     figures: dict[str, float] = {}
     for name in FIGURES:
         if name in raw:

@@ -8,6 +8,8 @@ Table 2 within about 15%); large batches and prefill become bound by compute. A 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from coordinator.scheduling.cluster import Gpu
 from coordinator.scheduling.model import ModelSpec
 
@@ -47,3 +49,17 @@ def reference_layer_ms(gpu: Gpu, model: ModelSpec, batch: int = REFERENCE_BATCH)
     """Per-layer decode step time at a typical offline batch (contexts of 256 tokens): the speed used to
     balance layers inside a pipeline and to price a stage in routing."""
     return layer_ms(gpu, model, batch, batch * 256.0)
+
+
+def step_times(gpus: Iterable[Gpu], model: ModelSpec) -> dict[str, float]:
+    """`reference_layer_ms` of every GPU by id, computed once per distinct set of speed figures (a large
+    cluster has a handful of GPU types)."""
+    by_figures: dict[tuple[float, float, float | None], float] = {}
+    out: dict[str, float] = {}
+    for gpu in gpus:
+        key = (gpu.tflops, gpu.mem_bandwidth_gb_s, gpu.layer_latency_ms)
+        ms = by_figures.get(key)
+        if ms is None:
+            ms = by_figures[key] = reference_layer_ms(gpu, model)
+        out[gpu.id] = ms
+    return out

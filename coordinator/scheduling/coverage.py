@@ -9,12 +9,16 @@ imbalance (it triggers a global rebalance past a threshold).
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable, Mapping
-
-import numpy as np
+from itertools import accumulate
 
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Stage
+
+# Reliefs (decode steps per ms, of the order of 1 / step_ms) are compared to this many decimals, so the same
+# relief summed in another order ties exactly and the tie-break on length decides.
+RELIEF_DIGITS = 12
 
 
 class Coverage:
@@ -23,19 +27,21 @@ class Coverage:
     def __init__(self, shards: Iterable[Stage], step_ms: Mapping[str, float], model: ModelSpec) -> None:
         self.model = model
         self.step_ms = step_ms
-        changes = np.zeros(model.num_layers + 1)  # rate steps up at a shard's start and down at its end
+        changes = [0.0] * (model.num_layers + 1)  # a shard's rate starts at its first layer, stops at its end
         bounds = {0, model.num_layers}
         for stage in shards:
             rate = 1.0 / (stage.layers * step_ms[stage.gpu])
             changes[stage.start] += rate
             changes[stage.end] -= rate
             bounds.update((stage.start, stage.end))
-        self.rates = np.cumsum(changes[:-1])
-        self.rates[self.rates < 1e-12] = 0.0  # a layer nobody holds: exactly zero, not rounding noise
+        # a layer nobody holds is exactly zero, not rounding noise
+        self.rates = [r if r > 1e-12 else 0.0 for r in accumulate(changes[:-1])]
         self.bounds = sorted(bounds)
 
     def add(self, stage: Stage) -> None:
-        self.rates[stage.start : stage.end] += 1.0 / (stage.layers * self.step_ms[stage.gpu])
+        rate = 1.0 / (stage.layers * self.step_ms[stage.gpu])
+        for layer in range(stage.start, stage.end):
+            self.rates[layer] += rate
         for bound in (stage.start, stage.end):
             i = bisect.bisect_left(self.bounds, bound)
             if i == len(self.bounds) or self.bounds[i] != bound:
@@ -43,34 +49,43 @@ class Coverage:
 
     def imbalance(self) -> float:
         """Coefficient of variation of the layer rates (infinite when a layer is not served at all)."""
-        mean = float(self.rates.mean())
-        if float(self.rates.min()) == 0.0:
+        if min(self.rates) == 0.0:
             return float("inf")
-        return float(self.rates.std() / mean)
+        mean = sum(self.rates) / len(self.rates)
+        variance = sum((r - mean) ** 2 for r in self.rates) / len(self.rates)
+        return math.sqrt(variance) / mean
 
     def bottleneck_shard(self, gpu: str, capacity_units: int) -> Stage | None:
         """The shard for `gpu` that best lifts the weakest layers (Parallax's join rule: fill the bottleneck).
 
-        Candidates start and end on existing shard boundaries, so chains can switch onto and off the new
-        shard, and contain the weakest layer. The winner relieves most imbalance: the sum over its layers of
-        the rate it adds, each capped at what lifts that layer to the strongest one (ties: more layers).
-        None when nothing fits.
+        Candidates contain the weakest layer and start and end on existing shard boundaries, so chains can
+        switch onto and off the new shard; for each start, the shortest and the longest end that fit. The
+        winner relieves most imbalance: the sum over its layers of the rate it adds, each capped at what
+        lifts that layer to the strongest one (ties: more layers). None when nothing fits.
         """
-        model = self.model
-        weakest = int(np.argmin(self.rates))
-        ceiling = float(self.rates.max())
-        split = bisect.bisect_right(self.bounds, weakest)
+        model, rates, bounds = self.model, self.rates, self.bounds
+        weakest = rates.index(min(rates))
+        ceiling = max(rates)
+        # rates are constant between consecutive bounds: relief is summed per segment, not per layer
+        room = [ceiling - rates[bounds[s]] for s in range(len(bounds) - 1)]
+        split = bisect.bisect_right(bounds, weakest)  # bounds[split - 1] <= weakest < bounds[split]
         best: tuple[float, int, Stage] | None = None
-        for a in reversed(self.bounds[:split]):
+        for i in range(split - 1, -1, -1):
+            a = bounds[i]
             head = model.embedding_units if a == 0 else 0
             if weakest + 1 - a + head > capacity_units:
                 break
-            for b in self.bounds[split:]:
-                units = b - a + head + (model.head_units if b == model.num_layers else 0)
-                if units > capacity_units:
+            ends = []  # units grow with the end, so the ends that fit are a run from bounds[split]
+            for j in range(split, len(bounds)):
+                tail = model.head_units if bounds[j] == model.num_layers else 0
+                if bounds[j] - a + head + tail > capacity_units:
                     break
+                ends.append(j)
+            for j in {ends[0], ends[-1]} if ends else ():
+                b = bounds[j]
                 gain = 1.0 / ((b - a) * self.step_ms[gpu])
-                relief = float(np.minimum(gain, ceiling - self.rates[a:b]).sum())
-                if best is None or (relief, b - a) > best[:2]:
-                    best = (relief, b - a, Stage(gpu, a, b))
+                relief = sum((bounds[s + 1] - bounds[s]) * min(gain, room[s]) for s in range(i, j))
+                score = (round(relief, RELIEF_DIGITS), b - a)  # rounded, so equal reliefs tie exactly
+                if best is None or score > best[:2]:
+                    best = (*score, Stage(gpu, a, b))
         return None if best is None else best[2]

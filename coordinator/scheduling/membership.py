@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from coordinator.scheduling.allocation import AllocationOptions, allocate
 from coordinator.scheduling.cluster import Cluster, Gpu
-from coordinator.scheduling.costs import reference_layer_ms
+from coordinator.scheduling.costs import reference_layer_ms, step_times
 from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
@@ -54,7 +54,7 @@ class Membership:
         self.plan = allocate(cluster, model, self.options)
 
     def coverage(self) -> Coverage:
-        step_ms = {g.id: reference_layer_ms(g, self.model) for g in self.cluster.gpus}
+        step_ms = step_times(self.cluster.gpus, self.model)
         return Coverage(self.plan.shards(), step_ms, self.model)
 
     def join(self, gpu: Gpu) -> MembershipEvent:
@@ -145,19 +145,18 @@ def keep_in_place(
         groups[kind(gpu)].append(gpu.id)
     rename: dict[str, str] = {}
     for members in groups.values():
-        slots = {gpu: after.get(gpu) for gpu in members}  # the layers each GPU of the group is given
-        free = dict(slots)
+        free = {member: after.get(member) for member in members}  # the layers each member is given
         owner: dict[str, str] = {}
-        for gpu in members:  # first, every GPU whose old layers are still handed to the group keeps them
+        for member in members:  # first, every GPU whose old layers are still handed to the group keeps them
             match = next(
-                (slot for slot, layers in free.items() if layers and layers == before.get(gpu)), None
+                (slot for slot, layers in free.items() if layers and layers == before.get(member)), None
             )
             if match is not None:
-                owner[match] = gpu
+                owner[match] = member
                 del free[match]
-        rest = [gpu for gpu in members if gpu not in owner.values()]
-        for slot, gpu in zip(sorted(free, key=lambda s: free[s] is None), rest, strict=True):
-            owner[slot] = gpu
+        rest = [member for member in members if member not in owner.values()]
+        for slot, member in zip(sorted(free, key=lambda s: free[s] is None), rest, strict=True):
+            owner[slot] = member
         rename.update(owner)
 
     def moved(stage: Stage) -> Stage:

@@ -25,6 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import ge, le, mul, neg, sub
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,8 +52,9 @@ class StagePlan:
     exact: bool
 
 
-@dataclass(frozen=True)
-class _State:
+class _State(NamedTuple):
+    """GPUs used so far, GPUs left per class, and the patterns chosen (a linked list)."""
+
     used: int
     rem: Counts
     path: Path
@@ -76,10 +79,15 @@ class StageSearch:
         self.counts: Counts = tuple(clipped.count(s) for s in self.sizes)
         self._thresholds = tuple(-(-need // size) for size in self.sizes)  # most of a class one pipeline uses
         self._patterns: dict[tuple[int, Counts], list[tuple[Counts, int]]] = {}
+        self._whole: dict[int, list[tuple[Counts, int]] | None] = {}  # per lead; None: cut at PATTERN_LIMIT
         self._shared: PatternCache = {} if shared is None else shared
         self._incomplete = False  # a pattern list was cut at PATTERN_LIMIT
         self._best: list[_State] = [_State(0, self.counts, ())]
-        self._exact_upto = self._levels(width)
+        if sum(clipped) < 2 * need:  # at most one pipeline: its fewest GPUs are the largest ones
+            self._best.extend(_one_pipeline(self.sizes, self.counts, need))
+            self._exact_upto = len(self._best)
+        else:
+            self._exact_upto = self._levels(width)
         self._refined: dict[int, StagePlan] = {}
         self._bins_dual: _BinsDual | None = None
 
@@ -154,14 +162,15 @@ class StageSearch:
 
     def _levels(self, width: int) -> int:
         """Fills `_best` level by level; returns the last level known exact (past the end: all of them)."""
+        most = sum(map(mul, self.sizes, self.counts)) // self.need  # more pipelines cannot fit
         frontier = [self._best[0]]
         exact_upto = 0
         truncated = False
-        while True:
+        while len(self._best) <= most:
             previous = frontier[0] if len(frontier) == 1 else None
             frontier, cut = self._expand(frontier, width)
             if not frontier:
-                return exact_upto if truncated else len(self._best)
+                break
             self._best.append(frontier[0])
             if previous is not None and len(frontier) == 1:
                 self._best.extend(self._repeat(frontier[0]))
@@ -169,6 +178,7 @@ class StageSearch:
             if not truncated:
                 exact_upto = len(self._best) - 1
             truncated = truncated or cut
+        return exact_upto if truncated else len(self._best)
 
     def _repeat(self, current: _State) -> list[_State]:
         """Levels that repeat the last pattern. A lone state expands to a lone state; while no count in its
@@ -193,11 +203,11 @@ class StageSearch:
         `limit` states and whether others were dropped."""
         best: dict[Counts, _State] = {}
         for state in frontier:
-            lead = next((i for i, c in enumerate(state.rem) if c), None)
-            if lead is None:
-                continue
+            lead = _lead(state.rem)
+            if lead < 0:
+                continue  # nothing left
             for pattern, size in self._feasible(lead, state.rem):
-                rem = tuple(a - b for a, b in zip(state.rem, pattern, strict=True))
+                rem = tuple(map(sub, state.rem, pattern))
                 used = state.used + size
                 old = best.get(rem)
                 if old is None or old.used > used:
@@ -205,41 +215,68 @@ class StageSearch:
         return _pareto(list(best.values()), limit)
 
     def _feasible(self, lead: int, rem: Counts) -> list[tuple[Counts, int]]:
-        """The minimal patterns led by class `lead` that `rem` can supply (memoized on what can matter)."""
+        """The minimal patterns led by class `lead` that `rem` can supply (memoized on what can matter).
+
+        Minimality does not depend on what is left, so they are the whole cluster's patterns that fit in
+        `rem`; only when that list was cut short are they generated for `rem` itself."""
         key = (lead, tuple(map(min, rem, self._thresholds)))
         found = self._patterns.get(key)
         if found is None:
-            shared_key = (self.need, self.sizes[lead:], key[1][lead:])
-            if shared_key not in self._shared:
-                self._shared[shared_key] = self._generate_patterns(lead, key[1][lead:])
-            tail, cut = self._shared[shared_key]
-            self._incomplete = self._incomplete or cut
-            found = self._patterns[key] = [((0,) * lead + pattern, size) for pattern, size in tail]
+            if lead not in self._whole:
+                patterns, cut = self._padded_patterns(lead, tuple(map(min, self.counts, self._thresholds)))
+                self._whole[lead] = None if cut else patterns
+            whole = self._whole[lead]
+            if whole is not None:
+                found = [pc for pc in whole if all(map(le, pc[0], key[1]))]
+            else:
+                found, cut = self._padded_patterns(lead, key[1])
+                self._incomplete = self._incomplete or cut
+            self._patterns[key] = found
         return found
+
+    def _padded_patterns(self, lead: int, usable: Counts) -> tuple[list[tuple[Counts, int]], bool]:
+        """The minimal patterns led by `lead` within `usable` (shared between searches), over every class."""
+        shared_key = (self.need, self.sizes[lead:], usable[lead:])
+        if shared_key not in self._shared:
+            self._shared[shared_key] = self._generate_patterns(lead, usable[lead:])
+        tail, cut = self._shared[shared_key]
+        return [((0,) * lead + pattern, size) for pattern, size in tail], cut
 
     def _generate_patterns(self, lead: int, caps: Counts) -> tuple[tuple[tuple[Counts, int], ...], bool]:
         """Minimal patterns over classes lead.. with at least one GPU of class `lead`, within `caps`, and
         whether the list was cut at PATTERN_LIMIT."""
         sizes = self.sizes[lead:]
+        need, last = self.need, len(sizes) - 1
         out: list[tuple[Counts, int]] = []
         chosen = [0] * len(sizes)
 
-        def walk(i: int, total: int, smallest: int) -> None:
-            if len(out) >= PATTERN_LIMIT:
+        def walk(i: int, total: int, smallest: int, used: int) -> None:
+            size = sizes[i]
+            short = need - total
+            top = min(caps[i], -(-short // size))
+            if i == last:  # only the fewest that reach `need` can be minimal
+                if (
+                    top * size >= short
+                    and (top or i == 0)
+                    and top * size + total - min(size, smallest) < need
+                ):
+                    chosen[i] = top
+                    out.append((tuple(chosen), used + top))
+                    chosen[i] = 0
                 return
-            if total >= self.need:
-                if total - smallest < self.need:
-                    out.append((tuple(chosen), sum(chosen)))
-                return
-            if i == len(sizes):
-                return
-            top = min(caps[i], -(-(self.need - total) // sizes[i]))
             for c in range(top, 0 if i == 0 else -1, -1):
+                if len(out) >= PATTERN_LIMIT:
+                    break
                 chosen[i] = c
-                walk(i + 1, total + c * sizes[i], sizes[i] if c else smallest)
+                reached = total + c * size
+                if reached >= need:
+                    if reached - size < need:
+                        out.append((tuple(chosen), used + c))
+                else:
+                    walk(i + 1, reached, size if c else smallest, used + c)
             chosen[i] = 0
 
-        walk(0, 0, 0)
+        walk(0, 0, need, 0)
         return tuple(out), len(out) >= PATTERN_LIMIT
 
     # -- proving one level -----------------------------------------------------------------------------------
@@ -348,22 +385,29 @@ def _pareto(states: list[_State], limit: int | None) -> tuple[list[_State], bool
     at most `limit` of them, and whether more existed."""
     if len(states) < 2:
         return states, False
-    keyed = sorted(((_prefix(s.rem), s) for s in states), key=lambda t: (t[1].used, [-x for x in t[0]]))
-    kept: list[tuple[tuple[int, ...], _State]] = []
-    for q, state in keyed:
-        if not any(_covers(other, q) for other, _ in kept):
-            if limit is not None and len(kept) == limit:
-                return [s for _, s in kept], True
-            kept.append((q, state))
-    return [s for _, s in kept], False
+    # fewest stages first, then the largest prefixes (rem is unique per state, so no ties reach the state)
+    keyed = []
+    for state in states:
+        prefix = tuple(accumulate(state.rem))  # GPUs left at or above each capacity class
+        keyed.append((state.used, tuple(map(neg, prefix)), prefix, state))
+    keyed.sort()
+    kept: list[tuple[int, ...]] = []
+    out: list[_State] = []
+    for _, _, prefix, state in keyed:
+        if not any(all(map(ge, other, prefix)) for other in kept):
+            if limit is not None and len(out) == limit:
+                return out, True
+            kept.append(prefix)
+            out.append(state)
+    return out, False
 
 
-def _covers(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-    return all(x >= y for x, y in zip(a, b, strict=True))
-
-
-def _prefix(rem: Counts) -> tuple[int, ...]:
-    return tuple(accumulate(rem))
+def _lead(rem: Counts) -> int:
+    """The largest capacity class with GPUs left (-1: none)."""
+    for i, count in enumerate(rem):
+        if count:
+            return i
+    return -1
 
 
 def _capacity_bound(sizes: Sequence[int], counts: Sequence[int], need: int) -> int | None:
@@ -377,6 +421,34 @@ def _capacity_bound(sizes: Sequence[int], counts: Sequence[int], need: int) -> i
         need -= n * size
         taken += n
     return None
+
+
+def _one_pipeline(sizes: Sequence[int], counts: Counts, need: int) -> list[_State]:
+    """The one pipeline the level search would pick, without searching: the fewest GPUs, with at least one
+    of the largest class, and of those the set that leaves the most large GPUs over (for extra shards)."""
+    left = _capacity_bound(sizes, counts, need)
+    if left is None:
+        return []
+    pattern: list[int] = []
+    for i, size in enumerate(sizes):
+        take = 1 if i == 0 else 0  # the smallest count that still lets the smaller classes finish
+        while take * size + _largest_sum(sizes[i + 1 :], counts[i + 1 :], left - take) < need:
+            take += 1
+        pattern.append(take)
+        left -= take
+        need -= take * size
+    rem = tuple(map(sub, counts, pattern))
+    return [_State(sum(pattern), rem, ((), tuple(pattern)))]
+
+
+def _largest_sum(sizes: Sequence[int], counts: Sequence[int], gpus: int) -> int:
+    """Capacity of the `gpus` largest GPUs."""
+    total = 0
+    for size, n in zip(sizes, counts, strict=True):
+        take = min(n, gpus)
+        total += take * size
+        gpus -= take
+    return total
 
 
 def _unwind(path: Path) -> tuple[Counts, ...]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from coordinator.scheduling.cluster import Cluster
-from coordinator.scheduling.costs import layer_ms, reference_layer_ms
+from coordinator.scheduling.costs import layer_ms, step_times
 from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Plan, Stage, shard_units
@@ -90,7 +90,7 @@ class _Chain:
 class _Simulation:
     def __init__(self, plan: Plan, cluster: Cluster, model: ModelSpec, workload: Workload) -> None:
         self.plan, self.cluster, self.model, self.workload = plan, cluster, model, workload
-        self.step_ms = {g.id: reference_layer_ms(g, model) for g in cluster.gpus}
+        self.step_ms = step_times(cluster.gpus, model)
         self.shards = self._placement()
         self.kv_free = {gpu: _kv_room(cluster, model, s) for gpu, s in self.shards.items()}
         self.load: dict[str, float] = dict.fromkeys(self.shards, 0.0)

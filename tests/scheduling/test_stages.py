@@ -66,3 +66,13 @@ def test_a_hard_mix_is_proven_by_the_lp_bound() -> None:
     plan = search.exact(search.k_found)
     assert plan is not None and plan.exact
     assert search.lower(search.k_found) <= plan.stages <= search.upper(search.k_found)
+
+
+def test_one_pipeline_leaves_the_largest_gpus_over() -> None:
+    """When only one pipeline fits, it takes the fewest GPUs and, among those, leaves the largest over (they
+    make the best extra shards): 30 + 30 + 18 rather than 30 + 30 + 30."""
+    search = StageSearch([30, 18, 30, 30], 68)
+    plan = search.exact(1)
+    assert plan is not None and plan.exact
+    assert search.sizes == (30, 18) and plan.patterns == ((2, 1),)
+    assert search.exact(2) is None
