@@ -1,10 +1,12 @@
-"""`miner`: register a GPU machine on-chain with a stake, inspect it, unstake and withdraw."""
+"""`miner`: register a GPU machine on-chain with a stake, inspect it, unstake and withdraw; run a batch
+through a local multi-process pipeline."""
 
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,15 +22,18 @@ from client_sdk.cli_support import (
     KeystoreOption,
     RpcUrlOption,
     console,
+    error_console,
     one_line_errors,
     open_market,
 )
 from client_sdk.encoding import model_id, read_short_string, short_string
 from client_sdk.errors import UserError
 from client_sdk.units import format_amount, parse_amount
+from miner.node import command as node_command
 
 app = typer.Typer(
-    help="Run a miner: register your GPUs on-chain with a stake, check them, unstake and withdraw earnings.",
+    help="Run a miner: register your GPUs on-chain with a stake, check them, unstake and withdraw earnings; "
+    "run a batch through a local pipeline.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -194,3 +199,93 @@ def withdraw(
     if stake_ready:
         market.registry.withdraw_stake()
         console.print(f"withdrew unbonded stake of {format_amount(stake.unbonding)}")
+
+
+@app.command("run-local")
+@one_line_errors
+def run_local(
+    model_dir: Annotated[
+        Path, typer.Option(help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer.")
+    ],
+    input_file: Annotated[
+        Path,
+        typer.Option(
+            "--input", help="OpenAI Batch JSONL file of POST /v1/chat/completions or /v1/completions lines."
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option(help="Where to write the output lines (OpenAI Batch output format).")
+    ],
+    errors: Annotated[
+        Path | None,
+        typer.Option(help="Where to write error lines (default: next to --output, ending in .errors.jsonl)."),
+    ] = None,
+    stages: Annotated[
+        int, typer.Option(min=1, help="Pipeline stages, one process each; layers split evenly.")
+    ] = 2,
+    microbatches: Annotated[
+        str,
+        typer.Option(
+            help="Microbatches in flight, or 'auto': enough to keep every stage busy, from a measured stage "
+            "time and --latency-ms (DeServe)."
+        ),
+    ] = "auto",
+    offload: Annotated[
+        bool,
+        typer.Option(
+            "--offload/--no-offload",
+            help="Keep half of each microbatch's KV pages in host memory between its turns (DeServe).",
+        ),
+    ] = True,
+    latency_ms: Annotated[
+        float,
+        typer.Option(min=0, help="One-way latency added to every link between stages, for experiments."),
+    ] = 0.0,
+    dtype: Annotated[
+        str, typer.Option(help="Weights and activations: float32, float16 or bfloat16.")
+    ] = "float32",
+    device: Annotated[str, typer.Option(help="Torch device of every stage, e.g. cpu or cuda.")] = "cpu",
+    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per microbatch.")] = 16,
+) -> None:
+    """Run an OpenAI Batch file through an N-stage pipeline of local processes and write the results."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from miner.pipeline.batch import RunSettings, run_batch
+
+    if not model_dir.is_dir():
+        raise UserError(f"model directory {model_dir} does not exist")
+    if microbatches != "auto" and not (microbatches.isdigit() and int(microbatches) >= 1):
+        raise UserError(f"--microbatches must be a positive integer or 'auto', not {microbatches!r}")
+    settings = RunSettings(
+        stages=stages,
+        microbatches=None if microbatches == "auto" else int(microbatches),
+        offload=offload,
+        latency_ms=latency_ms,
+        dtype=dtype,
+        device=device,
+        max_batch_size=max_batch_size,
+    )
+    errors_path = errors or output.with_name(output.name.removesuffix(".jsonl") + ".errors.jsonl")
+    columns = (TextColumn("requests"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=error_console, transient=True) as progress:
+        task = progress.add_task("requests", total=None)
+        try:
+            summary = run_batch(
+                model_dir,
+                input_file,
+                output,
+                errors_path,
+                settings,
+                lambda done, total: progress.update(task, completed=done, total=total),
+            )
+        except (RuntimeError, TimeoutError) as exc:
+            raise UserError(f"the pipeline failed: {exc}") from None
+    rate = summary.output_tokens / summary.seconds if summary.seconds else 0.0
+    console.print(
+        f"{summary.completed} requests completed, {summary.errors} failed (see {errors_path}); "
+        f"{summary.output_tokens} output tokens in {summary.seconds:.1f} s ({rate:.1f} tokens/s) over "
+        f"{stages} stages and {summary.microbatches} microbatches; results in {output}"
+    )
+
+
+app.command("serve")(one_line_errors(node_command.serve))

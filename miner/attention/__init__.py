@@ -1,1 +1,1 @@
-"""Attention over the paged KV cache: a PyTorch reference that runs anywhere (FlashInfer on CUDA to come)."""
+"""Attention over the paged KV cache, one interface: FlashInfer on CUDA, a PyTorch reference anywhere."""

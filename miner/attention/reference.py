@@ -1,55 +1,94 @@
-"""The PyTorch reference attention backend: runs on any device, one sequence at a time.
+"""The PyTorch reference attention backend: runs on any device; CPU tests use it, and the FlashInfer backend
+is checked against it.
 
-It is the path CPU tests use and the yardstick the FlashInfer backend is checked against.
+Sequences are padded into batches: decoding sequences (one new token each) form one batch, sequences with
+longer chunks another, so a long prefill chunk does not pad every decoding sequence to its length. Gather
+indices and masks are built once per step in plan(); each layer then gathers whole pages and runs one
+scaled_dot_product_attention per batch.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 
+from miner.attention.backend import AttentionBackend
 from miner.attention.layout import BatchLayout
 
 
-class ReferenceAttention:
+@dataclass(frozen=True)
+class _Padded:
+    """Sequences padded to [batch, longest chunk] queries and [batch, longest table] pages of keys."""
+
+    rows: torch.Tensor  # [batch * queries]: row of each padded query in the flattened batch (0 for padding)
+    real: torch.Tensor  # [real queries]: where the real queries sit among the padded ones
+    pages: torch.Tensor  # [batch * pages]: the sequences' pages (page 0 for padding)
+    mask: torch.Tensor  # [batch, 1, group * queries, keys]: 0 where a query sees a key, else -inf
+    shape: tuple[int, int, int]  # batch, queries, keys (= pages * page_size)
+
+
+class ReferenceAttention(AttentionBackend):
     name = "reference"
 
-    def __call__(
-        self,
-        q: torch.Tensor,  # [tokens, heads, head_dim]
-        k: torch.Tensor,  # [tokens, kv_heads, head_dim]
-        v: torch.Tensor,
-        key_cache: torch.Tensor,  # [pages, page_size, kv_heads, head_dim] of this layer
-        value_cache: torch.Tensor,
-        layout: BatchLayout,
-        scale: float,
-    ) -> torch.Tensor:
-        kv_heads, head_dim = k.shape[1], k.shape[2]
-        slots = layout.slots(q.device)
-        key_cache.view(-1, kv_heads, head_dim)[slots] = k
-        value_cache.view(-1, kv_heads, head_dim)[slots] = v
-        group = q.shape[1] // kv_heads
-        outputs = []
-        start = 0
-        for context, query, table in zip(
-            layout.context_lens, layout.query_lens, layout.block_tables, strict=True
-        ):
-            total = context + query
-            pages = torch.tensor(table[: -(-total // layout.page_size)], device=q.device)
-            keys = key_cache[pages].reshape(-1, kv_heads, head_dim)[:total]
-            values = value_cache[pages].reshape(-1, kv_heads, head_dim)[:total]
-            # query i (at position context + i) may see keys 0 .. context + i
-            mask = (
-                torch.arange(total, device=q.device)[None, :]
-                <= (context + torch.arange(query, device=q.device))[:, None]
+    def __init__(
+        self, num_heads: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        super().__init__(num_heads, num_kv_heads, head_dim, dtype, device)
+        self.group = num_heads // num_kv_heads
+        self._batches: list[_Padded] = []
+
+    def plan(self, layout: BatchLayout) -> None:
+        super().plan(layout)
+        decoding = [i for i, q in enumerate(layout.query_lens) if q == 1]
+        chunked = [i for i, q in enumerate(layout.query_lens) if q != 1]
+        self._batches = [self._pad(layout, group) for group in (decoding, chunked) if group]
+
+    def _attend(self, q: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(q)
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        for batch in self._batches:
+            size, queries, keys = batch.shape
+            # The query heads sharing a KV head are stacked along the query axis (head h reads KV head
+            # h // group), so keys and values are used as they are, never repeated per query head.
+            grouped = q.index_select(0, batch.rows).view(size, queries, heads, dim).transpose(1, 2)
+            grouped = grouped.reshape(size, kv_heads, self.group * queries, dim)
+            # whole pages are gathered (index_select of contiguous blocks); the mask hides their unused slots
+            kv_shape = (size, keys, kv_heads, dim)
+            attended = F.scaled_dot_product_attention(
+                grouped,
+                key_cache.index_select(0, batch.pages).view(kv_shape).transpose(1, 2),
+                value_cache.index_select(0, batch.pages).view(kv_shape).transpose(1, 2),
+                attn_mask=batch.mask,
+                scale=self.scale,
             )
-            out = F.scaled_dot_product_attention(
-                q[start : start + query].transpose(0, 1),
-                keys.repeat_interleave(group, dim=1).transpose(0, 1),
-                values.repeat_interleave(group, dim=1).transpose(0, 1),
-                attn_mask=mask,
-                scale=scale,
-            )
-            outputs.append(out.transpose(0, 1))
-            start += query
-        return torch.cat(outputs)
+            per_token = attended.view(size, heads, queries, dim).transpose(1, 2).reshape(-1, heads, dim)
+            out.index_copy_(0, batch.rows.index_select(0, batch.real), per_token.index_select(0, batch.real))
+        return out
+
+    def _pad(self, layout: BatchLayout, group: list[int]) -> _Padded:
+        """Gather indices and the causal mask of the sequences `group` of `layout`."""
+        query = torch.tensor([layout.query_lens[i] for i in group])
+        context = torch.tensor([layout.context_lens[i] for i in group])
+        first_row = torch.tensor([0, *layout.query_lens]).cumsum(0)[group]
+        offsets = torch.arange(int(query.max()))
+        real = offsets[None, :] < query[:, None]
+        rows = torch.where(real, first_row[:, None] + offsets[None, :], 0)
+        size = layout.page_size
+        pages = -(-(context + query) // size)
+        tables = layout.padded_block_tables()[group][:, : int(pages.max())]
+        keys = torch.arange(tables.shape[1] * size)
+        # query j of a sequence (at position context + j) sees keys 0 .. context + j; a padding query sees
+        # key 0 only, so its softmax stays finite (its output is dropped).
+        visible = keys[None, None, :] <= (context[:, None] + offsets[None, :])[:, :, None]
+        visible = torch.where(real[:, :, None], visible, keys[None, None, :] == 0)
+        # an additive mask (faster than a boolean one in the CPU kernels), tiled for the stacked query heads
+        mask = torch.zeros(visible.shape, dtype=self.dtype).masked_fill(~visible, float("-inf"))
+        return _Padded(
+            rows.flatten().to(self.device),
+            real.flatten().nonzero()[:, 0].to(self.device),
+            tables.flatten().to(self.device),
+            mask[:, None].repeat(1, 1, self.group, 1).to(self.device),
+            (len(group), len(offsets), len(keys)),
+        )

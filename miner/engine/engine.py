@@ -59,7 +59,8 @@ class Engine:
         tables = [scheduler.blocks.block_table(c.seq.seq_id) for c in chunks]
         logits = self.pipeline.forward(microbatch, next_microbatch, chunks, tables)
         ready = [(row, c.seq) for row, c in enumerate(chunks) if c.completes_sequence_input]
-        tokens = sample(logits[[row for row, _ in ready]], [seq for _, seq in ready])
+        rows = logits[[row for row, _ in ready]]
+        tokens = sample(rows, [seq.params for _, seq in ready], [seq.generator for _, seq in ready])
         for (_, seq), token in zip(ready, tokens, strict=True):
             seq.append(token)
             if seq.finished:

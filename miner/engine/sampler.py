@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from miner.engine.sequence import Sequence
+from miner.engine.sequence import SamplingParams
 
 
-def sample(logits: torch.Tensor, sequences: list[Sequence]) -> list[int]:
-    """One token per row of `logits` [sequences, vocab]."""
-    return [_sample_one(row, seq) for row, seq in zip(logits, sequences, strict=True)]
+def sample(
+    logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator]
+) -> list[int]:
+    """One token per row of `logits` [sequences, vocab]; row i uses `params[i]` and draws from
+    `generators[i]` (one stream per request, so its samples do not depend on what it is batched with)."""
+    return [_sample_one(row, p, g) for row, p, g in zip(logits, params, generators, strict=True)]
 
 
-def _sample_one(logits: torch.Tensor, seq: Sequence) -> int:
-    params = seq.params
+def _sample_one(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
     if params.temperature == 0:
         return int(logits.argmax())
     probs = torch.softmax(logits.float() / params.temperature, dim=-1)
@@ -22,4 +24,4 @@ def _sample_one(logits: torch.Tensor, seq: Sequence) -> int:
         # keep the smallest prefix whose mass reaches top_p (the token that crosses it included)
         keep = sorted_probs.cumsum(0) - sorted_probs < params.top_p
         probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
-    return int(torch.multinomial(probs.cpu(), 1, generator=seq.generator))
+    return int(torch.multinomial(probs.cpu(), 1, generator=generator))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from miner.attention.layout import BatchLayout
-from miner.attention.reference import ReferenceAttention
+from miner.attention.backend import AttentionBackend
 from miner.model.config import ModelConfig
-from miner.model.rope import Rotary
+from miner.model.rope import rotate
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -26,12 +25,10 @@ class DecoderLayer:
     def __call__(
         self,
         hidden: torch.Tensor,  # [tokens, hidden]
-        rotary: Rotary,
-        positions: torch.Tensor,
+        rotation: tuple[torch.Tensor, torch.Tensor],  # cos, sin of the tokens' positions
         key_cache: torch.Tensor,
         value_cache: torch.Tensor,
-        layout: BatchLayout,
-        attention: ReferenceAttention,
+        attention: AttentionBackend,  # planned for this step's batch
     ) -> torch.Tensor:
         c, w = self.config, self.w
         tokens = hidden.shape[0]
@@ -45,8 +42,8 @@ class DecoderLayer:
         if c.qk_norm:
             q = rms_norm(q, w["self_attn.q_norm.weight"], c.rms_norm_eps)
             k = rms_norm(k, w["self_attn.k_norm.weight"], c.rms_norm_eps)
-        q, k = rotary(q, k, positions)
-        attended = attention(q, k, v, key_cache, value_cache, layout, c.head_dim**-0.5)
+        q, k = rotate(q, *rotation), rotate(k, *rotation)
+        attended = attention(q, k, v, key_cache, value_cache)
         hidden = hidden + F.linear(attended.reshape(tokens, -1), w["self_attn.o_proj.weight"])
 
         x = rms_norm(hidden, w["post_attention_layernorm.weight"], c.rms_norm_eps)

@@ -29,17 +29,14 @@ class Rotary:
     def __init__(self, rope: RopeConfig, head_dim: int, device: torch.device) -> None:
         self.inv_freq = inverse_frequencies(rope, head_dim).to(device)
 
-    def __call__(
-        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Rotates q [tokens, heads, dim] and k [tokens, kv_heads, dim] by their positions."""
+    def tables(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin [tokens, 1, dim] at `positions`; a step computes them once for all its layers."""
         freqs = positions.float()[:, None] * self.inv_freq[None, :]
         angles = torch.cat((freqs, freqs), dim=-1)
-        cos = angles.cos().to(q.dtype)[:, None, :]
-        sin = angles.sin().to(q.dtype)[:, None, :]
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        return angles.cos().to(dtype)[:, None, :], angles.sin().to(dtype)[:, None, :]
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotates x [tokens, heads, dim] by the angles of `Rotary.tables`."""
     first, second = x.chunk(2, dim=-1)
-    return torch.cat((-second, first), dim=-1)
+    return x * cos + torch.cat((-second, first), dim=-1) * sin

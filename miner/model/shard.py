@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from client_sdk.errors import UserError
+from miner.attention.backend import select_attention
 from miner.attention.layout import BatchLayout
-from miner.attention.reference import ReferenceAttention
 from miner.kv.cache import PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.layers import DecoderLayer, rms_norm
@@ -30,6 +30,7 @@ class StageShard:
         end: int,
         tensors: dict[str, torch.Tensor],
         device: torch.device,
+        attention: str = "auto",
     ) -> None:
         self.config = config
         self.start, self.end = start, end
@@ -41,7 +42,9 @@ class StageShard:
         self.head = tensors.get(HEAD, tensors.get(EMBED)) if self.is_last else None
         self.layers = [DecoderLayer(config, _layer_weights(tensors, index)) for index in range(start, end)]
         self.rotary = Rotary(config.rope, config.head_dim, device)
-        self.attention = ReferenceAttention()
+        self.attention = select_attention(
+            attention, config.num_heads, config.num_kv_heads, config.head_dim, self.dtype, device
+        )
 
     @classmethod
     def load(
@@ -51,7 +54,10 @@ class StageShard:
         end: int,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
+        attention: str = "auto",
     ) -> StageShard:
+        """`attention`: "auto" (FlashInfer on CUDA when installed, else the reference), "reference" or
+        "flashinfer"."""
         config = ModelConfig.load(checkpoint_dir)
         if not 0 <= start < end <= config.num_layers:
             raise UserError(
@@ -67,7 +73,8 @@ class StageShard:
                 return start == 0 or (last and config.tie_word_embeddings)
             return last and name in (NORM, HEAD)
 
-        return cls(config, start, end, load_tensors(checkpoint_dir, wanted, dtype, target), target)
+        tensors = load_tensors(checkpoint_dir, wanted, dtype, target)
+        return cls(config, start, end, tensors, target, attention)
 
     @property
     def dtype(self) -> torch.dtype:
@@ -80,11 +87,10 @@ class StageShard:
         logits of each sequence's last token [sequences, vocab] on the last stage, hidden states elsewhere.
         """
         hidden = F.embedding(inputs, self.embedding) if self.embedding is not None else inputs
-        positions = layout.positions(self.device)
+        rotation = self.rotary.tables(layout.positions(self.device), self.dtype)
+        self.attention.plan(layout)
         for local, layer in enumerate(self.layers):
-            hidden = layer(
-                hidden, self.rotary, positions, cache.keys[local], cache.values[local], layout, self.attention
-            )
+            hidden = layer(hidden, rotation, cache.keys[local], cache.values[local], self.attention)
         if self.head is None:
             return hidden
         last = hidden[layout.last_token_indices(self.device)]

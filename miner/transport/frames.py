@@ -1,8 +1,22 @@
-"""The wire format between stages: frame 1 is a msgpack header, frame 2 the raw bytes of one tensor.
+"""The wire format between pipeline processes: frame 1 is a msgpack header, frame 2 the raw bytes of one
+tensor.
 
-Everything from a peer is checked before use: header size and shape, field types, list lengths, dtype, and
-that the payload is exactly as long as the header says. Anything else raises FrameError with the reason, so a
-stage can log and drop the message instead of dying.
+One schema serves every message kind:
+
+- "submit" (driver -> first stage): new requests; `token_ids` holds their prompts, `query_lens` their lengths,
+  `new_requests` their sampling parameters.
+- "activations" (stage -> next stage): one microbatch step. Per request: the tokens fed (`token_ids`, flat),
+  where they start (`positions`, the tokens already cached), how many (`query_lens`) and whether its last
+  logits pick its next token (`sample`). `new_requests` gives the prompt length and sampling parameters of
+  requests fed from position 0, `finished` and `preempted` the requests whose pages every stage frees before
+  this step (a finished one with its last token, which no stage was fed). The payload is the hidden states.
+- "tokens" (last stage -> first stage, closing the ring): the sampled token of each request, at `positions`.
+- "completions" (first stage -> driver): finished requests' generated ids (`query_lens` long each).
+- "shutdown": stop after forwarding it down the pipeline.
+
+Everything from a peer is checked before use: header size and shape, field types and ranges, list lengths,
+dtype, and that the payload is exactly as long as the header says. Anything else raises FrameError with the
+reason, so a stage can log and drop the message instead of dying.
 """
 
 from __future__ import annotations
@@ -14,8 +28,8 @@ from typing import Any
 import msgpack
 import torch
 
-PROTOCOL_VERSION = 1
-KINDS = ("activations", "tokens")
+PROTOCOL_VERSION = 2
+KINDS = ("submit", "activations", "tokens", "completions", "shutdown")
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "float16": torch.float16,
@@ -23,14 +37,32 @@ DTYPES: dict[str, torch.dtype] = {
     "int64": torch.int64,
 }
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
-HEADER_KEYS = {"v", "kind", "microbatch", "request_ids", "positions", "query_lens", "route", "dtype", "shape"}
+HEADER_KEYS = {
+    "v",
+    "kind",
+    "microbatch",
+    "request_ids",
+    "positions",
+    "query_lens",
+    "token_ids",
+    "sample",
+    "new_requests",
+    "finished",
+    "preempted",
+    "route",
+    "dtype",
+    "shape",
+}
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_header_bytes: int = 64 * 1024
+    max_header_bytes: int = 4 * 1024 * 1024
     max_payload_bytes: int = 256 * 1024 * 1024
     max_requests: int = 4096
+    max_tokens: int = 262_144  # token ids in one message
+    max_stop_tokens: int = 16
     max_route: int = 64
     max_dims: int = 4
 
@@ -43,12 +75,50 @@ class FrameError(ValueError):
 
 
 @dataclass(frozen=True)
+class RequestSpec:
+    """What stages need to know about a request besides its tokens."""
+
+    request_id: int
+    prompt_len: int
+    max_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+
+    def as_list(self) -> list[Any]:
+        return [
+            self.request_id,
+            self.prompt_len,
+            self.max_tokens,
+            self.temperature,
+            self.top_p,
+            self.seed,
+            list(self.stop_token_ids),
+        ]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A request that finished: its pages are freed, and its last token (at `position`) is recorded."""
+
+    request_id: int
+    position: int
+    token: int
+
+
+@dataclass(frozen=True)
 class Header:
-    kind: str  # "activations" (hidden states forward) or "tokens" (sampled ids back to the first stage)
+    kind: str
     microbatch: int
     request_ids: tuple[int, ...]
-    positions: tuple[int, ...]  # first position of each request's tokens in this message
-    query_lens: tuple[int, ...]  # tokens of each request in this message
+    positions: tuple[int, ...]
+    query_lens: tuple[int, ...]
+    token_ids: tuple[int, ...]  # sum(query_lens) ids, request after request
+    sample: tuple[bool, ...]  # one per request
+    new_requests: tuple[RequestSpec, ...]
+    finished: tuple[Finished, ...]
+    preempted: tuple[int, ...]
     route: tuple[str, ...]  # stage endpoints of the pipeline, first stage first
     dtype: str
     shape: tuple[int, ...]
@@ -61,10 +131,61 @@ class Header:
             "request_ids": list(self.request_ids),
             "positions": list(self.positions),
             "query_lens": list(self.query_lens),
+            "token_ids": list(self.token_ids),
+            "sample": list(self.sample),
+            "new_requests": [spec.as_list() for spec in self.new_requests],
+            "finished": [[f.request_id, f.position, f.token] for f in self.finished],
+            "preempted": list(self.preempted),
             "route": list(self.route),
             "dtype": self.dtype,
             "shape": list(self.shape),
         }
+
+    def token_runs(self) -> list[tuple[int, ...]]:
+        """`token_ids` split per request."""
+        runs, start = [], 0
+        for count in self.query_lens:
+            runs.append(self.token_ids[start : start + count])
+            start += count
+        return runs
+
+
+EMPTY = torch.empty(0, dtype=torch.int64)
+
+
+def message(
+    kind: str,
+    microbatch: int = 0,
+    *,
+    request_ids: tuple[int, ...] = (),
+    positions: tuple[int, ...] | None = None,
+    query_lens: tuple[int, ...] | None = None,
+    token_ids: tuple[int, ...] = (),
+    sample: tuple[bool, ...] | None = None,
+    new_requests: tuple[RequestSpec, ...] = (),
+    finished: tuple[Finished, ...] = (),
+    preempted: tuple[int, ...] = (),
+    route: tuple[str, ...] = (),
+    tensor: torch.Tensor = EMPTY,
+) -> tuple[Header, torch.Tensor]:
+    """A header describing `tensor`; per-request lists default to position 0, one token and no sampling."""
+    n = len(request_ids)
+    header = Header(
+        kind,
+        microbatch,
+        request_ids,
+        (0,) * n if positions is None else positions,
+        (1,) * n if query_lens is None else query_lens,
+        token_ids,
+        (False,) * n if sample is None else sample,
+        new_requests,
+        finished,
+        preempted,
+        route,
+        DTYPE_NAMES[tensor.dtype],
+        tuple(tensor.shape),
+    )
+    return header, tensor
 
 
 def encode(header: Header, tensor: torch.Tensor) -> list[bytes]:
@@ -89,8 +210,8 @@ def decode(frames: list[bytes], limits: Limits = DEFAULT_LIMITS) -> tuple[Header
             raw_header,
             raw=False,
             strict_map_key=True,
-            max_array_len=limits.max_requests,
-            max_map_len=16,
+            max_array_len=max(limits.max_requests, limits.max_tokens),
+            max_map_len=len(HEADER_KEYS),
             max_str_len=1024,
             max_bin_len=0,
             max_ext_len=0,
@@ -117,14 +238,25 @@ def _validate(fields: object, limits: Limits) -> Header:
         raise FrameError(f"header keys {sorted(fields)} are not {sorted(HEADER_KEYS)}")
     if fields["v"] != PROTOCOL_VERSION:
         raise FrameError(f"protocol version {fields['v']!r} is not {PROTOCOL_VERSION}")
-    if fields["kind"] not in KINDS:
-        raise FrameError(f"kind {fields['kind']!r} is not one of {KINDS}")
+    kind = fields["kind"]
+    if kind not in KINDS:
+        raise FrameError(f"kind {kind!r} is not one of {KINDS}")
     microbatch = _non_negative_int(fields["microbatch"], "microbatch")
     ids = _int_list(fields["request_ids"], "request_ids", limits.max_requests)
     positions = _int_list(fields["positions"], "positions", limits.max_requests)
     query_lens = _int_list(fields["query_lens"], "query_lens", limits.max_requests)
-    if not len(ids) == len(positions) == len(query_lens):
-        raise FrameError("request_ids, positions and query_lens differ in length")
+    sample = fields["sample"]
+    if not isinstance(sample, list) or not all(isinstance(s, bool) for s in sample):
+        raise FrameError("sample must be a list of booleans")
+    if not len(ids) == len(positions) == len(query_lens) == len(sample):
+        raise FrameError("request_ids, positions, query_lens and sample differ in length")
+    if len(set(ids)) != len(ids):
+        raise FrameError("request_ids repeat a request")
+    token_ids = _int_list(fields["token_ids"], "token_ids", limits.max_tokens)
+    if len(token_ids) != sum(query_lens):
+        raise FrameError(f"{len(token_ids)} token_ids, query_lens add up to {sum(query_lens)}")
+    new_requests = _list(fields["new_requests"], "new_requests", limits.max_requests)
+    finished = _list(fields["finished"], "finished", limits.max_requests)
     route = fields["route"]
     if (
         not isinstance(route, list)
@@ -135,14 +267,67 @@ def _validate(fields: object, limits: Limits) -> Header:
     if fields["dtype"] not in DTYPES:
         raise FrameError(f"dtype {fields['dtype']!r} is not one of {sorted(DTYPES)}")
     shape = _int_list(fields["shape"], "shape", limits.max_dims)
+    if kind == "activations" and (not shape or shape[0] != len(token_ids)):
+        raise FrameError(f"activations of shape {list(shape)} do not hold one row per fed token")
     return Header(
-        fields["kind"], microbatch, ids, positions, query_lens, tuple(route), fields["dtype"], shape
+        kind,
+        microbatch,
+        ids,
+        positions,
+        query_lens,
+        token_ids,
+        tuple(sample),
+        tuple(_request_spec(raw, limits) for raw in new_requests),
+        tuple(_finished(raw) for raw in finished),
+        _int_list(fields["preempted"], "preempted", limits.max_requests),
+        tuple(route),
+        fields["dtype"],
+        shape,
     )
+
+
+def _request_spec(raw: object, limits: Limits) -> RequestSpec:
+    if not isinstance(raw, list) or len(raw) != 7:
+        raise FrameError("a new request must be [id, prompt_len, max_tokens, temperature, top_p, seed, stop]")
+    request_id, prompt_len, max_tokens, temperature, top_p, seed, stop = raw
+    if not isinstance(temperature, int | float) or isinstance(temperature, bool):
+        raise FrameError("temperature must be a number")
+    if not isinstance(top_p, int | float) or isinstance(top_p, bool):
+        raise FrameError("top_p must be a number")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise FrameError("temperature must be finite and non-negative")
+    if not 0 < top_p <= 1:
+        raise FrameError("top_p must be in (0, 1]")
+    if _non_negative_int(max_tokens, "max_tokens") < 1:
+        raise FrameError("max_tokens must be at least 1")
+    if _non_negative_int(seed, "seed") > MAX_SEED:
+        raise FrameError(f"seed must be at most {MAX_SEED}")
+    return RequestSpec(
+        _non_negative_int(request_id, "request id"),
+        _non_negative_int(prompt_len, "prompt_len"),
+        max_tokens,
+        float(temperature),
+        float(top_p),
+        seed,
+        _int_list(stop, "stop token ids", limits.max_stop_tokens),
+    )
+
+
+def _finished(raw: object) -> Finished:
+    if not isinstance(raw, list) or len(raw) != 3:
+        raise FrameError("a finished request must be [id, position, token]")
+    return Finished(*(_non_negative_int(v, "finished") for v in raw))
 
 
 def _non_negative_int(value: object, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise FrameError(f"{name} must be a non-negative integer")
+    return value
+
+
+def _list(value: object, name: str, max_len: int) -> list[object]:
+    if not isinstance(value, list) or len(value) > max_len:
+        raise FrameError(f"{name} must be a list of at most {max_len} entries")
     return value
 
 

@@ -8,44 +8,75 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miner.transport.frames import DTYPES, FrameError, Header, Limits, decode, encode
+from miner.transport.frames import (
+    DTYPES,
+    Finished,
+    FrameError,
+    Header,
+    Limits,
+    RequestSpec,
+    decode,
+    encode,
+    message,
+)
 
 
-def header_for(tensor: torch.Tensor, dtype: str, **overrides: object) -> Header:
-    fields: dict[str, object] = {
-        "kind": "activations",
-        "microbatch": 3,
-        "request_ids": (7, 9),
-        "positions": (0, 12),
-        "query_lens": (5, 1),
-        "route": ("tcp://a:1", "tcp://b:2"),
-        "dtype": dtype,
-        "shape": tuple(tensor.shape),
-    }
-    fields.update(overrides)
-    return Header(**fields)  # type: ignore[arg-type]
+def activations(tensor: torch.Tensor) -> tuple[Header, torch.Tensor]:
+    """Two requests: 5 prompt tokens of request 7 (new, sampled), 1 decode token of request 9."""
+    return message(
+        "activations",
+        3,
+        request_ids=(7, 9),
+        positions=(0, 12),
+        query_lens=(5, 1),
+        token_ids=(1, 2, 3, 4, 5, 6),
+        sample=(True, False),
+        new_requests=(RequestSpec(7, 5, 16, 0.7, 0.9, 2**40, (2,)),),
+        finished=(Finished(4, 20, 11),),
+        preempted=(8,),
+        route=("tcp://a:1", "tcp://b:2"),
+        tensor=tensor,
+    )
 
 
 @given(
     dtype=st.sampled_from(sorted(DTYPES)),
-    shape=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+    width=st.integers(0, 6),
     seed=st.integers(0, 2**16),
 )
-def test_round_trip_is_bit_exact(dtype: str, shape: list[int], seed: int) -> None:
+def test_round_trip_is_bit_exact(dtype: str, width: int, seed: int) -> None:
     torch.manual_seed(seed)
-    tensor = (torch.randn(shape) * 100).to(DTYPES[dtype])
-    header = header_for(tensor, dtype)
+    tensor = (torch.randn(6, width) * 100).to(DTYPES[dtype])
+    header, _ = activations(tensor)
     got_header, got = decode(encode(header, tensor))
     assert got_header == header
     assert got.dtype == tensor.dtype
     assert torch.equal(got.reshape(-1).view(torch.uint8), tensor.reshape(-1).view(torch.uint8))
 
 
+@given(
+    runs=st.lists(st.lists(st.integers(0, 2**31), max_size=5), max_size=6),
+    kind=st.sampled_from(["submit", "tokens", "completions"]),
+)
+def test_token_runs_split_per_request(runs: list[list[int]], kind: str) -> None:
+    header, tensor = message(
+        kind,
+        request_ids=tuple(range(len(runs))),
+        query_lens=tuple(len(r) for r in runs),
+        token_ids=tuple(t for r in runs for t in r),
+    )
+    got, _ = decode(encode(header, tensor))
+    assert got.token_runs() == [tuple(r) for r in runs]
+
+
 def frames_with(**changes: object) -> list[bytes]:
-    tensor = torch.zeros(2, 3)
-    fields = header_for(tensor, "float32").as_dict()
+    tensor = torch.zeros(6, 3)
+    fields = activations(tensor)[0].as_dict()
     fields.update(changes)
     return [msgpack.packb(fields), tensor.numpy().tobytes()]
+
+
+SPEC = [7, 5, 16, 0.7, 0.9, 3, [2]]
 
 
 @pytest.mark.parametrize(
@@ -54,33 +85,52 @@ def frames_with(**changes: object) -> list[bytes]:
         ([b"x"], "expected 2 frames, got 1"),
         ([b"\xc1", b""], "header is not valid msgpack"),
         ([msgpack.packb([1, 2]), b""], "header is not a map"),
-        (frames_with(v=2), "protocol version 2 is not 1"),
+        (frames_with(v=1), "protocol version 1 is not 2"),
         (frames_with(kind="pickle"), "kind 'pickle' is not one of"),
         (frames_with(microbatch=-1), "microbatch must be a non-negative integer"),
         (frames_with(microbatch=True), "microbatch must be a non-negative integer"),
-        (frames_with(request_ids=[1]), "request_ids, positions and query_lens differ in length"),
+        (frames_with(request_ids=[1]), "request_ids, positions, query_lens and sample differ in length"),
+        (frames_with(request_ids=[7, 7]), "request_ids repeat a request"),
+        (frames_with(sample=[1, 0]), "sample must be a list of booleans"),
+        (frames_with(token_ids=[1, 2]), "2 token_ids, query_lens add up to 6"),
+        (frames_with(token_ids=[1, 2, 3, 4, 5, -6]), "token_ids must be a non-negative integer"),
         (frames_with(route=[1]), "route must be a list of at most 64 strings"),
         (frames_with(dtype="object"), "dtype 'object' is not one of"),
-        (frames_with(shape=[2, 4]), "payload is 24 bytes, header describes 32"),
-        (frames_with(extra=1), "header keys"),
+        (frames_with(shape=[6, 4]), "payload is 72 bytes, header describes 96"),
+        (frames_with(shape=[2, 9]), r"activations of shape \[2, 9\] do not hold one row per fed token"),
+        (frames_with(extra=1), "exceeds max_map_len"),
+        ([msgpack.packb({"v": 2, "kind": "shutdown"}), b""], "header keys"),
+        (frames_with(new_requests=[[7, 5]]), "a new request must be"),
+        (frames_with(new_requests=[[*SPEC[:3], -1.0, *SPEC[4:]]]), "temperature must be finite"),
+        (frames_with(new_requests=[[*SPEC[:3], float("nan"), *SPEC[4:]]]), "temperature must be finite"),
+        (frames_with(new_requests=[[*SPEC[:3], "hot", *SPEC[4:]]]), "temperature must be a number"),
+        (frames_with(new_requests=[[*SPEC[:4], 0.0, *SPEC[5:]]]), r"top_p must be in \(0, 1\]"),
+        (frames_with(new_requests=[[*SPEC[:4], 1.5, *SPEC[5:]]]), r"top_p must be in \(0, 1\]"),
+        (frames_with(new_requests=[[*SPEC[:2], 0, *SPEC[3:]]]), "max_tokens must be at least 1"),
+        (frames_with(new_requests=[[*SPEC[:5], 2**63, SPEC[6]]]), "seed must be at most"),
+        (frames_with(new_requests=[[*SPEC[:6], list(range(17))]]), "stop token ids must be a list"),
+        (frames_with(finished=[[4, 20]]), r"a finished request must be \[id, position, token\]"),
+        (frames_with(preempted=["x"]), "preempted must be a non-negative integer"),
     ],
 )
 def test_malformed_messages_are_rejected(frames: list[bytes], reason: str) -> None:
-    with pytest.raises(FrameError, match=reason.replace("(", r"\(")):
+    with pytest.raises(FrameError, match=reason):
         decode(frames)
 
 
-def test_truncated_and_oversized_payloads() -> None:
+def test_truncated_and_oversized_messages() -> None:
     good = frames_with()
-    with pytest.raises(FrameError, match="payload is 20 bytes, header describes 24"):
+    with pytest.raises(FrameError, match="payload is 68 bytes, header describes 72"):
         decode([good[0], good[1][:-4]])
-    with pytest.raises(FrameError, match="payload of 24 bytes exceeds 16"):
+    with pytest.raises(FrameError, match="payload of 72 bytes exceeds 16"):
         decode(good, Limits(max_payload_bytes=16))
     with pytest.raises(FrameError, match=r"header of \d+ bytes exceeds 8"):
         decode(good, Limits(max_header_bytes=8))
+    with pytest.raises(FrameError, match="header is not valid msgpack"):
+        decode(frames_with(token_ids=[1] * 7, query_lens=[6, 1]), Limits(max_tokens=6, max_requests=6))
 
 
 def test_encode_refuses_a_header_that_lies() -> None:
-    tensor = torch.zeros(2, 3)
+    header, tensor = activations(torch.zeros(6, 3))
     with pytest.raises(FrameError, match="do not describe the tensor"):
-        encode(header_for(tensor, "float16"), tensor)
+        encode(header, tensor.half())

@@ -10,6 +10,7 @@ import pytest
 import torch
 import zmq
 
+from miner.transport import frames
 from miner.transport.frames import Header
 from miner.transport.link import Inbox, Outbox
 
@@ -22,8 +23,14 @@ def context() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
 
 
 def message(microbatch: int) -> tuple[Header, torch.Tensor]:
-    tensor = torch.full((2, 4), float(microbatch))
-    return Header("activations", microbatch, (1, 2), (0, 0), (1, 1), ("a", "b"), "float32", (2, 4)), tensor
+    return frames.message(
+        "activations",
+        microbatch,
+        request_ids=(1, 2),
+        token_ids=(5, 6),
+        route=("a", "b"),
+        tensor=torch.full((2, 4), float(microbatch)),
+    )
 
 
 def test_messages_arrive_in_order_and_bad_ones_are_skipped(context: zmq.Context[zmq.Socket[bytes]]) -> None:

@@ -6,13 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM
 
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
-from tests.miner.checkpoints import FAMILIES, build_checkpoint
+from tests.miner.checkpoints import FAMILIES, build_checkpoint, hf_greedy
 
 PROMPTS = [[5, 17, 99, 3, 42, 8, 77], [1, 2], [100, 64, 32, 16, 8, 4, 2, 1, 9, 27, 81, 11, 13], [7] * 20]
 NEW_TOKENS = [12, 5, 9, 16]  # sequences finish at different steps, so slots free up mid-batch
@@ -24,17 +22,9 @@ def checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return build_checkpoint(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def hf_greedy(checkpoint: Path, prompt: list[int], new_tokens: int) -> list[int]:
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
-    out = model.generate(
-        torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False, eos_token_id=None, pad_token_id=0
-    )
-    return out[0, len(prompt) :].tolist()
-
-
 @pytest.fixture(scope="module")
 def expected(checkpoint: Path) -> list[list[int]]:
-    outputs = [hf_greedy(checkpoint, p, n) for p, n in zip(PROMPTS, NEW_TOKENS, strict=True)]
+    outputs = hf_greedy(checkpoint, PROMPTS, NEW_TOKENS)
     assert len({tuple(o[:5]) for o in outputs}) > 1, (
         "degenerate checkpoint: every prompt gives the same output"
     )

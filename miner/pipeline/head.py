@@ -1,0 +1,156 @@
+"""The first stage's scheduling: one continuous-batching scheduler per microbatch, each with at most one step
+in flight around the ring.
+
+It turns a scheduler's decision into the header every other stage follows (tokens fed, positions, which rows
+sample, finished and preempted requests), and the sampled tokens that come back into sequence progress and
+completions. Requests go to microbatch `request_id % microbatches`, as in the in-process Engine, so both make
+the same batches.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import torch
+
+from miner.engine.scheduler import ScheduledChunk, Scheduler
+from miner.engine.sequence import SamplingParams, Sequence
+from miner.kv.blocks import BlockManager
+from miner.transport.frames import Finished, FrameError, Header, RequestSpec, message
+
+log = logging.getLogger(__name__)
+
+
+class _LoggedBlocks(BlockManager):
+    """Remembers every release, so preemptions inside `Scheduler.schedule` reach the other stages."""
+
+    def __init__(self, num_pages: int, page_size: int) -> None:
+        super().__init__(num_pages, page_size)
+        self.released: list[Hashable] = []
+
+    def release(self, seq_id: Hashable) -> None:
+        super().release(seq_id)
+        self.released.append(seq_id)
+
+
+@dataclass(frozen=True)
+class Completion:
+    request_id: int
+    prompt_len: int
+    output: tuple[int, ...]
+
+
+def spec_of(seq: Sequence) -> RequestSpec:
+    p = seq.params
+    return RequestSpec(
+        seq.seq_id, len(seq.prompt), p.max_tokens, p.temperature, p.top_p, p.seed, p.stop_token_ids
+    )
+
+
+def params_of(spec: RequestSpec) -> SamplingParams:
+    return SamplingParams(spec.max_tokens, spec.temperature, spec.top_p, spec.seed, spec.stop_token_ids)
+
+
+class Head:
+    def __init__(
+        self,
+        num_microbatches: int,
+        pages_per_microbatch: int,
+        page_size: int,
+        max_seqs: int = 32,
+        token_budget: int = 512,
+        route: tuple[str, ...] = (),
+    ) -> None:
+        self.blocks = [_LoggedBlocks(pages_per_microbatch, page_size) for _ in range(num_microbatches)]
+        self.schedulers = [Scheduler(b, max_seqs, token_budget) for b in self.blocks]
+        self.route = route
+        self.sequences: dict[int, Sequence] = {}
+        self._in_flight: dict[int, list[ScheduledChunk]] = {}  # microbatch -> its chunks that sample
+        self._finished: list[list[Finished]] = [[] for _ in range(num_microbatches)]
+        self._turn = 0
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting, running, in flight, or left to tell the other stages."""
+        return not self._in_flight and all(
+            s.idle and not f for s, f in zip(self.schedulers, self._finished, strict=True)
+        )
+
+    def submit(self, header: Header) -> None:
+        """Queues the requests of a "submit" message; a request that cannot run is logged and dropped."""
+        specs = {spec.request_id: spec for spec in header.new_requests}
+        for request_id, prompt in zip(header.request_ids, header.token_runs(), strict=True):
+            spec = specs.get(request_id)
+            if spec is None or spec.prompt_len != len(prompt) or not prompt:
+                log.warning("dropped request %d: no sampling parameters or a wrong prompt length", request_id)
+                continue
+            if request_id in self.sequences:
+                log.warning("dropped request %d: the id is already in use", request_id)
+                continue
+            seq = Sequence(request_id, list(prompt), params_of(spec))
+            try:
+                self.schedulers[request_id % len(self.schedulers)].add(seq)
+            except ValueError as exc:
+                log.warning("dropped request %d: %s", request_id, exc)
+                continue
+            self.sequences[request_id] = seq
+
+    def next_step(self) -> tuple[Header, torch.Tensor] | None:
+        """The next microbatch step to send (its header and the token ids fed), or None if every microbatch
+        with work is in flight."""
+        count = len(self.schedulers)
+        for offset in range(count):
+            microbatch = (self._turn + offset) % count
+            scheduler = self.schedulers[microbatch]
+            if microbatch in self._in_flight or (scheduler.idle and not self._finished[microbatch]):
+                continue
+            self._turn = microbatch + 1
+            return self._step(microbatch)
+        return None
+
+    def _step(self, microbatch: int) -> tuple[Header, torch.Tensor]:
+        scheduler = self.schedulers[microbatch]
+        chunks = scheduler.schedule()
+        if not chunks and not scheduler.idle:
+            raise RuntimeError("the scheduler could not place any sequence in the page pool")
+        finished, self._finished[microbatch] = self._finished[microbatch], []
+        done = {f.request_id for f in finished}
+        preempted = [int(i) for i in self.blocks[microbatch].released if i not in done]
+        self.blocks[microbatch].released.clear()
+        self._in_flight[microbatch] = [c for c in chunks if c.completes_sequence_input]
+        fed = [t for c in chunks for t in c.tokens]
+        return message(
+            "activations",
+            microbatch,
+            request_ids=tuple(c.seq.seq_id for c in chunks),
+            positions=tuple(c.context_len for c in chunks),
+            query_lens=tuple(len(c.tokens) for c in chunks),
+            token_ids=tuple(fed),
+            sample=tuple(c.completes_sequence_input for c in chunks),
+            new_requests=tuple(spec_of(c.seq) for c in chunks if c.context_len == 0),
+            finished=tuple(finished),
+            preempted=tuple(preempted),
+            route=self.route,
+            tensor=torch.tensor(fed, dtype=torch.long),
+        )
+
+    def on_tokens(self, header: Header) -> list[Completion]:
+        """Applies the tokens sampled for a microbatch step; returns the requests that finished."""
+        expected = self._in_flight.get(header.microbatch)
+        if expected is None or header.request_ids != tuple(c.seq.seq_id for c in expected):
+            raise FrameError(f"tokens for microbatch {header.microbatch} that is not waiting for them")
+        del self._in_flight[header.microbatch]
+        completions = []
+        scheduler = self.schedulers[header.microbatch]
+        for chunk, token in zip(expected, header.token_ids, strict=True):
+            seq = chunk.seq
+            position = len(seq.tokens)
+            seq.append(token)
+            if seq.finished:
+                scheduler.finish(seq)
+                self._finished[header.microbatch].append(Finished(seq.seq_id, position, token))
+                completions.append(Completion(seq.seq_id, len(seq.prompt), tuple(seq.output)))
+                del self.sequences[seq.seq_id]
+        return completions

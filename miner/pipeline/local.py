@@ -1,0 +1,268 @@
+"""Runs an N-stage pipeline as N local processes and drives it: submit requests, stream back completions.
+
+Each stage process loads its shard, binds its inbox on a free localhost port and reports the endpoint over a
+pipe; the driver then tells every stage where to send (next stage, the ring back to the first, the driver),
+waits until all are ready, and talks to the first stage over ZeroMQ like any other peer would. Closing sends
+a shutdown down the pipeline, collects each stage's report (counters and per-request token records) and
+makes sure no process outlives the driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import torch
+import zmq
+
+from client_sdk.errors import UserError
+from miner.engine.sequence import SamplingParams
+from miner.model.shard import StageShard
+from miner.pipeline.head import Completion
+from miner.pipeline.stage import CacheSettings, Links, StageWorker
+from miner.transport.frames import DEFAULT_LIMITS, RequestSpec, message
+from miner.transport.link import Inbox, Outbox
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+SUBMIT_REQUESTS = 512  # requests per submit message, well under the frame limits
+
+
+def even_split(num_layers: int, stages: int) -> list[tuple[int, int]]:
+    """Contiguous layer ranges, as equal as possible (earlier stages take the remainder)."""
+    if not 1 <= stages <= num_layers:
+        raise UserError(f"cannot split {num_layers} layers into {stages} stages")
+    size, extra = divmod(num_layers, stages)
+    bounds = [0]
+    for stage in range(stages):
+        bounds.append(bounds[-1] + size + (stage < extra))
+    return list(itertools.pairwise(bounds))
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    model_dir: str
+    start: int
+    end: int
+    cache: CacheSettings
+    dtype: str = "float32"
+    device: str = "cpu"
+    attention: str = "auto"
+    threads: int = 1  # torch threads; stages share the machine's cores
+
+
+def stage_process(spec: StageSpec, conn: Connection) -> None:
+    """Entry point of a stage process: load, report the endpoint, wait for the wiring, serve, report."""
+    logging.basicConfig(level=logging.WARNING, format="stage %(process)d: %(levelname)s %(message)s")
+    torch.set_num_threads(spec.threads)
+    try:
+        shard = StageShard.load(
+            Path(spec.model_dir), spec.start, spec.end, DTYPES[spec.dtype], spec.device, spec.attention
+        )
+    except UserError as exc:
+        conn.send_bytes(msgpack.packb({"error": str(exc)}))
+        return
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    worker = StageWorker(shard, spec.cache, context)
+    try:
+        conn.send_bytes(msgpack.packb({"endpoint": worker.inbox.endpoint}))
+        wiring = msgpack.unpackb(conn.recv_bytes())
+        worker.connect(Links(**{**wiring, "route": tuple(wiring["route"])}))
+        conn.send_bytes(msgpack.packb({"ready": True}))
+        worker.serve(keep_going=lambda: not conn.poll())  # the driver closing the pipe stops us too
+        conn.send_bytes(msgpack.packb(worker.report()))
+    except (EOFError, BrokenPipeError):
+        pass  # the driver is gone; nobody to report to
+    finally:
+        worker.close()
+        context.term()
+
+
+@dataclass
+class StageProcesses:
+    """A local pipeline of one process per stage. Use as a context manager."""
+
+    model_dir: Path
+    splits: Sequence[tuple[int, int]]
+    cache: CacheSettings = field(default_factory=CacheSettings)
+    latency_ms: float = 0.0
+    dtype: str = "float32"
+    device: str = "cpu"
+    attention: str = "auto"
+    start_timeout_s: float = 120.0
+    reports: list[dict[str, Any]] = field(default_factory=list, init=False)
+
+    def __enter__(self) -> StageProcesses:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        # forkserver: each stage forks from a server that imported torch once, without torch's threads running
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["miner.pipeline.local"])
+        self._processes: list[BaseProcess] = []
+        self._pipes: list[Connection] = []
+        for start, end in self.splits:
+            spec = StageSpec(
+                str(self.model_dir), start, end, self.cache, self.dtype, self.device, self.attention
+            )
+            parent, child = context.Pipe()
+            process = context.Process(target=stage_process, args=(spec, child), daemon=True)
+            process.start()
+            child.close()
+            self._processes.append(process)
+            self._pipes.append(parent)
+        self._zmq = zmq.Context()
+        self._inbox = Inbox(self._zmq, "tcp://127.0.0.1:*")
+        try:
+            endpoints = [self._receive(i)["endpoint"] for i in range(len(self.splits))]
+            last = len(endpoints) - 1
+            for i, pipe in enumerate(self._pipes):
+                links = {
+                    "next_stage": endpoints[i + 1] if i < last else None,
+                    "first_stage": endpoints[0] if i == last and last > 0 else None,
+                    "driver": self._inbox.endpoint if i == 0 else None,
+                    "route": endpoints,
+                    "latency_ms": self.latency_ms,
+                }
+                pipe.send_bytes(msgpack.packb(links))
+            for i in range(len(self._pipes)):
+                self._receive(i)
+        except BaseException:
+            self._terminate()
+            raise
+        self.endpoints: list[str] = endpoints  # each stage's inbox, first stage first
+        self._outbox = Outbox(self._zmq, endpoints[0])
+        self._pending: set[int] = set()  # submitted, not completed
+
+    def _receive(self, stage: int) -> dict[str, Any]:
+        pipe = self._pipes[stage]
+        if not pipe.poll(self.start_timeout_s):
+            raise UserError(f"stage {stage} did not start within {self.start_timeout_s:.0f} s")
+        try:
+            reply: dict[str, Any] = msgpack.unpackb(pipe.recv_bytes())
+        except EOFError:
+            self._processes[stage].join(5.0)  # the pipe closes just before the process ends
+            raise UserError(f"stage {stage} exited with code {self._processes[stage].exitcode}") from None
+        if "error" in reply:
+            raise UserError(f"stage {stage}: {reply['error']}")
+        return reply
+
+    def submit(self, requests: Sequence[tuple[int, Sequence[int], SamplingParams]]) -> None:
+        """Queues (request id, prompt token ids, sampling parameters) triples; ids must be unique."""
+        if len({r for r, _, _ in requests} | self._pending) != len(requests) + len(self._pending):
+            raise ValueError("request ids must be unique among the running requests")
+        batch: list[tuple[int, Sequence[int], SamplingParams]] = []
+        tokens = 0
+        for request in requests:
+            prompt = request[1]
+            if batch and (len(batch) == SUBMIT_REQUESTS or tokens + len(prompt) > DEFAULT_LIMITS.max_tokens):
+                self._send_submit(batch)
+                batch, tokens = [], 0
+            batch.append(request)
+            tokens += len(prompt)
+        if batch:
+            self._send_submit(batch)
+
+    def _send_submit(self, batch: list[tuple[int, Sequence[int], SamplingParams]]) -> None:
+        self._pending.update(r for r, _, _ in batch)
+        self._outbox.send(
+            *message(
+                "submit",
+                request_ids=tuple(r for r, _, _ in batch),
+                query_lens=tuple(len(p) for _, p, _ in batch),
+                token_ids=tuple(t for _, p, _ in batch for t in p),
+                new_requests=tuple(
+                    RequestSpec(r, len(p), s.max_tokens, s.temperature, s.top_p, s.seed, s.stop_token_ids)
+                    for r, p, s in batch
+                ),
+            )
+        )
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    @property
+    def pids(self) -> list[int | None]:
+        return [process.pid for process in self._processes]
+
+    @property
+    def exitcodes(self) -> list[int | None]:
+        """Each stage process's exit code (None while it runs)."""
+        return [process.exitcode for process in self._processes]
+
+    def completions(self, idle_timeout_s: float = 120.0) -> Iterator[Completion]:
+        """Yields each submitted request's completion as it finishes, until none is pending. Raises if a stage
+        process dies or nothing finishes for `idle_timeout_s`."""
+        last_progress = time.monotonic()
+        while self._pending:
+            got = self._inbox.receive(timeout_ms=200)
+            if got is None:
+                dead = [i for i, p in enumerate(self._processes) if not p.is_alive()]
+                if dead:
+                    raise RuntimeError(
+                        f"stage {dead[0]} exited with code {self._processes[dead[0]].exitcode}"
+                    )
+                if time.monotonic() - last_progress > idle_timeout_s:
+                    raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
+                continue
+            header, _ = got
+            last_progress = time.monotonic()
+            for request_id, prompt_len, output in zip(
+                header.request_ids, header.positions, header.token_runs(), strict=True
+            ):
+                if request_id in self._pending:
+                    self._pending.remove(request_id)
+                    yield Completion(request_id, prompt_len, tuple(output))
+
+    def run(
+        self, requests: Sequence[tuple[int, Sequence[int], SamplingParams]]
+    ) -> dict[int, tuple[int, ...]]:
+        """Submits `requests` and waits for all of them; request id -> generated token ids."""
+        self.submit(requests)
+        return {c.request_id: c.output for c in self.completions()}
+
+    def close(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+        """Shuts the pipeline down after its work and returns each stage's report, first stage first."""
+        if not hasattr(self, "_outbox"):
+            return self.reports
+        self._outbox.send(*message("shutdown"))
+        deadline = time.monotonic() + timeout_s
+        reports = []
+        for pipe in self._pipes:
+            if pipe.poll(max(0.0, deadline - time.monotonic())):
+                with contextlib.suppress(EOFError):
+                    reports.append(msgpack.unpackb(pipe.recv_bytes()))
+        self.reports = reports
+        self._terminate(deadline)
+        return reports
+
+    def _terminate(self, deadline: float | None = None) -> None:
+        for pipe in self._pipes:
+            pipe.close()  # a stage still serving sees the pipe close and stops
+        for process in self._processes:
+            process.join(max(0.0, deadline - time.monotonic()) if deadline else 5.0)
+            if process.is_alive():
+                process.terminate()
+                process.join(5.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        if hasattr(self, "_outbox"):
+            self._outbox.close()
+            del self._outbox
+        self._inbox.close()
+        self._zmq.term()

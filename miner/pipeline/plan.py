@@ -1,0 +1,56 @@
+"""How many microbatches to keep in flight when the caller does not say: DeServe's rule, fed with a stage time
+measured here.
+
+The rule is the planner's (coordinator.scheduling.microbatch.microbatches): the slowest stage must never wait,
+so N = ceil((sum of stage times + sum of hops) / slowest stage time). The miner may not import the
+coordinator, so for equal stages over equal links it is restated here in one line.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from miner.attention.layout import BatchLayout
+from miner.kv.cache import PagedKVCache
+from miner.model.shard import StageShard
+
+
+def microbatches_for(stage_ms: float, stages: int, hop_ms: float) -> int:
+    """Microbatches that keep `stages` equal stages busy when each of the `stages` links (the ring's return
+    included) adds `hop_ms`."""
+    return max(1, math.ceil(stages * (stage_ms + hop_ms) / stage_ms - 1e-9))
+
+
+@torch.inference_mode()
+def decode_step_ms(
+    model_dir: Path, start: int, end: int, batch: int, context: int, dtype: torch.dtype, device: str = "cpu"
+) -> float:
+    """Median time of one decode step of layers [start, end) for `batch` sequences of `context` tokens."""
+    shard = StageShard.load(model_dir, start, end, dtype, device)
+    page_size = 16
+    pages = -(-(context + 1) // page_size)
+    config = shard.config
+    cache = PagedKVCache(
+        end - start, batch * pages, page_size, config.num_kv_heads, config.head_dim, dtype, shard.device
+    )
+    layout = BatchLayout(
+        context_lens=(context,) * batch,
+        query_lens=(1,) * batch,
+        block_tables=tuple(tuple(range(s * pages, (s + 1) * pages)) for s in range(batch)),
+        page_size=page_size,
+    )
+    inputs = (
+        torch.zeros(batch, dtype=torch.long, device=shard.device)
+        if shard.is_first
+        else torch.zeros(batch, config.hidden_size, dtype=dtype, device=shard.device)
+    )
+    times = []
+    for _ in range(4):
+        started = time.perf_counter()
+        shard.forward(inputs, layout, cache)
+        times.append(time.perf_counter() - started)
+    return 1_000 * sorted(times[1:])[1]  # the first run warms up

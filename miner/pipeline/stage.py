@@ -1,0 +1,256 @@
+"""The stage loop: one process, one shard, an inbox from the previous stage and an outbox to the next.
+
+Every stage mirrors the page tables and token records of the requests it serves from the headers it sees
+(`StageLedger`); the last stage samples and sends the tokens back to the first, closing the ring; the first
+stage also schedules (`Head`), takes requests from a driver and streams completions back to it. A message
+that breaks the protocol is logged and dropped; the stage keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from miner.attention.layout import BatchLayout
+from miner.engine.sampler import sample
+from miner.kv.offload import MicrobatchKVCache
+from miner.model.shard import StageShard
+from miner.pipeline.head import Head, params_of
+from miner.pipeline.ledger import RequestRecord, StageLedger
+from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
+from miner.transport.link import Context, Inbox, Outbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    page_size: int = 16
+    local_pages: int = 256  # per microbatch, always on the device
+    global_pages: int = 0  # per microbatch, offloaded between its turns (DeServe); 0 = no offloading
+    num_microbatches: int = 1
+    max_seqs: int = 32  # per microbatch (first stage only)
+    token_budget: int = 512  # tokens per microbatch step (first stage only)
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where this stage sends: the next stage (absent on the last), the first stage (the ring, on the last
+    stage of a multi-stage pipeline) and the driver (on the first stage)."""
+
+    next_stage: str | None = None
+    first_stage: str | None = None
+    driver: str | None = None
+    route: tuple[str, ...] = ()
+    latency_ms: float = 0.0  # injected on the links between stages, for benchmarks
+
+
+class StageWorker:
+    def __init__(
+        self, shard: StageShard, settings: CacheSettings, context: Context, bind: str = "tcp://127.0.0.1:*"
+    ) -> None:
+        self.shard = shard
+        self.settings = settings
+        self.cache = MicrobatchKVCache(
+            settings.num_microbatches,
+            settings.local_pages,
+            settings.global_pages,
+            shard.end - shard.start,
+            settings.page_size,
+            shard.config.num_kv_heads,
+            shard.config.head_dim,
+            shard.dtype,
+            shard.device,
+        )
+        pages = self.cache.pages_per_microbatch
+        self.ledger = StageLedger(settings.num_microbatches, pages, settings.page_size)
+        self.head = (
+            Head(
+                settings.num_microbatches, pages, settings.page_size, settings.max_seqs, settings.token_budget
+            )
+            if shard.is_first
+            else None
+        )
+        self._context = context
+        self.inbox = Inbox(context, bind)
+        self._next: Outbox | None = None
+        self._ring: Outbox | None = None
+        self._driver: Outbox | None = None
+        self.steps = 0
+        self.busy_s = 0.0
+        self.step_s: deque[float] = deque(maxlen=1_000)  # the latest steps' compute times
+        # (monotonic time, tokens) of each sampled step that came back, for throughput over time
+        self.token_times: deque[tuple[float, int]] = deque(maxlen=100_000)
+        self.dropped = 0
+        self._draining = False
+        self.stopped = False
+
+    @property
+    def records(self) -> dict[int, RequestRecord]:
+        """Per request, the prompt and output token ids this stage saw, and whether it finished; the leaves
+        this stage checks before signing results."""
+        return self.ledger.records
+
+    def connect(self, links: Links) -> None:
+        if not self.shard.is_last:
+            if links.next_stage is None:
+                raise ValueError("a stage before the last needs the next stage's endpoint")
+            self._next = Outbox(self._context, links.next_stage, links.latency_ms)
+        if self.head is None:
+            if self.shard.is_last:
+                if links.first_stage is None:
+                    raise ValueError("the last stage needs the first stage's endpoint")
+                self._ring = Outbox(self._context, links.first_stage, links.latency_ms)
+        else:
+            if links.driver is None:
+                raise ValueError("the first stage needs the driver's endpoint")
+            self._driver = Outbox(self._context, links.driver)
+            self.head.route = links.route
+
+    def serve(self, keep_going: Callable[[], bool] = lambda: True, poll_ms: int = 100) -> None:
+        """Runs until a shutdown message has gone through (or `keep_going` says no)."""
+        while not self.stopped and keep_going():
+            got = self.inbox.receive(poll_ms)
+            try:
+                if got is not None:
+                    self.handle(*got)
+                if self.head is not None:
+                    self._launch()
+            except FrameError as exc:
+                self.dropped += 1
+                log.warning("stage [%d, %d) dropped a message: %s", self.shard.start, self.shard.end, exc)
+
+    def handle(self, header: Header, tensor: torch.Tensor) -> None:
+        expected = ("submit", "tokens", "shutdown") if self.head else ("activations", "shutdown")
+        if header.kind not in expected:
+            raise FrameError(f"a {header.kind!r} message cannot reach this stage")
+        if header.kind == "shutdown":
+            self._draining = True
+            if self.head is None:
+                self._stop()
+        elif header.kind == "submit":
+            assert self.head is not None
+            self.head.submit(header)
+        elif header.kind == "tokens":
+            self._complete(header)
+        else:
+            self._run(header, tensor)
+
+    def _launch(self) -> None:
+        """Sends every microbatch step the scheduler can start now; stops once drained after a shutdown."""
+        assert self.head is not None
+        while (step := self.head.next_step()) is not None:
+            self._run(*step)
+        if self._draining and self.head.idle:
+            self._stop()
+
+    def _run(self, header: Header, inputs: torch.Tensor) -> None:
+        if not self.shard.is_first and (
+            inputs.dtype != self.shard.dtype or tuple(inputs.shape[1:]) != (self.shard.config.hidden_size,)
+        ):
+            raise FrameError(f"activations of {inputs.dtype} {list(inputs.shape)} do not fit this stage")
+        tables = self.ledger.apply(header)
+        started = time.perf_counter()
+        out = self._forward(header, inputs, tables)
+        if not self.shard.is_last:
+            assert self._next is not None
+            self._next.send(replace(header, dtype=DTYPE_NAMES[out.dtype], shape=tuple(out.shape)), out)
+            self._account(started)
+            return
+        rows = [i for i, flag in enumerate(header.sample) if flag]
+        records = [self.ledger.records[header.request_ids[i]] for i in rows]
+        for record in records:
+            if record.generator is None:
+                record.generator = torch.Generator().manual_seed(record.spec.seed)
+        generators = [r.generator for r in records if r.generator is not None]
+        tokens = sample(out[rows], [params_of(r.spec) for r in records], generators)
+        positions = tuple(header.positions[i] + header.query_lens[i] for i in rows)
+        for record, position, token in zip(records, positions, tokens, strict=True):
+            record.write(position, [token])
+        self._account(started)
+        reply = message(
+            "tokens",
+            header.microbatch,
+            request_ids=tuple(header.request_ids[i] for i in rows),
+            positions=positions,
+            token_ids=tuple(tokens),
+            route=header.route,
+        )
+        if self._ring is not None:
+            self._ring.send(*reply)
+        else:  # a one-stage pipeline closes the ring in place
+            self._complete(reply[0])
+
+    @torch.inference_mode()
+    def _forward(self, header: Header, inputs: torch.Tensor, tables: list[list[int]]) -> torch.Tensor:
+        if not header.request_ids:  # a step that only carries finished/preempted notices
+            width = self.shard.config.vocab_size if self.shard.is_last else self.shard.config.hidden_size
+            return torch.empty(0, width, dtype=torch.float32 if self.shard.is_last else self.shard.dtype)
+        microbatch = header.microbatch
+        # the next microbatch in round-robin order is prefetched; any other order is still correct
+        self.cache.begin_step(microbatch, (microbatch + 1) % self.settings.num_microbatches)
+        layout = BatchLayout(
+            context_lens=header.positions,
+            query_lens=header.query_lens,
+            block_tables=tuple(tuple(self.cache.physical(microbatch, t)) for t in tables),
+            page_size=self.settings.page_size,
+        )
+        out = self.shard.forward(inputs.to(self.shard.device), layout, self.cache.device_cache)
+        return out.cpu()
+
+    def _complete(self, header: Header) -> None:
+        assert self.head is not None and self._driver is not None
+        completions = self.head.on_tokens(header)
+        self.token_times.append((time.monotonic(), len(header.token_ids)))
+        if completions:
+            self._driver.send(
+                *message(
+                    "completions",
+                    request_ids=tuple(c.request_id for c in completions),
+                    positions=tuple(c.prompt_len for c in completions),
+                    query_lens=tuple(len(c.output) for c in completions),
+                    token_ids=tuple(t for c in completions for t in c.output),
+                )
+            )
+
+    def _account(self, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        self.steps += 1
+        self.busy_s += elapsed
+        self.step_s.append(elapsed)
+
+    def _stop(self) -> None:
+        if self._next is not None:
+            self._next.send(*message("shutdown"))
+        self.stopped = True
+
+    def report(self) -> dict[str, Any]:
+        """Counters and the per-request records, as plain data (msgpack-able)."""
+        return {
+            "start": self.shard.start,
+            "end": self.shard.end,
+            "steps": self.steps,
+            "busy_s": self.busy_s,
+            "median_step_s": statistics.median(self.step_s) if self.step_s else 0.0,
+            "bytes_swapped": self.cache.bytes_swapped,
+            "dropped": self.dropped + self.inbox.rejected,
+            "token_times": [list(entry) for entry in self.token_times],
+            "preemptions": sum(s.preemptions for s in self.head.schedulers) if self.head else 0,
+            "records": [
+                [request_id, r.spec.prompt_len, r.tokens, r.finished]
+                for request_id, r in self.records.items()
+            ],
+        }
+
+    def close(self) -> None:
+        for outbox in (self._next, self._ring, self._driver):
+            if outbox is not None:
+                outbox.close()
+        self.inbox.close()
