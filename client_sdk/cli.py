@@ -1,4 +1,5 @@
-"""`market`: the user's command line. Today: inspect tasks on-chain, see and withdraw balances."""
+"""`market`: the user's command line: submit batches, follow them, download verified results, cancel; inspect
+tasks on-chain, see and withdraw balances."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from client_sdk import batch_cli
 from client_sdk.chain.types import TaskStatus
 from client_sdk.cli_support import (
     DEFAULT_DEPLOYMENT,
@@ -89,3 +91,8 @@ def withdraw(
         raise UserError("nothing to withdraw")
     market.escrow.withdraw()
     console.print(f"withdrew {format_amount(owed)}")
+
+
+for command in (batch_cli.submit, batch_cli.status, batch_cli.results, batch_cli.cancel):
+    app.command()(one_line_errors(command))
+app.command("list")(one_line_errors(batch_cli.list_batches))

@@ -10,6 +10,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import requests
 import typer
+from eth_account.signers.local import LocalAccount
 from rich.console import Console
 
 from client_sdk.chain.contracts import Market, connect
@@ -67,8 +68,14 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
 def open_market(rpc_url: str, deployment: Path, keystore: Path | None, *, signing: bool) -> Market:
     """Connects to the deployment; with `signing`, loads the caller's key first (so a missing key is reported
     before any network traffic)."""
-    account = load_account(keystore, ask_password=_ask_password) if signing else None
+    account = load_cli_account(keystore) if signing else None
     return connect(rpc_url, deployment, account)
+
+
+def load_cli_account(keystore: Path | None) -> LocalAccount:
+    """The caller's key: a keystore (password from the environment or a prompt), else
+    BATCHMARKET_PRIVATE_KEY."""
+    return load_account(keystore, ask_password=_ask_password)
 
 
 def _ask_password() -> str:

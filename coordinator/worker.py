@@ -21,7 +21,7 @@ from coordinator.services import lifecycle
 from coordinator.services.live import LiveMembership
 
 log = logging.getLogger("batchmarket.worker")
-LOCK_TIMEOUT_S = 300
+LOCK_TIMEOUT_S = 60  # a worker killed mid-step holds the batch this long at most
 
 
 @cache
@@ -35,7 +35,7 @@ def runtime() -> tuple[Settings, Database, lifecycle.Context, Redis]:
     return (
         settings,
         Database(settings.database_url),
-        lifecycle.Context(settings, chain, LiveMembership(redis)),
+        lifecycle.Context(settings, chain, LiveMembership(redis, settings.heartbeat_ttl_s)),
         redis,
     )
 

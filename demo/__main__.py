@@ -1,3 +1,3 @@
-from demo.lifecycle import main
+from demo.batch_demo import main
 
 main()

@@ -1,4 +1,6 @@
-"""One batch task through the whole on-chain lifecycle on a fresh anvil devnet.
+"""One task through the whole on-chain lifecycle on a fresh anvil devnet, inference simulated: the money flow
+alone, which the gas benchmark and the contract integration tests use (`make demo` runs the real thing:
+demo/batch_demo.py).
 
 start anvil -> deploy -> fund a user and two miners -> miners register and stake with the `miner` CLI ->
 user creates and funds a task -> coordinator assigns it -> [inference, simulated for now] -> every miner signs
@@ -257,14 +259,3 @@ def balance_table(report: DemoReport) -> Table:
             ("+" if net > 0 else "") + format_amount(net),
         )
     return table
-
-
-def main() -> None:
-    console = Console(width=max(Console().width, 110))  # the table needs ~100 columns even when piped
-    report = run_demo(log=console)
-    console.print(balance_table(report))
-    console.print(
-        f"payment {format_amount(report.payment)} = miners "
-        f"{' + '.join(format_amount(a) for a in report.miner_amounts)} + coordinator fee "
-        f"{format_amount(report.fee)}; refund to user {format_amount(report.refund)}"
-    )

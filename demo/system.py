@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.anvil import Anvil, dev_accounts, free_port
@@ -25,6 +26,7 @@ from client_sdk.chain.types import MinerProfile
 from client_sdk.client import Client
 from client_sdk.encoding import model_id, short_string
 from coordinator.db.migrate import upgrade
+from coordinator.db.models import Miner
 from demo.services import redis_server
 from miner.tiny_checkpoint import build_tiny_model
 
@@ -45,6 +47,8 @@ class SystemConfig:
     region: str = "us-east-1"
     sweep_s: float = 0.5
     heartbeat_s: float = 1.0
+    work_lease_s: int = 60
+    heartbeat_ttl_s: int = 30
     database_url: str | None = None  # default: SQLite in the work directory
 
 
@@ -100,6 +104,7 @@ class LocalSystem:
         self.start_worker()
         for index in range(len(self.miner_accounts)):
             self.start_miner(index)
+        self.wait_for_miners(len(self.miner_accounts))
 
     def __exit__(self, *_exc: object) -> None:
         for name in list(self.processes):
@@ -147,6 +152,8 @@ class LocalSystem:
                 "BATCHMARKET_DEPLOYMENT": str(self.deployment_file),
                 "BATCHMARKET_PRICE_PER_MILLION_TOKENS": str(self.config.price_per_million_tokens),
                 "BATCHMARKET_BEAT_SCHEDULE": str(self.workdir / "celerybeat-schedule"),
+                "BATCHMARKET_WORK_LEASE_S": str(self.config.work_lease_s),
+                "BATCHMARKET_HEARTBEAT_TTL_S": str(self.config.heartbeat_ttl_s),
             }
         )
         if key is not None:
@@ -185,8 +192,29 @@ class LocalSystem:
             "--heartbeat-s", str(self.config.heartbeat_s),
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
+            "--state-dir", str(self.workdir / f"miner{index}-state"),
         ]  # fmt: skip
         self._spawn(f"miner{index}", args, self.miner_accounts[index])
+
+    def wait_for_miners(self, count: int, timeout: float = 120.0) -> None:
+        """Until `count` miners have joined the coordinator (a batch submitted earlier would be planned over
+        fewer, and only the miners assigned on-chain can serve a task)."""
+        engine = sa.create_engine(self.database_url)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with engine.connect() as connection:
+                    if (
+                        connection.execute(sa.select(sa.func.count()).select_from(Miner)).scalar_one()
+                        >= count
+                    ):
+                        return
+                for index in range(count):
+                    self._check_alive(f"miner{index}")
+                time.sleep(0.2)
+        finally:
+            engine.dispose()
+        raise RuntimeError(f"fewer than {count} miners joined within {timeout} s")
 
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]

@@ -43,7 +43,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.database = database
     app.state.redis = redis
     app.state.nonces = NonceStore(redis)
-    app.state.live = LiveMembership(sync_redis)
+    app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
     app.state.chain = chain
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 from redis.asyncio import Redis
 
@@ -18,11 +19,15 @@ class NonceStore:
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        # redis-py's asyncio pool fails a command (MaxConnectionsError) instead of waiting when all its
+        # connections are busy, as under more requests in flight than it has connections: claims wait instead
+        self._slots = anyio.CapacityLimiter(max(1, redis.connection_pool.max_connections - 4))  # 4: /healthz
 
     async def claim(self, address: str, nonce: str, expiry: int, now: int) -> bool:
         """True the first time this (address, nonce) is seen."""
         key = f"auth:nonce:{address.lower()}:{nonce}"
-        return bool(await self.redis.set(key, b"1", nx=True, ex=max(1, expiry - now + 1)))
+        async with self._slots:
+            return bool(await self.redis.set(key, b"1", nx=True, ex=max(1, expiry - now + 1)))
 
 
 async def caller(request: Request) -> str:

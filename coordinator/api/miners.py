@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
 from coordinator.api.auth import Caller
-from coordinator.api.deps import DbSession
+from coordinator.api.deps import AppSettings, DbSession
 from coordinator.chain import CoordinatorChain
 from coordinator.services import dispatch, miners, signing
 from coordinator.services.errors import Conflict
@@ -55,6 +55,7 @@ class Beat(BaseModel):
     layer_latency_ms: float = Field(gt=0)
     queue_depth: int = Field(default=0, ge=0)
     rtt_ms: dict[str, float] = Field(default_factory=dict, max_length=1024)
+    units: list[int] = Field(default_factory=list, max_length=64, description="Work units being served.")
 
 
 class LineResultBody(BaseModel):
@@ -83,8 +84,9 @@ def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> 
 
 
 @router.post("/heartbeat", summary="Report per-layer latency, RTTs and queue depth; keeps the miner live")
-def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live) -> dict[str, str]:
+def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live, settings: AppSettings) -> dict[str, str]:
     miners.heartbeat(db, live, miner, Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms))
+    dispatch.renew_leases(db, miner, body.units, int(time.time()), settings.work_lease_s)
     return {"status": "ok"}
 
 
@@ -94,8 +96,8 @@ def assignment(miner: Caller, db: DbSession) -> dict[str, Any] | None:
 
 
 @router.post("/work/claim", summary="Lease the next work unit of a pipeline this miner heads")
-def claim(miner: Caller, db: DbSession) -> Any:
-    unit = dispatch.claim(db, miner, int(time.time()))
+def claim(miner: Caller, db: DbSession, settings: AppSettings) -> Any:
+    unit = dispatch.claim(db, miner, int(time.time()), settings.work_lease_s)
     return unit if unit is not None else Response(status_code=204)
 
 

@@ -6,16 +6,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
+
+# at most as many connections as the API has worker threads (anyio's default: 40); SQLite keeps them all open
+# (a new one costs a file open and the pragmas), PostgreSQL closes the 20 above its steady pool when idle
+MAX_CONNECTIONS = 40
+# the API's requests take one of these before their session touches the pool (see coordinator.api.deps); the
+# remaining connections serve code that takes one within a single call (uploads, /healthz)
+REQUEST_SLOTS = 32
 
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=MAX_CONNECTIONS,
+            max_overflow=0,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+    return create_engine(
+        url, pool_size=MAX_CONNECTIONS // 2, max_overflow=MAX_CONNECTIONS // 2, pool_pre_ping=True
+    )
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -32,6 +47,7 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.request_slots = anyio.CapacityLimiter(REQUEST_SLOTS)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from client_sdk import openai_batch
@@ -20,7 +20,6 @@ from coordinator.db.models import Batch, FileContent, PipelineRecord, Request, R
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 
 UNIT_SIZE = 16
-LEASE_S = 60
 MAX_ATTEMPTS = 3
 FINISH_REASONS = ("stop", "length")
 
@@ -54,7 +53,7 @@ def create_units(session: Session, batch: Batch, pipelines: list[PipelineRecord]
     return len(units)
 
 
-def claim(session: Session, miner: str, now: int) -> dict[str, Any] | None:
+def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any] | None:
     """The next queued unit of a pipeline this miner heads, leased to it; None when there is none."""
     heads = [
         p.id
@@ -73,7 +72,7 @@ def claim(session: Session, miner: str, now: int) -> dict[str, Any] | None:
     unit = session.scalars(query).first()
     if unit is None:
         return None
-    unit.status, unit.leased_until, unit.attempts = "leased", now + LEASE_S, unit.attempts + 1
+    unit.status, unit.leased_until, unit.attempts = "leased", now + lease_s, unit.attempts + 1
     batch = session.get(Batch, unit.batch_id)
     assert batch is not None
     rows = input_rows(session, batch.input_file_id)
@@ -83,9 +82,22 @@ def claim(session: Session, miner: str, now: int) -> dict[str, Any] | None:
         "task_id": batch.task_id,
         "model": batch.model,
         "created": batch.in_progress_at,
-        "lease_s": LEASE_S,
+        "lease_s": lease_s,
         "lines": [{"index": i, "line": rows[i]} for i in unit.line_indices],
     }
+
+
+def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> None:
+    """A live head keeps the units it says it is serving: its heartbeat pushes their leases forward, so a
+    lease runs out only when the head goes silent or forgets the unit (a claim whose answer it never got)."""
+    if not unit_ids:
+        return
+    heads = [p.id for p in session.scalars(select(PipelineRecord)) if p.stages[0]["miner"] == miner]
+    session.execute(
+        update(WorkUnit)
+        .where(WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased")
+        .values(leased_until=now + lease_s)
+    )
 
 
 def input_rows(session: Session, file_id: str) -> tuple[str, ...]:

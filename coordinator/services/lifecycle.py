@@ -14,6 +14,7 @@ any active batch past its task's deadline -> expireTask (full refund) -> expired
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,11 +61,12 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     batch = session.get(Batch, batch_id, with_for_update=True)
     if batch is None:
         return "missing"
-    now = ctx.chain.now()
+    # two clocks: deadlines and windows are the chain's; leases and the batch's timestamps are the wall's
+    chain_now, now = ctx.chain.now(), int(time.time())
     task = ctx.chain.task(batch.task_id)
     if (
         batch.status in ACTIVE
-        and now > task.deadline
+        and chain_now > task.deadline
         and task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED)
     ):
         ctx.chain.expire(batch.task_id)
@@ -80,7 +82,7 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
         if (
             task.status == TaskStatus.RESULTS_COMMITTED
-            and now > task.committed_at + ctx.chain.challenge_window()
+            and chain_now > task.committed_at + ctx.chain.challenge_window()
         ):
             ctx.chain.finalize(batch.task_id)
         batch.finalized = task.status == TaskStatus.FINALIZED

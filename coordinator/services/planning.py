@@ -7,7 +7,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from coordinator.config import ServedModel
@@ -60,7 +60,8 @@ def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now:
         plan = make_plan(STRATEGY, cluster, model_spec(served.path, served.name))
     except SchedulingError:
         return []  # not enough memory among the live miners for one replica yet
-    version = max((p.version for p in current), default=0) + 1
+    latest = select(func.max(PipelineRecord.version)).where(PipelineRecord.model == served.name)
+    version = (session.scalar(latest) or 0) + 1
     records = [
         PipelineRecord(
             model=served.name,

@@ -24,6 +24,7 @@ from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
 from miner.node.coordinator_client import CoordinatorClient
 from miner.node.executor import WholeModelExecutor
+from miner.node.journal import Journal
 from miner.node.profile import profile
 from miner.node.serve import Node, NodeConfig
 
@@ -43,6 +44,12 @@ def serve(
         typer.Option(min=0.001, help="Memory lent to the market (default: all of the device's)."),
     ] = None,
     heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the node journals what it served (default: ~/.batchmarket/miner-<address>)."
+        ),
+    ] = None,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
@@ -72,7 +79,12 @@ def serve(
         heartbeat_s=heartbeat_s,
     )
     client = CoordinatorClient(coordinator, account)
-    node = Node(config, account, client, measured, lambda d: WholeModelExecutor(d, DTYPES[dtype], device))
+    journal = Journal(
+        (state_dir or Path.home() / ".batchmarket" / f"miner-{account.address}") / "served.jsonl"
+    )
+    node = Node(
+        config, account, client, measured, lambda d: WholeModelExecutor(d, DTYPES[dtype], device), journal
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -19,7 +19,12 @@ class CoordinatorError(UserError):
 
 class CoordinatorClient:
     def __init__(self, url: str, account: LocalAccount, timeout_s: float = 60.0) -> None:
+        self.url, self.account, self.timeout_s = url, account, timeout_s
         self.http = httpx.Client(base_url=url, auth=WalletSigner(account), timeout=timeout_s)
+
+    def clone(self) -> CoordinatorClient:
+        """Another client with its own connections, for another thread."""
+        return CoordinatorClient(self.url, self.account, self.timeout_s)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
@@ -41,10 +46,9 @@ class CoordinatorClient:
         result: dict[str, Any] = self._call("POST", "/v1/miners/join", body)
         return result
 
-    def heartbeat(self, layer_latency_ms: float, queue_depth: int) -> None:
-        self._call(
-            "POST", "/v1/miners/heartbeat", {"layer_latency_ms": layer_latency_ms, "queue_depth": queue_depth}
-        )
+    def heartbeat(self, layer_latency_ms: float, queue_depth: int, units: list[int]) -> None:
+        body = {"layer_latency_ms": layer_latency_ms, "queue_depth": queue_depth, "units": units}
+        self._call("POST", "/v1/miners/heartbeat", body)
 
     def assignment(self) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call("GET", "/v1/miners/assignment")

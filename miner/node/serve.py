@@ -16,6 +16,7 @@ from eth_account.signers.local import LocalAccount
 
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import WholeModelExecutor
+from miner.node.journal import Journal
 from miner.node.profile import DeviceProfile
 from miner.node.signer import RefusedToSign, check_and_sign
 
@@ -42,32 +43,50 @@ class Node:
         client: CoordinatorClient,
         device: DeviceProfile,
         load_executor: Callable[[Path], WholeModelExecutor],
+        journal: Journal,
     ) -> None:
         self.config = config
         self.account = account
         self.client = client
         self.device = device
         self.load_executor = load_executor
+        self.journal = journal
         self.executor: WholeModelExecutor | None = None
-        self.created: dict[int, int] = {}  # task id -> the `created` time its result lines carry
+        self.serving: set[int] = set()  # units in hand: heartbeats keep their leases
+        self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
         self.units_served = 0
 
     def run(self, stop: threading.Event) -> None:
         self.client.join(self.config.model, self.config.endpoint, self.config.region, self.device.as_dict())
         log.info("joined as %s", self.account.address)
-        next_beat = 0.0
+        # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
+        beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
+        beats.start()
+        next_check = 0.0
         while not stop.is_set():
             try:
-                if time.monotonic() >= next_beat:
-                    self.client.heartbeat(self.device.layer_latency_ms, 0)
+                if time.monotonic() >= next_check:
                     self._follow(self.client.assignment())
-                    next_beat = time.monotonic() + self.config.heartbeat_s
+                    next_check = time.monotonic() + self.config.heartbeat_s
                 busy = self._serve_one() | self._sign_pending()
             except CoordinatorError as exc:
                 log.warning("coordinator: %s", exc)
                 busy = False
             if not busy:
                 stop.wait(self.config.poll_s)
+
+    def _beat(self, stop: threading.Event) -> None:
+        client = self.client.clone()  # connection pools are not shared across threads
+        try:
+            while not stop.is_set():
+                try:
+                    serving = list(self.serving)
+                    client.heartbeat(self.device.layer_latency_ms, len(serving), serving)
+                except CoordinatorError as exc:
+                    log.warning("heartbeat: %s", exc)
+                stop.wait(self.config.heartbeat_s)
+        finally:
+            client.close()
 
     def _follow(self, assignment: dict[str, Any] | None) -> None:
         if assignment is None:
@@ -88,9 +107,25 @@ class Node:
         unit = self.client.claim()
         if unit is None:
             return False
-        self.created[int(unit["task_id"])] = int(unit["created"])
-        results = self.executor.run(int(unit["task_id"]), unit["lines"])
-        stored = self.client.submit(int(unit["unit_id"]), results)
+        unit_id, task_id, created = int(unit["unit_id"]), int(unit["task_id"]), int(unit["created"])
+        self.serving.add(unit_id)
+        try:
+            results = []
+            for index, produced in self.executor.run(unit["lines"]):
+                # journaled before anyone hears of it: we sign from the journal, even after a crash
+                self.journal.record(task_id, index, created, produced)
+                results.append(
+                    {
+                        "index": index,
+                        "text": produced.text,
+                        "output_token_ids": list(produced.output),
+                        "prompt_tokens": len(produced.prompt),
+                        "finish_reason": produced.finish_reason,
+                    }
+                )
+            stored = self.client.submit(unit_id, results)
+        finally:
+            self.serving.discard(unit_id)
         self.units_served += 1
         log.info(
             "unit %s of %s: %d lines, %d stored", unit["unit_id"], unit["batch_id"], len(results), stored
@@ -100,18 +135,20 @@ class Node:
     def _sign_pending(self) -> bool:
         signed = False
         for request in self.client.pending_signatures():
-            produced = self.executor.produced if self.executor else {}
+            if request["batch_id"] in self.refused:
+                continue
             try:
                 signature = check_and_sign(
                     self.account,
                     request,
-                    produced,
-                    self.created,
+                    self.journal.produced,
+                    self.journal.created,
                     self.config.chain_id,
                     self.config.task_registry,
                 )
             except (RefusedToSign, KeyError) as exc:
                 log.error("not signing batch %s: %s", request["batch_id"], exc)
+                self.refused.add(request["batch_id"])
                 continue
             self.client.sign(request["batch_id"], signature)
             log.info("signed the results of batch %s", request["batch_id"])

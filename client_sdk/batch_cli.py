@@ -1,0 +1,213 @@
+"""`market submit | status | results | cancel | list`: the batch commands of the user's CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from client_sdk.chain.types import TaskStatus
+from client_sdk.cli_support import (
+    DEFAULT_DEPLOYMENT,
+    DEFAULT_RPC_URL,
+    DeploymentOption,
+    JsonOption,
+    KeystoreOption,
+    RpcUrlOption,
+    console,
+    load_cli_account,
+)
+from client_sdk.client import Batch, Client
+from client_sdk.errors import UserError
+from client_sdk.openai_batch import BatchFormatError, parse_batch
+from client_sdk.units import format_amount, parse_amount
+
+DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
+FINAL = ("completed", "failed", "expired", "cancelled")
+
+CoordinatorOption = Annotated[
+    str,
+    typer.Option("--coordinator", envvar="BATCHMARKET_COORDINATOR_URL", help="Coordinator API URL."),
+]
+
+
+def _client(coordinator: str, rpc_url: str, deployment: Path, keystore: Path | None) -> Client:
+    return Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
+
+
+def _summary(batch: Batch) -> dict[str, object]:
+    counts = batch.request_counts
+    return {
+        "id": batch.id,
+        "status": batch.status,
+        "task_id": batch.task_id,
+        "completed": counts.completed,
+        "failed": counts.failed,
+        "total": counts.total,
+        "output_file_id": batch.output_file_id,
+        "error_file_id": batch.error_file_id,
+        "results_root": batch.results_root,
+    }
+
+
+def _print(batch: Batch, as_json: bool) -> None:
+    if as_json:
+        console.print_json(json.dumps(batch.model_dump()))
+        return
+    table = Table(show_header=False, title=f"batch {batch.id}")
+    for key, value in _summary(batch).items():
+        table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    console.print(table)
+
+
+def _wait(client: Client, batch: Batch, quiet: bool) -> Batch:
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
+        bar = progress.add_task(batch.status, total=batch.request_counts.total)
+        while batch.status not in FINAL:
+            time.sleep(1.0)
+            batch = client.batches.retrieve(batch.id)
+            done = batch.request_counts.completed + batch.request_counts.failed
+            progress.update(bar, completed=done, description=batch.status)
+    return batch
+
+
+def submit(
+    file: Annotated[Path, typer.Argument(help="OpenAI Batch JSONL file.")],
+    model: Annotated[str, typer.Option(help="The model every request names (checked against the file).")],
+    max_price: Annotated[
+        str, typer.Option(help="Most you pay, in tokens; escrowed now, the unused part refunded.")
+    ],
+    completion_window: Annotated[str, typer.Option(help="Hours to finish in, like 24h.")] = "24h",
+    wait: Annotated[bool, typer.Option("--wait", help="Show progress until the batch is done.")] = False,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Upload a batch file, escrow the max price on-chain and start the batch (one payment)."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {file}: {exc.strerror}") from None
+    try:
+        lines = parse_batch(data, max_lines=max(1, data.count(b"\n") + 1))
+    except BatchFormatError as exc:
+        raise UserError(f"{file}: {exc}") from None
+    wrong = next((line for line in lines if line.model != model), None)
+    if wrong is not None:
+        raise UserError(f"{file}: line {wrong.line_number} asks for model {wrong.model!r}, not {model!r}")
+    client = _client(coordinator, rpc_url, deployment, keystore)
+    quiet = contextlib.nullcontext()
+    with console.status(f"uploading {file.name} ({len(lines)} requests)") if not as_json else quiet:
+        uploaded = client.files.create(file=file, purpose="batch")
+    with console.status("escrowing the max price and creating the task") if not as_json else quiet:
+        batch = client.batches.create(
+            input_file_id=uploaded.id,
+            endpoint=lines[0].url,
+            max_price=parse_amount(max_price),
+            completion_window=completion_window,
+        )
+    if not as_json:
+        escrowed = format_amount(parse_amount(max_price))
+        console.print(f"batch {batch.id} (task {batch.task_id}) with {escrowed} in escrow")
+    if wait:
+        batch = _wait(client, batch, quiet=as_json)
+    _print(batch, as_json)
+
+
+def status(
+    batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
+    wait: Annotated[bool, typer.Option("--wait", help="Show progress until the batch is done.")] = False,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show a batch's status and request counts."""
+    client = _client(coordinator, rpc_url, deployment, keystore)
+    batch = client.batches.retrieve(batch_id)
+    if wait:
+        batch = _wait(client, batch, quiet=as_json)
+    _print(batch, as_json)
+
+
+def results(
+    batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the output lines.")],
+    errors: Annotated[
+        Path | None, typer.Option(help="Where to write the error lines (default: OUTPUT with .errors.jsonl).")
+    ] = None,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Download the results and check every line against the chain before writing it."""
+    client = _client(coordinator, rpc_url, deployment, keystore)
+    with console.status("downloading and verifying against the chain", spinner="dots"):
+        verified = client.batches.results(batch_id)
+    errors = errors or output.with_suffix(".errors.jsonl")
+    for path, lines in ((output, verified.output), (errors, verified.errors)):
+        if lines or path == output:
+            path.write_text("".join(json.dumps(v.line) + "\n" for v in lines))
+    written = f"{len(verified.output)} results to {output}"
+    if verified.errors:
+        written += f", {len(verified.errors)} errors to {errors}"
+    console.print(f"{written}; every line verified against the on-chain commitment")
+
+
+def cancel(
+    batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Cancel a batch: finished requests are kept and paid for, the rest of the escrow comes back."""
+    client = _client(coordinator, rpc_url, deployment, keystore)
+    batch = client.batches.cancel(batch_id)
+    task = client.market.tasks.get_task(batch.task_id)
+    if task.status == TaskStatus.OPEN:  # no miner started: take the whole escrow back now
+        client.market.tasks.cancel_task(batch.task_id)
+        console.print(f"batch {batch_id} cancelled; task {batch.task_id} cancelled on-chain, escrow refunded")
+        return
+    console.print(f"batch {batch_id} is {batch.status}: finished requests settle, the rest is refunded")
+
+
+def list_batches(
+    limit: Annotated[int, typer.Option(min=1, max=100, help="How many, newest first.")] = 20,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List your batches."""
+    page = _client(coordinator, rpc_url, deployment, keystore).batches.list(limit=limit)
+    if as_json:
+        console.print_json(json.dumps([_summary(b) for b in page.data]))
+        return
+    table = Table("id", "status", "task", "done", "failed", "total")
+    for batch in page.data:
+        c = batch.request_counts
+        table.add_row(
+            batch.id, batch.status, str(batch.task_id), str(c.completed), str(c.failed), str(c.total)
+        )
+    console.print(table)

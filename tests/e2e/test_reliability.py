@@ -1,0 +1,66 @@
+"""Failures mid-batch: a miner killed (its units go to the other miner; restarted, it still signs what it
+served before, from its journal), and the API and the worker restarted. Either way the batch completes and
+every custom_id appears exactly once in the verified output."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from client_sdk.client import Client
+from demo.system import UNIT, LocalSystem, SystemConfig
+from tests.coordinator.helpers import chat_line, jsonl
+from tests.e2e.conftest import wait_for
+
+REQUESTS = 64
+FAST_FAILOVER = SystemConfig(work_lease_s=4, heartbeat_ttl_s=3, heartbeat_s=0.5)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    with LocalSystem(tmp_path_factory.mktemp("system"), FAST_FAILOVER) as running:
+        yield running
+
+
+def submit(client: Client, tag: str) -> str:
+    lines = [chat_line(f"{tag}-{i}", f"tell me about the number {i}", max_tokens=24) for i in range(REQUESTS)]
+    file = client.files.create(file=jsonl(lines), purpose="batch")
+    return client.batches.create(
+        input_file_id=file.id, endpoint="/v1/chat/completions", max_price=5 * UNIT
+    ).id
+
+
+def completed(client: Client, batch_id: str) -> int:
+    return client.batches.retrieve(batch_id).request_counts.completed
+
+
+def assert_exactly_once(client: Client, batch_id: str, tag: str) -> None:
+    batch = client.batches.wait(batch_id, poll_s=0.5, timeout_s=240)
+    assert batch.status == "completed"
+    results = client.batches.results(batch_id)
+    assert results.errors == []
+    assert sorted(v.line["custom_id"] for v in results.output) == sorted(
+        f"{tag}-{i}" for i in range(REQUESTS)
+    )
+
+
+def test_a_killed_miner_loses_no_line(system: LocalSystem) -> None:
+    client = system.client()
+    batch_id = submit(client, "kill")
+    wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
+    system.stop("miner0", kill=True)
+    wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
+    system.start_miner(0)  # back from the crash: it signs what it served before, from its journal
+    assert_exactly_once(client, batch_id, "kill")
+
+
+def test_restarting_the_api_and_the_worker_loses_no_line(system: LocalSystem) -> None:
+    client = system.client()
+    batch_id = submit(client, "restart")
+    wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
+    system.stop("worker", kill=True)
+    system.stop("api")
+    system.start_worker()
+    system.start_api()
+    assert_exactly_once(client, batch_id, "restart")
