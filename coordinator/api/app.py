@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from coordinator.api import batches, files, health, miners
+from coordinator.api import batches, files, health, metrics, miners
 from coordinator.api.auth import NonceStore
 from coordinator.api.errors import service_error_handler, validation_error_handler
 from coordinator.chain import CoordinatorChain
@@ -44,6 +44,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.redis = redis
     app.state.nonces = NonceStore(redis)
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
+    metrics.install(app, database, app.state.live)
     app.state.chain = chain
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)

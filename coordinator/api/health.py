@@ -1,10 +1,9 @@
-"""/healthz (database and Redis reachable) and /metrics (Prometheus)."""
+"""/healthz: the database and Redis are reachable."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 router = APIRouter(tags=["operations"])
@@ -28,8 +27,3 @@ async def healthz(request: Request) -> JSONResponse:
     return JSONResponse(
         {"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503
     )
-
-
-@router.get("/metrics", summary="Prometheus metrics")
-def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -33,3 +33,13 @@ def test_a_signature_for_another_path_is_refused(api: ApiServer) -> None:
 def test_health_needs_no_signature(api: ApiServer) -> None:
     response = api.client(ALICE).get("/healthz", auth=None)
     assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+def test_metrics_count_requests_by_route_and_batches_by_status(api: ApiServer) -> None:
+    alice = api.client(ALICE)
+    alice.get("/v1/batches/batch_x")
+    text = alice.get("/metrics", auth=None).text
+    assert (
+        'batchmarket_http_requests_total{method="GET",route="/v1/batches/{batch_id}",status="404"} 1.0' in text
+    )
+    assert 'batchmarket_miners{state="joined"} 0.0' in text

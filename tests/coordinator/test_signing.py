@@ -1,0 +1,103 @@
+"""The coordinator takes a miner's signature over a result commitment only if it recovers to the signer the
+miner registered on-chain, over exactly this batch's commitment (so neither a forged nor a replayed one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.contracts import Market
+from client_sdk.eip712 import sign_commitment
+from coordinator.chain import CoordinatorChain
+from coordinator.db.migrate import upgrade
+from coordinator.db.models import Batch, File, Signature
+from coordinator.db.session import Database
+from coordinator.services import signing
+from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from coordinator.services.lifecycle import commitment_of
+from tests.helpers import register_miner
+
+COMMITMENT = {
+    "results_root": "0x" + "ab" * 32,
+    "input_tokens": 100,
+    "output_tokens": 50,
+    "payment": 3_000,
+    "miner_amounts": [2_850],
+}
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    return Database(url)
+
+
+def add_batch(
+    database: Database, batch_id: str, task_id: int, miner: str, status: str = "finalizing"
+) -> None:
+    with database.session() as session:
+        file_id = f"file-{batch_id}"
+        session.add(
+            File(id=file_id, owner=miner, purpose="batch", filename="in", bytes=1, created_at=0, line_count=1)
+        )
+        session.flush()  # no ORM relationship orders the inserts
+        session.add(
+            Batch(
+                id=batch_id, owner=miner, input_file_id=file_id, endpoint="/v1/chat/completions", model="m",
+                completion_window="24h", task_id=task_id, status=status, created_at=0, expires_at=1,
+                request_total=1, miners=[miner], commitment=COMMITMENT,
+            )
+        )  # fmt: skip
+
+
+def signature_for(account: LocalAccount, market: Market, database: Database, batch_id: str) -> str:
+    with database.session() as session:
+        batch = session.get(Batch, batch_id)
+        assert batch is not None
+        commitment = commitment_of(batch)
+    signed = sign_commitment(account, commitment, market.w3.eth.chain_id, market.deployment.task_registry)
+    return "0x" + signed.hex()
+
+
+def test_only_this_batchs_commitment_signed_by_the_registered_signer_counts(
+    admin_market: Market, accounts: list[LocalAccount], database: Database
+) -> None:
+    miner = accounts[3]
+    register_miner(admin_market, miner, 200 * 10**6)
+    chain = CoordinatorChain(admin_market)
+    add_batch(database, "batch_a", 1, miner.address)
+    add_batch(database, "batch_b", 2, miner.address)
+
+    forged = signature_for(Account.create(), admin_market, database, "batch_a")
+    replayed = signature_for(miner, admin_market, database, "batch_b")  # valid, but for another task
+    for bad in (forged, replayed):
+        with (
+            pytest.raises(InvalidInput, match="not your registered signer's over this commitment"),
+            database.session() as s,
+        ):
+            signing.accept(s, chain, miner.address, "batch_a", bad, now=0)
+    with pytest.raises(InvalidInput, match="signature must be hex"), database.session() as s:
+        signing.accept(s, chain, miner.address, "batch_a", "0xzz", now=0)
+
+    good = signature_for(miner, admin_market, database, "batch_a")
+    with database.session() as s:
+        signing.accept(s, chain, miner.address, "batch_a", good, now=0)
+        signing.accept(s, chain, miner.address, "batch_a", good, now=0)  # again: stored once
+    with database.session() as s:
+        assert [(x.miner, x.signature) for x in s.query(Signature).all()] == [(miner.address, good)]
+
+    with pytest.raises(NotFound), database.session() as s:
+        signing.accept(s, chain, accounts[4].address, "batch_a", good, now=0)  # not a miner of this batch
+
+
+def test_a_batch_not_collecting_signatures_refuses_them(
+    admin_market: Market, accounts: list[LocalAccount], database: Database
+) -> None:
+    miner = accounts[3]
+    add_batch(database, "batch_c", 3, miner.address, status="in_progress")
+    with pytest.raises(Conflict, match="is not waiting for signatures"), database.session() as s:
+        signing.accept(s, CoordinatorChain(admin_market), miner.address, "batch_c", "0x00", now=0)
