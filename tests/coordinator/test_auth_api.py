@@ -40,6 +40,7 @@ def test_metrics_count_requests_by_route_and_batches_by_status(api: ApiServer) -
     alice.get("/v1/batches/batch_x")
     text = alice.get("/metrics", auth=None).text
     assert (
-        'batchmarket_http_requests_total{method="GET",route="/v1/batches/{batch_id}",status="404"} 1.0' in text
+        'batchmarket_http_requests_total{method="GET",route="/v1/batches/{batch_id}",status="404"} 1.0'
+        in text
     )
     assert 'batchmarket_miners{state="joined"} 0.0' in text
