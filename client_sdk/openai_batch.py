@@ -59,8 +59,26 @@ class Tokenizer(Protocol):
     ) -> Any: ...
 
 
+@dataclass(frozen=True)
+class LineProblem:
+    """A line that cannot be served, with its custom_id when it has a readable one."""
+
+    line_number: int
+    custom_id: str | None
+    message: str  # "line N: ..."
+
+
 def parse_batch(data: bytes, *, max_lines: int) -> list[BatchLine]:
     """Every line of a batch file, validated; raises BatchFormatError at the first problem."""
+    lines, problems = read_batch(data, max_lines=max_lines)
+    if problems:
+        raise BatchFormatError(problems[0].message)
+    return lines
+
+
+def read_batch(data: bytes, *, max_lines: int) -> tuple[list[BatchLine], list[LineProblem]]:
+    """Each line validated on its own: the good ones, and what is wrong with each of the others. Problems of
+    the whole file (not UTF-8, empty, too many lines) raise BatchFormatError."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -74,16 +92,30 @@ def parse_batch(data: bytes, *, max_lines: int) -> list[BatchLine]:
     if len(rows) > max_lines:
         raise BatchFormatError(f"the file has {len(rows)} lines; the limit is {max_lines}")
     lines: list[BatchLine] = []
+    problems: list[LineProblem] = []
     seen: dict[str, int] = {}
     for number, row in enumerate(rows, start=1):
-        parsed = parse_line(row, number)
+        try:
+            parsed = parse_line(row, number)
+        except BatchFormatError as exc:
+            problems.append(LineProblem(number, _readable_custom_id(row), str(exc)))
+            continue
         if parsed.custom_id in seen:
-            raise BatchFormatError(
-                f"line {number}: custom_id {parsed.custom_id!r} repeats line {seen[parsed.custom_id]}"
-            )
+            message = f"line {number}: custom_id {parsed.custom_id!r} repeats line {seen[parsed.custom_id]}"
+            problems.append(LineProblem(number, parsed.custom_id, message))
+            continue
         seen[parsed.custom_id] = number
         lines.append(parsed)
-    return lines
+    return lines, problems
+
+
+def _readable_custom_id(row: str) -> str | None:
+    try:
+        raw = json.loads(row)
+    except json.JSONDecodeError:
+        return None
+    custom_id = raw.get("custom_id") if isinstance(raw, dict) else None
+    return custom_id if isinstance(custom_id, str) and 0 < len(custom_id) <= MAX_CUSTOM_ID else None
 
 
 def parse_line(row: str, number: int) -> BatchLine:
@@ -275,7 +307,7 @@ def output_line(line_id: str, custom_id: str, request_id: str, body: dict[str, A
     }
 
 
-def error_line(line_id: str, custom_id: str, code: str, message: str) -> dict[str, Any]:
+def error_line(line_id: str, custom_id: str | None, code: str, message: str) -> dict[str, Any]:
     """A line of the error file for a request that could not be served."""
     return {
         "id": line_id,

@@ -205,7 +205,12 @@ def withdraw(
 @one_line_errors
 def run_local(
     model_dir: Annotated[
-        Path, typer.Option(help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer.")
+        Path,
+        typer.Option(
+            "--model-dir",
+            "--model",
+            help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer.",
+        ),
     ],
     input_file: Annotated[
         Path,
@@ -239,7 +244,12 @@ def run_local(
     ] = True,
     latency_ms: Annotated[
         float,
-        typer.Option(min=0, help="One-way latency added to every link between stages, for experiments."),
+        typer.Option(
+            "--latency-ms",
+            "--link-latency-ms",
+            min=0,
+            help="One-way latency added to every link between stages, for experiments.",
+        ),
     ] = 0.0,
     dtype: Annotated[
         str, typer.Option(help="Weights and activations: float32, float16 or bfloat16.")

@@ -1,9 +1,10 @@
 """`miner run-local`'s job: an OpenAI Batch file through a local multi-process pipeline, into output and
 error files.
 
-Every line is validated first (a format error stops the run with the line's number). A request that cannot
-run on this model (a prompt with its max_tokens over the context, a token id outside the vocabulary) becomes
-a line of the error file and the others go on. Requests without a seed get one derived from their custom_id,
+Every line is validated on its own: a line that is not a valid request (malformed JSON, an unknown endpoint,
+a missing field, a repeated custom_id) or that cannot run on this model (a prompt with its max_tokens over
+the context, a token id outside the vocabulary) becomes a line of the error file, with the reason and its
+line number, and the others go on. Requests without a seed get one derived from their custom_id,
 so a run is reproducible and a verifier can re-derive it.
 """
 
@@ -170,13 +171,19 @@ def run_batch(
         data = input_path.read_bytes()
     except OSError as exc:
         raise UserError(f"cannot read {input_path}: {exc.strerror}") from None
-    lines = openai_batch.parse_batch(data, max_lines=MAX_LINES)
+    lines, problems = openai_batch.read_batch(data, max_lines=MAX_LINES)
     config = ModelConfig.load(model_dir)
     if settings.dtype not in DTYPES:
         raise UserError(f"dtype {settings.dtype!r} is not one of {', '.join(DTYPES)}")
     tokenizer = load_tokenizer(model_dir)
     stops = stop_token_ids(tokenizer, model_dir)
     requests, errors = prepare(lines, tokenizer, config, stops)
+    errors += [  # lines that are not valid requests: reported, and the others still run
+        openai_batch.error_line(
+            line_id(p.custom_id or f"line {p.line_number}"), p.custom_id, "invalid_request", p.message
+        )
+        for p in problems
+    ]
     seconds = 0.0  # generation only: from the pipeline's start to its last completion
     output_tokens = 0
     microbatches = 0

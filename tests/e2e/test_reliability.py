@@ -4,11 +4,14 @@ every custom_id appears exactly once in the verified output."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
 from client_sdk.client import Client
+from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
@@ -17,10 +20,18 @@ REQUESTS = 64
 FAST_FAILOVER = SystemConfig(work_lease_s=4, heartbeat_ttl_s=3, heartbeat_s=0.5)
 
 
-@pytest.fixture(scope="module")
-def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    with LocalSystem(tmp_path_factory.mktemp("system"), FAST_FAILOVER) as running:
-        yield running
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def system(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """The whole market on each database the coordinator supports."""
+    with contextlib.ExitStack() as stack:
+        config = FAST_FAILOVER
+        if request.param == "postgresql":
+            try:
+                url = stack.enter_context(postgres_server())
+            except (FileNotFoundError, RuntimeError) as exc:
+                pytest.skip(f"PostgreSQL tests skipped: cannot start a server ({exc})")
+            config = dataclasses.replace(config, database_url=url)
+        yield stack.enter_context(LocalSystem(tmp_path_factory.mktemp("system"), config))
 
 
 def submit(client: Client, tag: str) -> str:

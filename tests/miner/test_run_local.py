@@ -138,14 +138,10 @@ def test_bad_input_gets_one_line_errors(model: Path, batch_file: Path, tmp_path:
         invoke("--model-dir", str(tmp_path / "none"), "--input", str(batch_file), *common)
     )
     assert no_model == f"error: model directory {tmp_path / 'none'} does not exist"
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps(LINES[0]) + "\n" + '{"custom_id": "x", "method": "POST"\n')
-    assert one_line_error(invoke("--model-dir", str(model), "--input", str(bad), *common)).startswith(
-        "error: line 2: malformed JSON"
-    )
-    bad.write_text(json.dumps(LINES[0]) + "\n" + json.dumps({**LINES[2], "url": "/v1/embeddings"}) + "\n")
-    assert "line 2: unsupported url '/v1/embeddings'" in one_line_error(
-        invoke("--model-dir", str(model), "--input", str(bad), *common)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert one_line_error(invoke("--model-dir", str(model), "--input", str(empty), *common)) == (
+        "error: the file is empty"
     )
     assert "cannot split 4 layers into 5 stages" in one_line_error(
         invoke("--model-dir", str(model), "--input", str(batch_file), *common, "--stages", "5")
@@ -161,3 +157,29 @@ def test_bad_input_gets_one_line_errors(model: Path, batch_file: Path, tmp_path:
     assert "line 1: a chat request, but the tokenizer has no chat template" in one_line_error(
         invoke("--model-dir", str(no_tokenizer), "--input", str(batch_file), *common)
     )
+
+
+def test_bad_lines_become_error_lines_and_the_others_run(model: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "mixed.jsonl"
+    rows = [
+        json.dumps(LINES[0]),
+        '{"custom_id": "broken", "method": "POST"',
+        json.dumps({**LINES[2], "custom_id": "embed", "url": "/v1/embeddings"}),
+        json.dumps({k: v for k, v in LINES[1].items() if k != "body"}),
+        json.dumps(LINES[0]),
+    ]
+    bad.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out.jsonl"
+    result = invoke("--model", str(model), "--input", str(bad), "--output", str(out), "--stages", "1")
+    assert result.exit_code == 0, result.output
+    assert [line["custom_id"] for line in read_jsonl(out)] == [LINES[0]["custom_id"]]
+    errors = {
+        line["error"]["message"].split(":")[0]: line for line in read_jsonl(tmp_path / "out.errors.jsonl")
+    }
+    assert set(errors) == {"line 2", "line 3", "line 4", "line 5"}
+    assert errors["line 2"]["custom_id"] is None and "malformed JSON" in errors["line 2"]["error"]["message"]
+    assert (
+        errors["line 3"]["custom_id"] == "embed" and "unsupported url" in errors["line 3"]["error"]["message"]
+    )
+    assert "body must be a JSON object" in errors["line 4"]["error"]["message"]
+    assert "repeats line 1" in errors["line 5"]["error"]["message"]
