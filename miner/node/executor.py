@@ -15,6 +15,7 @@ from miner.engine.engine import Engine
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 from miner.pipeline.batch import load_tokenizer, prepare, stop_token_ids
+from miner.verify import corrupt
 
 MAX_SEQS = 16
 PAGE_SIZE = 16
@@ -38,6 +39,7 @@ class WholeModelExecutor:
         self.tokenizer = load_tokenizer(model_dir)
         self.stops = stop_token_ids(self.tokenizer, model_dir)
         self.shard = StageShard.load(model_dir, 0, self.config.num_layers, dtype, device)
+        self.corruption = corrupt.from_environment()  # test-only: a faulty miner for the dispute tests
 
     def run(self, lines: list[dict[str, Any]]) -> list[tuple[int, Produced]]:
         """(line index, what we produced) for the unit's lines. Lines this model cannot serve are left out
@@ -50,6 +52,15 @@ class WholeModelExecutor:
         pages = MAX_SEQS * -(-longest // PAGE_SIZE)
         engine = Engine([self.shard], page_size=PAGE_SIZE, local_pages=pages, max_seqs=MAX_SEQS)
         outputs = engine.generate([r.prompt for r in ready], [r.params for r in ready])
+        if self.corruption is not None:
+            outputs = self.corruption.apply(
+                [r.line.custom_id for r in ready],
+                [r.prompt for r in ready],
+                [r.params for r in ready],
+                outputs,
+                vocab_size=self.config.vocab_size,
+                same_model=engine.generate,
+            )
         produced = []
         for request, output in zip(ready, outputs, strict=True):
             stopped = bool(output) and output[-1] in request.params.stop_token_ids

@@ -1,0 +1,28 @@
+"""The claim a result line makes: the request re-derived exactly as the miner prepared it (prompt rendering,
+max_tokens default, seed derived from custom_id when absent, stop tokens), and the output token ids the
+result carries. The verifier re-scores this; the evidence's hashes bind both lines to the committed leaf."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client_sdk.openai_batch import BatchLine
+from miner.model.config import ModelConfig
+from miner.pipeline.batch import prepare
+from miner.verify.rescore import Claim
+
+
+def claim_for(
+    request: BatchLine, result: dict[str, Any], tokenizer: Any, config: ModelConfig, stops: tuple[int, ...]
+) -> Claim:
+    """Raises ValueError when the result carries no token ids or the model could not serve the request."""
+    if result.get("custom_id") != request.custom_id:
+        raise ValueError(f"the result is for {result.get('custom_id')!r}, not {request.custom_id!r}")
+    try:
+        token_ids = result["response"]["body"]["choices"][0]["token_ids"]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("the result line carries no output token ids") from None
+    ready, errors = prepare([request], tokenizer, config, stops)
+    if not ready:
+        raise ValueError(f"the model cannot serve this request: {errors[0]['error']['message']}")
+    return Claim(tuple(ready[0].prompt), tuple(int(t) for t in token_ids), ready[0].params)

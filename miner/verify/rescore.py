@@ -1,0 +1,188 @@
+"""Re-scoring: one teacher-forced forward pass over prompt + claimed output with our own model code.
+
+A verifier does not regenerate: it feeds the prompt and the claimed output tokens (all but the last) through
+the whole model in one prefill, reads the logits at every position that predicts an output token, and
+reduces each to the few numbers the policy needs (miner/verify/policy.py). That costs one prefill instead of
+a generation. Lines are packed into forward passes of at most `token_budget` tokens, each sequence in its own
+contiguous run of pages of a fresh paged cache, through the same BatchLayout and attention as the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from miner.attention.layout import BatchLayout
+from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PagedKVCache
+from miner.model.config import ModelConfig
+from miner.model.shard import StageShard
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A request as the verifier re-derives it, and the output token ids the miner claims for it."""
+
+    prompt: tuple[int, ...]
+    output: tuple[int, ...]
+    params: SamplingParams
+
+
+@dataclass(frozen=True)
+class TokenScore:
+    """The reference distribution's verdict-relevant facts at one claimed output token."""
+
+    token: int  # the claimed token
+    argmax: int  # the reference's most likely token
+    logit: float  # reference logit of the claimed token
+    max_logit: float
+    # The rest are at the request's temperature (1 for greedy requests), as the engine's sampler sees them.
+    logprob: float  # log-probability of the claimed token
+    rank: int  # tokens with a strictly higher logit
+    mass_before: float  # probability mass of those tokens: the claimed token is in the top-p set iff < top_p
+    expected_logprob: float  # mean log-probability of a token drawn from the top-p distribution
+    logprob_variance: float  # its variance
+
+    @property
+    def gap(self) -> float:
+        return self.max_logit - self.logit
+
+
+@dataclass(frozen=True)
+class ScoringLayout(BatchLayout):
+    """A BatchLayout whose "last tokens" are every position that predicts a claimed output token.
+
+    StageShard.forward computes logits only at the layout's last-token indices; teacher forcing needs them at
+    each sequence's last prompt token and at every output token but the last, which these indices select.
+    """
+
+    scored_indices: tuple[int, ...] = ()
+
+    def last_token_indices(self, device: torch.device) -> torch.Tensor:
+        return torch.tensor(self.scored_indices, dtype=torch.long, device=device)
+
+
+class Rescorer:
+    def __init__(self, shard: StageShard, page_size: int = 16, token_budget: int = 4096) -> None:
+        if not (shard.is_first and shard.is_last):
+            raise ValueError("re-scoring needs the whole model in one shard")
+        self.shard = shard
+        self.page_size = page_size
+        self.token_budget = token_budget
+
+    @classmethod
+    def load(cls, model_dir: Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> Rescorer:
+        """The reference: the whole checkpoint in float32 unless told otherwise."""
+        config = ModelConfig.load(model_dir)
+        return cls(StageShard.load(model_dir, 0, config.num_layers, dtype, device))
+
+    def score(self, claims: Sequence[Claim]) -> list[list[TokenScore]]:
+        """One TokenScore per claimed output token, for each claim in order (empty for an empty output)."""
+        vocab = self.shard.config.vocab_size
+        for claim in claims:
+            if not claim.prompt:
+                raise ValueError("a claim needs a prompt: its first output token is predicted from it")
+            if any(not 0 <= t < vocab for t in (*claim.prompt, *claim.output)):
+                raise ValueError(f"a token id is outside the vocabulary of {vocab}")
+        scores: list[list[TokenScore]] = [[] for _ in claims]
+        scorable = [i for i, c in enumerate(claims) if c.output]
+        for group in self._packed(scorable, claims):
+            logits = self._forward([claims[i] for i in group])
+            for index, rows in zip(group, logits, strict=True):
+                scores[index] = token_scores(rows, claims[index].output, claims[index].params)
+        return scores
+
+    def _packed(self, indices: list[int], claims: Sequence[Claim]) -> Iterator[list[int]]:
+        """Groups of claims whose fed tokens fit the token budget (a longer claim goes alone)."""
+        group: list[int] = []
+        used = 0
+        for index in indices:
+            size = _fed_length(claims[index])
+            if group and used + size > self.token_budget:
+                yield group
+                group, used = [], 0
+            group.append(index)
+            used += size
+        if group:
+            yield group
+
+    @torch.inference_mode()
+    def _forward(self, claims: list[Claim]) -> list[torch.Tensor]:
+        """Reference logits [output tokens, vocab] of each claim, from one forward pass."""
+        shard, size = self.shard, self.page_size
+        lengths = [_fed_length(c) for c in claims]
+        tables, first_page = [], 0
+        for length in lengths:
+            pages = -(-length // size)
+            tables.append(tuple(range(first_page, first_page + pages)))
+            first_page += pages
+        scored: list[int] = []
+        start = 0
+        for claim, length in zip(claims, lengths, strict=True):
+            scored.extend(range(start + len(claim.prompt) - 1, start + length))
+            start += length
+        layout = ScoringLayout(
+            context_lens=(0,) * len(claims),
+            query_lens=tuple(lengths),
+            block_tables=tuple(tables),
+            page_size=size,
+            scored_indices=tuple(scored),
+        )
+        config = shard.config
+        cache = PagedKVCache(
+            shard.end - shard.start,
+            first_page,
+            size,
+            config.num_kv_heads,
+            config.head_dim,
+            shard.dtype,
+            shard.device,
+        )
+        tokens = [t for c in claims for t in (c.prompt + c.output)[: _fed_length(c)]]
+        logits = shard.forward(torch.tensor(tokens, dtype=torch.long, device=shard.device), layout, cache)
+        return list(torch.split(logits.float().cpu(), [len(c.output) for c in claims]))
+
+
+def _fed_length(claim: Claim) -> int:
+    """The last output token predicts nothing that is checked, so it is not fed."""
+    return len(claim.prompt) + len(claim.output) - 1
+
+
+def token_scores(logits: torch.Tensor, output: Sequence[int], params: SamplingParams) -> list[TokenScore]:
+    """TokenScores of `output` from the reference logits [len(output), vocab] that predict its tokens."""
+    logits = logits.float()
+    claimed = torch.tensor(output, dtype=torch.long)
+    claimed_logit = logits.gather(1, claimed[:, None])[:, 0]
+    max_logit, argmax = logits.max(dim=1)
+    # the engine's sampler divides by the temperature; greedy requests are described at temperature 1
+    logprobs = torch.log_softmax(logits / (params.temperature or 1.0), dim=1)
+    probs = logprobs.exp()
+    above = logits > claimed_logit[:, None]
+    mass_before = (probs * above).sum(dim=1)
+    drawn = probs if params.top_p == 1 else _top_p_distribution(probs, params.top_p)
+    expected = (drawn * logprobs).sum(dim=1)
+    variance = (drawn * (logprobs - expected[:, None]).square()).sum(dim=1)
+    columns = zip(
+        output,
+        argmax.tolist(),
+        claimed_logit.tolist(),
+        max_logit.tolist(),
+        logprobs.gather(1, claimed[:, None])[:, 0].tolist(),
+        above.sum(dim=1).tolist(),
+        mass_before.tolist(),
+        expected.tolist(),
+        variance.tolist(),
+        strict=True,
+    )
+    return [TokenScore(*column) for column in columns]
+
+
+def _top_p_distribution(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """What the sampler draws from: the smallest prefix of each sorted row reaching top_p, renormalized."""
+    sorted_probs, order = probs.sort(dim=1, descending=True)
+    kept = (sorted_probs.cumsum(dim=1) - sorted_probs < top_p).float()
+    drawn = torch.zeros_like(probs).scatter(1, order, sorted_probs * kept)
+    return drawn / drawn.sum(dim=1, keepdim=True)

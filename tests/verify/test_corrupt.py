@@ -1,0 +1,85 @@
+"""The faulty miner's corruptions, the BATCHMARKET_TEST_CORRUPT switch, and `miner serve`'s executor obeying
+it."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from miner.engine.sequence import SamplingParams
+from miner.node.executor import WholeModelExecutor
+from miner.verify.corrupt import (
+    ENV,
+    CorruptionSwitch,
+    from_environment,
+    substitute,
+    truncate,
+    wrong_temperature,
+)
+
+STOP = 3
+
+
+def test_substitute_changes_exactly_one_token() -> None:
+    rng = random.Random(0)
+    for _ in range(200):
+        output = [rng.randrange(5) for _ in range(rng.randint(1, 6))]
+        corrupted = substitute(output, 5, rng)
+        assert sum(a != b for a, b in zip(output, corrupted, strict=True)) == 1
+        assert all(0 <= t < 5 for t in corrupted)
+
+
+def test_truncate_cuts_before_the_end_and_never_on_a_stop_token() -> None:
+    params = SamplingParams(max_tokens=6, stop_token_ids=(STOP,))
+    rng = random.Random(0)
+    for output in ([1, 2, STOP, 4, 5, 6], [1, 2, 4, STOP], [7]):
+        for _ in range(20):
+            cut = truncate(output, params, rng)
+            assert len(cut) < len(output) and list(output[: len(cut)]) == cut
+            assert not cut or cut[-1] != STOP
+
+
+def test_wrong_temperature() -> None:
+    assert wrong_temperature(SamplingParams(temperature=0.0)).temperature == 1.0
+    assert wrong_temperature(SamplingParams(temperature=0.7)).temperature == 1.4
+
+
+def test_switch_is_read_only_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    assert from_environment() is None
+    monkeypatch.setenv(ENV, "substitute:0.5")
+    assert from_environment() == CorruptionSwitch("substitute", 0.5)
+    monkeypatch.setenv(ENV, "other_checkpoint:1:/models/other")
+    assert from_environment() == CorruptionSwitch("other_checkpoint", 1.0, Path("/models/other"))
+    for bad in ("swap:0.5", "other_checkpoint:1"):
+        monkeypatch.setenv(ENV, bad)
+        with pytest.raises(ValueError, match=ENV):
+            from_environment()
+
+
+def request(custom_id: str, prompt: str) -> dict[str, object]:
+    body = {"model": "tiny", "prompt": prompt, "max_tokens": 12, "temperature": 0}
+    line = {"custom_id": custom_id, "method": "POST", "url": "/v1/completions", "body": body}
+    return {"line": json.dumps(line)}
+
+
+@pytest.mark.parametrize("kind", ["substitute", "truncate", "other_checkpoint", "wrong_temperature"])
+def test_executor_corrupts_the_chosen_lines_only(
+    kind: str, checkpoint: Path, other_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [{**request(f"line-{i}", f"The quick brown fox {i}"), "index": i} for i in range(8)]
+    monkeypatch.delenv(ENV, raising=False)
+    honest = {i: p.output for i, p in WholeModelExecutor(checkpoint).run(lines)}
+    monkeypatch.setenv(ENV, f"{kind}:0.5:{other_checkpoint}" if kind == "other_checkpoint" else f"{kind}:0.5")
+    switch = from_environment()
+    assert switch is not None
+    chosen = {i for i in range(8) if switch.chooses(f"line-{i}")}
+    assert 0 < len(chosen) < 8
+    executor = WholeModelExecutor(checkpoint)
+    faulty = dict(executor.run(lines))
+    assert {i for i in range(8) if faulty[i].output != honest[i]} == chosen
+    for i in chosen:  # the text is decoded from the corrupted ids, so the leaf binds what the miner claims
+        assert faulty[i].text == executor.tokenizer.decode(list(faulty[i].output), skip_special_tokens=True)
