@@ -10,12 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from eth_abi.abi import encode
-from eth_utils.crypto import keccak
-
-from client_sdk.merkle import MerkleTree
-
-INPUT_LEAF_TYPES = ["uint32", "bytes32", "bytes32"]
+from client_sdk.merkle import MerkleTree, keccak256
 
 
 def canonical_json(value: Any) -> bytes:
@@ -24,15 +19,19 @@ def canonical_json(value: Any) -> bytes:
 
 def line_hash(line: dict[str, Any]) -> bytes:
     """keccak256 of a request line in canonical JSON (the result leaf's `inputHash`)."""
-    return bytes(keccak(canonical_json(line)))
+    return keccak256(canonical_json(line))
 
 
 def custom_id_hash(custom_id: str) -> bytes:
-    return bytes(keccak(custom_id.encode()))
+    return keccak256(custom_id.encode())
 
 
 def input_leaf(index: int, custom_id: str, hashed_line: bytes) -> bytes:
-    return bytes(keccak(keccak(encode(INPUT_LEAF_TYPES, (index, custom_id_hash(custom_id), hashed_line)))))
+    """keccak256(keccak256(abi.encode(uint32 index, bytes32 customIdHash, bytes32 lineHash))): three static
+    words, packed by hand (a 50,000-line file hashes its leaves several times faster than through eth_abi)."""
+    if not 0 <= index < 2**32 or len(hashed_line) != 32:
+        raise ValueError("an input leaf needs a uint32 index and a 32-byte line hash")
+    return keccak256(keccak256(index.to_bytes(32, "big") + custom_id_hash(custom_id) + hashed_line))
 
 
 def input_tree(lines: Sequence[dict[str, Any]]) -> MerkleTree:
@@ -42,4 +41,4 @@ def input_tree(lines: Sequence[dict[str, Any]]) -> MerkleTree:
 
 def params_hash(endpoint: str, completion_window: str) -> bytes:
     """What the on-chain task's `paramsHash` commits to besides the model and the input root."""
-    return bytes(keccak(canonical_json({"completion_window": completion_window, "endpoint": endpoint})))
+    return keccak256(canonical_json({"completion_window": completion_window, "endpoint": endpoint}))

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eth_utils.address import to_checksum_address
+
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment, recover_signer
@@ -42,6 +44,22 @@ class VerifiedLine:
 
 def _hex(value: str) -> bytes:
     return bytes.fromhex(value.removeprefix("0x"))
+
+
+def result_leaf(task_id: int, request_line: dict[str, Any], result_line: dict[str, Any]) -> ResultLeaf:
+    """The result leaf a request line and its result line stand for: the hashes of the lines themselves, the
+    index, token counts and pipeline from the result line's proof fields (KeyError/ValueError if missing)."""
+    proof = result_line[PROOF_KEY]
+    return ResultLeaf(
+        task_id=task_id,
+        request_index=int(proof["index"]),
+        custom_id_hash=custom_id_hash(str(result_line["custom_id"])),
+        input_hash=line_hash(request_line),
+        output_hash=output_hash(result_line),
+        input_tokens=int(proof["input_tokens"]),
+        output_tokens=int(proof["output_tokens"]),
+        pipeline=tuple(to_checksum_address(miner) for miner in proof["pipeline"]),
+    )
 
 
 def check_commitment(
@@ -103,23 +121,18 @@ def check_lines(task_id: int, root: bytes, rows: bytes, inputs: list[dict[str, A
             index = int(extra["index"])
             custom_id = str(line["custom_id"])
             where += f" (custom_id {custom_id!r})"
-            leaf = ResultLeaf(
-                task_id=task_id,
-                request_index=index,
-                custom_id_hash=custom_id_hash(custom_id),
-                input_hash=_hex(extra["input_hash"]),
-                output_hash=output_hash(line),
-                input_tokens=int(extra["input_tokens"]),
-                output_tokens=int(extra["output_tokens"]),
-                pipeline=tuple(extra["pipeline"]),
-            )
+            claimed_input_hash = _hex(extra["input_hash"])
             proof = tuple(_hex(p) for p in extra["proof"])
         except (ValueError, KeyError, TypeError) as exc:
             raise ResultsRejected(f"{where}: malformed ({exc})") from exc
         if not 0 <= index < len(inputs) or inputs[index].get("custom_id") != custom_id:
             raise ResultsRejected(f"{where}: does not answer input line {index + 1}")
-        if line_hash(inputs[index]) != leaf.input_hash:
+        if line_hash(inputs[index]) != claimed_input_hash:
             raise ResultsRejected(f"{where}: is bound to a different request than input line {index + 1}")
+        try:
+            leaf = result_leaf(task_id, inputs[index], line)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResultsRejected(f"{where}: malformed ({exc})") from exc
         usage = ((line.get("response") or {}).get("body") or {}).get("usage")
         if usage and (usage.get("prompt_tokens"), usage.get("completion_tokens")) != (
             leaf.input_tokens,

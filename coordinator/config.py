@@ -31,6 +31,7 @@ class Settings:
     max_file_lines: int = 50_000  # OpenAI's batch input limit
     max_completion_window_h: int = 168
     price_per_million_tokens: int = 20_000_000  # token base units (6 decimals): 20 tokens per million
+    work_unit_size: int = 64  # requests per work unit: enough to keep a head's engine full between claims
     work_lease_s: int = 60  # a head that holds a unit longer without answering loses it to another pipeline
     heartbeat_ttl_s: int = 30  # a miner silent this long drops out of the live set
     rpc_url: str | None = None
@@ -41,10 +42,10 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
-        """From BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON {name: dir}),
-        BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES, BATCHMARKET_PRICE_PER_MILLION_TOKENS (base
-        units), BATCHMARKET_WORK_LEASE_S, BATCHMARKET_HEARTBEAT_TTL_S, BATCHMARKET_RPC_URL and
-        BATCHMARKET_DEPLOYMENT."""
+        """From the environment: BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON
+        {name: dir}), BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES,
+        BATCHMARKET_PRICE_PER_MILLION_TOKENS (base units), BATCHMARKET_WORK_UNIT_SIZE,
+        BATCHMARKET_WORK_LEASE_S, BATCHMARKET_HEARTBEAT_TTL_S, BATCHMARKET_RPC_URL, BATCHMARKET_DEPLOYMENT."""
         env = dict(os.environ if env is None else env)
         deployment = env.get("BATCHMARKET_DEPLOYMENT")
         return cls(
@@ -56,6 +57,7 @@ class Settings:
             price_per_million_tokens=_positive_int(
                 env, "BATCHMARKET_PRICE_PER_MILLION_TOKENS", cls.price_per_million_tokens
             ),
+            work_unit_size=_positive_int(env, "BATCHMARKET_WORK_UNIT_SIZE", cls.work_unit_size),
             work_lease_s=_positive_int(env, "BATCHMARKET_WORK_LEASE_S", cls.work_lease_s),
             heartbeat_ttl_s=_positive_int(env, "BATCHMARKET_HEARTBEAT_TTL_S", cls.heartbeat_ttl_s),
             rpc_url=env.get("BATCHMARKET_RPC_URL"),

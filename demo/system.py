@@ -47,6 +47,7 @@ class SystemConfig:
     region: str = "us-east-1"
     sweep_s: float = 0.5
     heartbeat_s: float = 1.0
+    work_unit_size: int = 64
     work_lease_s: int = 60
     heartbeat_ttl_s: int = 30
     database_url: str | None = None  # default: SQLite in the work directory
@@ -152,6 +153,7 @@ class LocalSystem:
                 "BATCHMARKET_DEPLOYMENT": str(self.deployment_file),
                 "BATCHMARKET_PRICE_PER_MILLION_TOKENS": str(self.config.price_per_million_tokens),
                 "BATCHMARKET_BEAT_SCHEDULE": str(self.workdir / "celerybeat-schedule"),
+                "BATCHMARKET_WORK_UNIT_SIZE": str(self.config.work_unit_size),
                 "BATCHMARKET_WORK_LEASE_S": str(self.config.work_lease_s),
                 "BATCHMARKET_HEARTBEAT_TTL_S": str(self.config.heartbeat_ttl_s),
             }

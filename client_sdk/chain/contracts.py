@@ -174,6 +174,14 @@ class Arbitration(_Bound):
     def get_dispute(self, dispute_id: int) -> Dispute:
         return Dispute.from_tuple(self.contract.functions.getDispute(dispute_id).call())
 
+    def dispute_count(self) -> int:
+        """Disputes opened so far; ids run from 1 to this."""
+        return int(self.contract.functions.disputeCount().call())
+
+    def dispute_of_task(self, task_id: int) -> int:
+        """The id of the task's dispute, 0 if it never had one (a task is disputed at most once)."""
+        return int(self.contract.functions.disputeOfTask(task_id).call())
+
     def open_dispute(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
         call = self.contract.functions.openDispute(leaf.task_id, leaf.as_tuple(), list(proof))
         receipt = self._send(call)

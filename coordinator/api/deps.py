@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
-from fastapi.concurrency import contextmanager_in_threadpool
 from sqlalchemy.orm import Session
 
 from coordinator.config import Settings
@@ -19,8 +19,22 @@ async def session(request: Request) -> AsyncIterator[Session]:
     threads waited on an exhausted pool, the requests holding its connections could wait for a worker thread
     for ever (until the pool's 30 s timeout). Waiting for a slot here, on the event loop, holds no thread."""
     database: Database = request.app.state.database
-    async with database.request_slots, contextmanager_in_threadpool(database.session()) as db:
-        yield db
+    async with database.request_slots:
+        db = database.sessions()  # no I/O yet: it connects on first use, in the endpoint's worker thread
+        succeeded = False
+        try:
+            yield db
+            succeeded = True
+        finally:
+            # commit (or roll back) and return the connection on a thread of its own, never queued behind
+            # requests that wait for a worker thread
+            await anyio.to_thread.run_sync(end_session, db, succeeded, limiter=anyio.CapacityLimiter(1))
+
+
+def end_session(db: Session, commit: bool) -> None:
+    with db:  # closing rolls back whatever was not committed
+        if commit:
+            db.commit()
 
 
 def settings(request: Request) -> Settings:

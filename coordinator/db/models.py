@@ -182,3 +182,19 @@ class Signature(Base):
     miner: Mapped[str] = mapped_column(ADDRESS, primary_key=True)
     signature: Mapped[str] = mapped_column(String(132))
     created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DisputeEvidence(Base):
+    """The request line and result line a dispute is about, published once by its challenger for the
+    verifiers; stored only after they hashed to the leaf the dispute holds on-chain (canonical JSON)."""
+
+    __tablename__ = "dispute_evidence"
+
+    dispute_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    task_id: Mapped[int] = mapped_column(BigInteger, index=True)
+    challenger: Mapped[str] = mapped_column(ADDRESS)
+    leaf_hash: Mapped[str] = mapped_column(HASH)
+    request_line: Mapped[str] = mapped_column(Text)
+    result_line: Mapped[str] = mapped_column(Text)  # with its x_batchmarket proof fields
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(BigInteger)

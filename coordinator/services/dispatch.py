@@ -19,7 +19,6 @@ from client_sdk.results import output_hash, output_line_id
 from coordinator.db.models import Batch, FileContent, PipelineRecord, Request, Result, WorkUnit
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 
-UNIT_SIZE = 16
 MAX_ATTEMPTS = 3
 FINISH_REASONS = ("stop", "length")
 
@@ -35,10 +34,13 @@ class LineResult:
     finish_reason: str
 
 
-def create_units(session: Session, batch: Batch, pipelines: list[PipelineRecord], now: int) -> int:
-    """Cuts the batch into units spread over the pipelines (round robin); returns how many."""
+def create_units(
+    session: Session, batch: Batch, pipelines: list[PipelineRecord], unit_size: int, now: int
+) -> int:
+    """Cuts the batch into units of `unit_size` requests spread over the pipelines (round robin); returns how
+    many."""
     indices = list(range(batch.request_total))
-    units = [indices[i : i + UNIT_SIZE] for i in range(0, len(indices), UNIT_SIZE)]
+    units = [indices[i : i + unit_size] for i in range(0, len(indices), unit_size)]
     session.add_all(
         WorkUnit(
             batch_id=batch.id,

@@ -150,7 +150,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
     usable = [p for p in pipelines if {s["miner"] for s in p.stages} <= set(batch.miners)]
     if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
-        dispatch.create_units(session, batch, usable or pipelines, now)
+        dispatch.create_units(session, batch, usable or pipelines, ctx.settings.work_unit_size, now)
     _set(batch, "in_progress", now)
 
 

@@ -65,14 +65,14 @@ def test_cli_errors_are_one_line(system: LocalSystem, tmp_path: Path) -> None:
 
 def test_a_cancelled_batch_pays_for_what_was_done(system: LocalSystem) -> None:
     client = system.client()
-    lines = [chat_line(f"stop-{i}", f"tell me a long story number {i}", max_tokens=48) for i in range(96)]
+    lines = [chat_line(f"stop-{i}", f"tell me a long story number {i}", max_tokens=32) for i in range(256)]
     file = client.files.create(file=jsonl(lines), purpose="batch")
     batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=5 * UNIT)
     wait_for(lambda: client.batches.retrieve(batch.id).request_counts.completed > 0, poll=0.1)
     assert client.batches.cancel(batch.id).status == "cancelling"
     done = client.batches.wait(batch.id, poll_s=0.5, timeout_s=240)
     assert done.status == "cancelled"
-    assert 0 < done.request_counts.completed < 96
+    assert 0 < done.request_counts.completed < 256
     verified = client.batches.results(batch.id)
     assert len(verified.output) == done.request_counts.completed
     task = system.market.tasks.get_task(batch.task_id)

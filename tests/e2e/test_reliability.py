@@ -17,7 +17,7 @@ from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
 REQUESTS = 64
-FAST_FAILOVER = SystemConfig(work_lease_s=4, heartbeat_ttl_s=3, heartbeat_s=0.5)
+FAST_FAILOVER = SystemConfig(work_unit_size=16, work_lease_s=4, heartbeat_ttl_s=3, heartbeat_s=0.5)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -1,0 +1,173 @@
+"""End-to-end: output tokens/s of a 1,000-request batch through the whole system, against the same miner work
+done by `miner run-local` on the same file (target: the system costs at most 20%).
+
+The system is `LocalSystem` with one miner node: anvil with the contracts, Redis, SQLite, `coordinator serve`,
+a Celery worker and one `miner serve` on the tiny checkpoint. A miner node runs the whole model in one process
+(miner.node.executor), so the fair `run-local` is one stage (`--stages 1`) with the node's engine settings:
+the same sequences in flight (16), one microbatch, no KV offloading, torch on one thread (as every run-local
+stage). On this 2-core machine a second miner or stage would only share the same cores. Both read the same
+file and, with seeds derived from each custom_id, generate the same tokens (the table checks the counts).
+
+The system's time runs from the SDK's upload (`files.create`) through `batches.create` (task and escrow
+on-chain) to the batch being `completed`: dispatched in work units, generated, collected, signed by the miner
+and committed on-chain. A 4-request batch goes through first, so the miner has joined and loaded its layers,
+as on a running market. `run-local`'s time is its own generation time (from its pipeline's start to its last
+completion: its stage process has loaded the model by then), as the CLI reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from client_sdk.openai_batch import CHAT
+from demo.system import UNIT, LocalSystem, SystemConfig
+from miner.node.executor import MAX_SEQS
+from miner.pipeline.batch import RunSettings, run_batch
+from tests.coordinator.helpers import chat_line, jsonl
+
+REQUESTS = 1_000
+TARGET_OVERHEAD = 0.20
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass(frozen=True)
+class Measured:
+    name: str
+    requests: int
+    output_tokens: int
+    seconds: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.seconds
+
+
+def batch_file(requests: int) -> bytes:
+    """Chat requests with outputs of 8 to 24 tokens (a tiny random model rarely stops early)."""
+    return jsonl(
+        [
+            chat_line(f"req-{i}", f"question {i}: what is {i} plus {i}?", max_tokens=8 + i % 17)
+            for i in range(requests)
+        ]
+    )
+
+
+def through_system(system: LocalSystem, data: bytes) -> Measured:
+    """Submit with the SDK and wait for `completed`; output tokens from the downloaded output file."""
+    with system.client() as client:
+        started = time.perf_counter()
+        file = client.files.create(file=data, purpose="batch")
+        batch = client.batches.create(input_file_id=file.id, endpoint=CHAT, max_price=50 * UNIT)
+        done = client.batches.wait(batch.id, poll_s=0.2, timeout_s=600)
+        seconds = time.perf_counter() - started
+        if done.status != "completed" or done.output_file_id is None:
+            raise RuntimeError(f"the batch ended {done.status}; see {system.workdir}/worker.log")
+        output = client.files.content(done.output_file_id).decode().splitlines()
+    tokens = sum(json.loads(line)["response"]["body"]["usage"]["completion_tokens"] for line in output)
+    return Measured("system (1 miner node)", len(output), tokens, seconds)
+
+
+def with_run_local(model_dir: Path, data: bytes, scratch: Path) -> Measured:
+    """`miner run-local --stages 1 --microbatches 1 --no-offload --max-batch-size 16` on the same file."""
+    source = scratch / "batch.jsonl"
+    source.write_bytes(data)
+    settings = RunSettings(stages=1, microbatches=1, offload=False, max_batch_size=MAX_SEQS)
+    summary = run_batch(model_dir, source, scratch / "out.jsonl", scratch / "errors.jsonl", settings)
+    return Measured("miner run-local (1 stage)", summary.completed, summary.output_tokens, summary.seconds)
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Processes started inside run torch on `count` threads (OMP_NUM_THREADS)."""
+    previous = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(count)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = previous
+
+
+def run(scratch: Path) -> tuple[Measured, Measured]:
+    data = batch_file(REQUESTS)
+    # run-local's stage runs torch on one thread (miner.pipeline.local); so does the miner node here, which
+    # would otherwise spin two OpenMP threads against the API, the worker and anvil on the same 2 cores
+    with torch_threads(1), LocalSystem(scratch / "system", SystemConfig(miners=1)) as system:
+        through_system(system, batch_file(4))  # the miner joins and loads its layers
+        system_run = through_system(system, data)
+    # after the system is down, so that nothing else of ours shares the cores
+    local_run = with_run_local(system.model_dir, data, scratch)
+    return system_run, local_run
+
+
+def report(system_run: Measured, local_run: Measured) -> Table:
+    overhead = 1 - system_run.tokens_per_s / local_run.tokens_per_s
+    verdict = "meets" if overhead <= TARGET_OVERHEAD else "misses"
+    table = Table(
+        title=f"Output tokens/s of a {REQUESTS:,}-request batch: the whole system vs. `miner run-local` "
+        f"(target: overhead at most {TARGET_OVERHEAD:.0%})",
+        caption=f"tiny checkpoint on CPU; one miner node = one run-local stage (see bench/e2e_overhead.py); "
+        f"{os.cpu_count()} shared cores, load average {os.getloadavg()[0]:.1f} at the end",
+    )
+    for column in ("run", "requests", "output tokens", "seconds", "output tokens/s"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for measured in (local_run, system_run):
+        table.add_row(
+            measured.name,
+            f"{measured.requests:,}",
+            f"{measured.output_tokens:,}",
+            f"{measured.seconds:.1f}",
+            f"{measured.tokens_per_s:.0f}",
+        )
+    same = "same tokens" if system_run.output_tokens == local_run.output_tokens else "token counts differ!"
+    table.add_row(
+        f"system overhead ({verdict} the target; {same})", "", "", "", f"{overhead:.0%}", style="bold"
+    )
+    return table
+
+
+def plot(system_run: Measured, local_run: Measured, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    runs = (local_run, system_run)
+    ax.bar([r.name for r in runs], [r.tokens_per_s for r in runs], color=["tab:grey", "tab:blue"])
+    floor = local_run.tokens_per_s * (1 - TARGET_OVERHEAD)
+    ax.axhline(floor, color="red", linestyle="--", label=f"target: {1 - TARGET_OVERHEAD:.0%} of run-local")
+    ax.set_ylabel("output tokens/s")
+    ax.set_title(f"{REQUESTS:,}-request batch, same model and machine")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        system_run, local_run = run(Path(scratch))
+    table = report(system_run, local_run)
+    console = Console(width=120)
+    console.print(table)
+    RESULTS.mkdir(exist_ok=True)
+    with (RESULTS / "e2e_overhead.txt").open("w") as handle:
+        Console(file=handle, width=120).print(table)
+    plot(system_run, local_run, RESULTS / "e2e_overhead.png")
+    console.print(f"wrote {RESULTS / 'e2e_overhead.txt'} and {RESULTS / 'e2e_overhead.png'}")
+
+
+if __name__ == "__main__":
+    main()

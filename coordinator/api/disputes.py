@@ -1,0 +1,45 @@
+"""/v1/disputes/{id}/evidence: the lines a dispute is about, published by its challenger, read by
+verifiers."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+from pydantic import BaseModel, Field
+
+from coordinator.api.auth import Caller
+from coordinator.api.deps import DbSession
+from coordinator.api.miners import Chain
+from coordinator.services import disputes
+
+router = APIRouter(prefix="/v1/disputes", tags=["disputes"])
+DisputeId = Annotated[int, Path(ge=1, lt=2**63, description="On-chain dispute id.")]
+
+
+class EvidenceBody(BaseModel):
+    request_line: dict[str, Any] = Field(description="The disputed request, as in the batch input file.")
+    result_line: dict[str, Any] = Field(
+        description="The disputed output line, with its x_batchmarket fields."
+    )
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+@router.post(
+    "/{dispute_id}/evidence",
+    summary="Publish a dispute's evidence (challenger only; checked against the leaf on-chain; stored once)",
+)
+def publish(
+    dispute_id: DisputeId, body: EvidenceBody, challenger: Caller, db: DbSession, chain: Chain
+) -> dict[str, Any]:
+    evidence = disputes.Evidence(body.request_line, body.result_line, body.reason)
+    stored = disputes.publish(
+        db, chain.market.arbitration, challenger, dispute_id, evidence, int(time.time())
+    )
+    return disputes.evidence_object(stored)
+
+
+@router.get("/{dispute_id}/evidence", summary="A dispute's evidence (any signed caller: verifiers read it)")
+def read(dispute_id: DisputeId, _reader: Caller, db: DbSession) -> dict[str, Any]:
+    return disputes.evidence_object(disputes.get_evidence(db, dispute_id))

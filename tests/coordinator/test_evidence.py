@@ -1,0 +1,160 @@
+"""The evidence service (no HTTP) against a real dispute on anvil: it stores the request and result lines of
+an open dispute, sent by its challenger, once, and only if they hash back to the leaf the dispute holds
+on-chain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.anvil import Anvil
+from client_sdk.chain.contracts import Market
+from client_sdk.eip712 import sign_commitment
+from client_sdk.inputs import custom_id_hash, line_hash
+from client_sdk.merkle import MerkleTree
+from client_sdk.results import PROOF_KEY, ResultLeaf, output_hash
+from coordinator.db.migrate import upgrade
+from coordinator.db.models import DisputeEvidence
+from coordinator.db.session import Database
+from coordinator.services import disputes
+from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from demo.lifecycle import DemoConfig, price_results
+from tests.conftest import VOTING_PERIOD
+from tests.coordinator.helpers import chat_line
+from tests.helpers import assigned_task
+
+TOKENS = (12, 5)  # input and output tokens of every line
+
+
+@dataclass(frozen=True)
+class Disputed:
+    market: Market
+    dispute_id: int
+    evidence: disputes.Evidence
+    other: disputes.Evidence  # the other line of the same task, with its own valid proof
+
+
+def result_line(task_id: int, index: int, request: dict[str, Any], answer: str) -> dict[str, Any]:
+    body = {"object": "chat.completion", "choices": [{"index": 0, "message": {"content": answer}}]}
+    return {
+        "id": f"batch_req_{task_id}_{index}",
+        "custom_id": request["custom_id"],
+        "response": {"status_code": 200, "request_id": f"batch_req_{task_id}_{index}", "body": body},
+        "error": None,
+    }
+
+
+@pytest.fixture
+def disputed(admin_market: Market, accounts: list[LocalAccount]) -> Disputed:
+    """A committed task of two lines, signed by its two miners; the user disputes line 1."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    requests = [chat_line(f"q-{i}", f"what is {i} plus {i}?") for i in range(2)]
+    lines = [result_line(task_id, i, r, str(2 * i)) for i, r in enumerate(requests)]
+    pipeline = tuple(m.address for m in miners)
+    leaves = [
+        ResultLeaf(
+            task_id, i, custom_id_hash(r["custom_id"]), line_hash(r), output_hash(line), *TOKENS, pipeline
+        )
+        for i, (r, line) in enumerate(zip(requests, lines, strict=True))
+    ]
+    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    for i, (leaf, line) in enumerate(zip(leaves, lines, strict=True)):
+        line[PROOF_KEY] = {
+            "index": i,
+            "input_hash": "0x" + leaf.input_hash.hex(),
+            "input_tokens": TOKENS[0],
+            "output_tokens": TOKENS[1],
+            "pipeline": list(pipeline),
+            "proof": ["0x" + p.hex() for p in tree.proof(i)],
+        }
+    commitment = price_results(admin_market, task_id, leaves, DemoConfig())
+    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
+    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    owner = admin_market.as_account(user)
+    bond = owner.arbitration.dispute_bond()
+    admin_market.token.mint(user.address, bond)
+    owner.token.approve(owner.escrow.address, bond)
+    dispute_id = owner.arbitration.open_dispute(leaves[1], tree.proof(1))
+    return Disputed(
+        admin_market,
+        dispute_id,
+        disputes.Evidence(requests[1], lines[1], "two plus two is not 2"),
+        disputes.Evidence(requests[0], lines[0]),
+    )
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    return Database(url)
+
+
+def publish(database: Database, d: Disputed, caller: str, evidence: disputes.Evidence) -> dict[str, Any]:
+    with database.session() as session:
+        stored = disputes.publish(session, d.market.arbitration, caller, d.dispute_id, evidence, now=1)
+        return disputes.evidence_object(stored)
+
+
+def test_the_challengers_evidence_is_stored_once(
+    database: Database, disputed: Disputed, accounts: list[LocalAccount]
+) -> None:
+    challenger = accounts[2].address
+    stored = publish(database, disputed, challenger, disputed.evidence)
+    record = disputed.market.arbitration.get_dispute(disputed.dispute_id)
+    assert stored["leaf_hash"] == "0x" + record.leaf_hash.hex() and stored["task_id"] == record.task_id
+    assert (stored["request_line"], stored["result_line"]) == (
+        disputed.evidence.request_line,
+        disputed.evidence.result_line,
+    )
+    assert publish(database, disputed, challenger, disputed.evidence) == stored  # the same again: a no-op
+    with pytest.raises(Conflict, match="already published and cannot change"):
+        publish(database, disputed, challenger, replace(disputed.evidence, reason="another reason"))
+    with database.session() as session:
+        assert disputes.evidence_object(disputes.get_evidence(session, disputed.dispute_id)) == stored
+        assert session.query(DisputeEvidence).count() == 1
+
+
+def test_lines_that_are_not_the_disputed_leaf_are_refused(
+    database: Database, disputed: Disputed, accounts: list[LocalAccount]
+) -> None:
+    challenger, good = accounts[2].address, disputed.evidence
+    swapped_request = replace(good, request_line=disputed.other.request_line)
+    with pytest.raises(InvalidInput, match="request line does not hash to the input hash") as refused:
+        publish(database, disputed, challenger, swapped_request)
+    assert refused.value.param == "request_line"
+    edited = dict(good.result_line, response={"status_code": 200, "body": {"choices": []}})
+    with pytest.raises(InvalidInput, match="result line does not hash to dispute"):
+        publish(database, disputed, challenger, replace(good, result_line=edited))
+    with pytest.raises(InvalidInput, match="is about line 1, not line 0"):
+        publish(database, disputed, challenger, disputed.other)
+    bare = {k: v for k, v in good.result_line.items() if k != PROOF_KEY}
+    with pytest.raises(InvalidInput, match=f"{PROOF_KEY} fields are missing or malformed"):
+        publish(database, disputed, challenger, replace(good, result_line=bare))
+    with database.session() as session:
+        assert session.query(DisputeEvidence).count() == 0
+
+
+def test_only_the_challenger_of_an_open_dispute_publishes(
+    database: Database, disputed: Disputed, accounts: list[LocalAccount], chain: Anvil
+) -> None:
+    with pytest.raises(Conflict, match=r"only dispute \d+'s challenger") as refused:
+        publish(database, disputed, accounts[3].address, disputed.evidence)
+    assert refused.value.code == "not_challenger"
+    with pytest.raises(NotFound):
+        publish(
+            database,
+            replace(disputed, dispute_id=disputed.dispute_id + 1),
+            accounts[2].address,
+            disputed.evidence,
+        )
+    chain.advance_time(VOTING_PERIOD)
+    disputed.market.arbitration.resolve(disputed.dispute_id)
+    with pytest.raises(Conflict, match="is no_decision: evidence is taken only while it is open"):
+        publish(database, disputed, accounts[2].address, disputed.evidence)
