@@ -5,6 +5,7 @@ line against the chain; after the challenge window everyone is paid exactly what
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -14,12 +15,19 @@ from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.verify import ResultsRejected, check_commitment, check_inputs, check_lines
-from demo.system import UNIT, LocalSystem
+from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
 REQUESTS = 24
 MAX_PRICE = 5 * UNIT
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """Units of 8 requests, so both miners serve some of the batch and both get paid."""
+    with LocalSystem(tmp_path_factory.mktemp("system"), SystemConfig(work_unit_size=8)) as running:
+        yield running
 
 
 @dataclass(frozen=True)
