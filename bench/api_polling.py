@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import inspect
 import os
 import random
@@ -211,12 +212,17 @@ def run(scratch: Path) -> list[Run]:
     return runs
 
 
+def http_parser() -> str:
+    """What uvicorn's "auto" picks: httptools and uvloop when installed (uvicorn[standard]), else h11."""
+    return "httptools + uvloop" if importlib.util.find_spec("httptools") else "h11"
+
+
 def report(runs: list[Run]) -> Table:
     table = Table(
         title=f"GET /v1/batches/{{id}} by {CLIENTS} concurrent wallet-signed clients on loopback, "
         f"{CLIENTS * POLLS_PER_CLIENT:,} requests per row (target: p99 under {TARGET_P99_MS:.0f} ms "
         "when polling)",
-        caption=f"coordinator serve (uvicorn, h11) + Redis + SQLite; load generator in the same machine's "
+        caption=f"coordinator serve (uvicorn, {http_parser()}) + Redis + SQLite; load generator in the same machine's "
         f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)",
     )
     for column in (
