@@ -222,8 +222,8 @@ def report(runs: list[Run]) -> Table:
         title=f"GET /v1/batches/{{id}} by {CLIENTS} concurrent wallet-signed clients on loopback, "
         f"{CLIENTS * POLLS_PER_CLIENT:,} requests per row (target: p99 under {TARGET_P99_MS:.0f} ms "
         "when polling)",
-        caption=f"coordinator serve (uvicorn, {http_parser()}) + Redis + SQLite; load generator in the same machine's "
-        f"{os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)",
+        caption=f"coordinator serve (uvicorn, {http_parser()}) + Redis + SQLite; load generator in the same "
+        f"machine's {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)",
     )
     for column in (
         "workers",
