@@ -1,7 +1,7 @@
 """All stages of a pipeline in one process, run one after another.
 
-The exactness reference for the distributed engine (same shards, same cache layout, no transport), and the
-model runner a verifier uses to re-score results.
+The exactness reference for the distributed engine (same shards, same cache layout, no transport). Verifiers
+re-score with miner/verify/rescore.py, which needs logits at every output position, not only the last.
 """
 
 from __future__ import annotations
