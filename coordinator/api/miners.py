@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
+from client_sdk.device import DeviceProfile
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.chain import CoordinatorChain
@@ -76,7 +77,7 @@ class SignatureBody(BaseModel):
 
 @router.post("/join", summary="Join with a profiled device (checked against the on-chain registration)")
 def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> dict[str, Any]:
-    device = miners.DeviceProfile(**body.device.model_dump())
+    device = DeviceProfile(**body.device.model_dump())
     record = miners.join(
         db, chain.registry, live, miner, body.model, body.endpoint, body.region, device, int(time.time())
     )

@@ -156,6 +156,15 @@ class PipelineRecord(Base):
     active: Mapped[bool]
     created_at: Mapped[int] = mapped_column(BigInteger)
 
+    @property
+    def head(self) -> str:
+        """The first stage's miner: it claims the pipeline's work units."""
+        return str(self.stages[0]["miner"])
+
+    @property
+    def miners(self) -> list[str]:
+        return [str(stage["miner"]) for stage in self.stages]
+
 
 class WorkUnit(Base):
     """A slice of a batch sent to one pipeline's head. `leased_until` passes when the head goes silent; the

@@ -57,11 +57,7 @@ def create_units(
 
 def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any] | None:
     """The next queued unit of a pipeline this miner heads, leased to it; None when there is none."""
-    heads = [
-        p.id
-        for p in session.scalars(select(PipelineRecord).where(PipelineRecord.active))
-        if p.stages[0]["miner"] == miner
-    ]
+    heads = headed_by(session, miner, active_only=True)
     if not heads:
         return None
     query = (
@@ -89,12 +85,18 @@ def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any
     }
 
 
+def headed_by(session: Session, miner: str, *, active_only: bool) -> list[int]:
+    """Ids of the pipelines whose first stage is this miner."""
+    query = select(PipelineRecord).where(PipelineRecord.active) if active_only else select(PipelineRecord)
+    return [p.id for p in session.scalars(query) if p.head == miner]
+
+
 def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> None:
     """A live head keeps the units it says it is serving: its heartbeat pushes their leases forward, so a
     lease runs out only when the head goes silent or forgets the unit (a claim whose answer it never got)."""
     if not unit_ids:
         return
-    heads = [p.id for p in session.scalars(select(PipelineRecord)) if p.stages[0]["miner"] == miner]
+    heads = headed_by(session, miner, active_only=False)  # a re-plan does not take a unit from its head
     session.execute(
         update(WorkUnit)
         .where(WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased")
@@ -122,7 +124,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
         raise NotFound("work unit", str(unit_id))
     pipeline = session.get(PipelineRecord, unit.pipeline_id)
     assert pipeline is not None
-    if pipeline.stages[0]["miner"] != miner:
+    if pipeline.head != miner:
         raise NotFound("work unit", str(unit_id))
     if unit.status == "queued":
         raise Conflict(f"work unit {unit_id} is not leased to you any more", "lease_lost")
@@ -184,7 +186,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
                 True,
                 result.prompt_tokens,
                 len(result.output_token_ids),
-                [s["miner"] for s in pipeline.stages],
+                pipeline.miners,
                 now,
                 [s["end"] - s["start"] for s in pipeline.stages],
             )

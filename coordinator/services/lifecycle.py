@@ -143,12 +143,12 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
     if not pipelines:
         return  # wait for miners; the deadline check expires the batch if none come
     if task.status == TaskStatus.OPEN:
-        miners = sorted({stage["miner"] for p in pipelines for stage in p.stages})
+        miners = sorted({miner for p in pipelines for miner in p.miners})
         ctx.chain.assign(batch.task_id, miners, ctx.chain.min_stake_lock())
         batch.miners = miners
     elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
         batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
-    usable = [p for p in pipelines if {s["miner"] for s in p.stages} <= set(batch.miners)]
+    usable = made_of(pipelines, batch.miners)
     if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
         dispatch.create_units(session, batch, usable or pipelines, ctx.settings.work_unit_size, now)
     _set(batch, "in_progress", now)
@@ -160,8 +160,13 @@ def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) ->
     if served is None:
         return []
     pipelines = ensure_plan(session, served, live_miners(session, ctx.live, batch.model), now)
-    assigned = set(batch.miners or ())
-    return [p for p in pipelines if {s["miner"] for s in p.stages} <= assigned]
+    return made_of(pipelines, batch.miners or [])
+
+
+def made_of(pipelines: list[PipelineRecord], miners: list[str]) -> list[PipelineRecord]:
+    """The pipelines whose every stage is one of `miners`."""
+    allowed = set(miners)
+    return [p for p in pipelines if allowed.issuperset(p.miners)]
 
 
 def _run(session: Session, ctx: Context, batch: Batch, now: int) -> None:

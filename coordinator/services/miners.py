@@ -3,13 +3,13 @@ heartbeats; any change of the live set re-plans the model's pipelines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import MinerProfile, Stake
+from client_sdk.device import DeviceProfile
 from client_sdk.encoding import model_id
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
@@ -26,17 +26,6 @@ class Registry(Protocol):
     def stake_of(self, miner: str) -> Stake: ...
 
     def min_stake(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class DeviceProfile:
-    """What a miner measured on its device before joining."""
-
-    gpu: str
-    memory_gb: float
-    tflops: float
-    mem_bandwidth_gb_s: float
-    layer_latency_ms: float
 
 
 def join(

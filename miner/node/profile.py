@@ -5,26 +5,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from client_sdk.device import DeviceProfile
 from miner.model.config import ModelConfig
 from miner.pipeline.plan import decode_step_ms
-
-
-@dataclass(frozen=True)
-class DeviceProfile:
-    gpu: str
-    memory_gb: float
-    tflops: float
-    mem_bandwidth_gb_s: float
-    layer_latency_ms: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def device_memory_gb(device: str) -> float:

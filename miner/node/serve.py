@@ -14,10 +14,10 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
+from client_sdk.device import DeviceProfile
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import WholeModelExecutor
 from miner.node.journal import Journal
-from miner.node.profile import DeviceProfile
 from miner.node.signer import RefusedToSign, check_and_sign
 
 log = logging.getLogger("batchmarket.miner")
