@@ -76,7 +76,7 @@ def run_demo(
 ) -> DemoReport:
     say = (log or Console(quiet=True)).print
     say("starting anvil, the contracts, Redis, the coordinator API and worker, and two miners ...")
-    with LocalSystem(workdir, SystemConfig(miners=2)) as system:
+    with LocalSystem(workdir, SystemConfig(miners=2, stages=2)) as system:
         market = system.market
         parties = [("user", system.user.address), ("coordinator", system.coordinator.address)]
         parties += [(f"miner {chr(65 + i)}", m.address) for i, m in enumerate(system.miner_accounts)]

@@ -8,6 +8,7 @@ operator runs by hand (see the README), only on localhost.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,8 @@ from client_sdk.client import Client
 from client_sdk.encoding import model_id, short_string
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Miner
+from coordinator.scheduling.cluster import GIB
+from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from demo.services import redis_server
 from miner.tiny_checkpoint import build_tiny_model
 
@@ -36,6 +39,7 @@ UNIT = 10**6  # one token in base units
 @dataclass(frozen=True)
 class SystemConfig:
     miners: int = 2
+    stages: int = 1  # each miner lends memory for 1/stages of the model: pipelines of `stages` miners
     model: str = "tiny/qwen3"
     min_stake: int = 100 * UNIT
     miner_stake: int = 200 * UNIT
@@ -51,6 +55,15 @@ class SystemConfig:
     work_lease_s: int = 60
     heartbeat_ttl_s: int = 30
     database_url: str | None = None  # default: SQLite in the work directory
+
+
+def lent_memory_gb(model_dir: Path, stages: int) -> float:
+    """Memory a miner lends so that the planner needs `stages` of them for one pipeline: its share of the
+    model's layer units, one unit of slack (and half of one against rounding), and the planner's KV-cache
+    reserve on top."""
+    spec = ModelSpec.from_hf_config(json.loads((model_dir / "config.json").read_text()))
+    units = -(-spec.units_needed // stages) + 1.5
+    return units * spec.layer_bytes / (1 - DEFAULT_KV_RESERVE) / GIB
 
 
 class LocalSystem:
@@ -190,7 +203,7 @@ class LocalSystem:
             "--coordinator", self.api_url,
             "--model", self.config.model,
             "--model-dir", str(self.model_dir),
-            "--memory-gb", "1",
+            "--memory-gb", str(lent_memory_gb(self.model_dir, self.config.stages)),
             "--heartbeat-s", str(self.config.heartbeat_s),
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),

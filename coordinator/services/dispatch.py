@@ -175,6 +175,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
             prompt_tokens=result.prompt_tokens,
             completion_tokens=len(result.output_token_ids),
             finish_reason=result.finish_reason,
+            token_ids=result.output_token_ids,  # what a verifier re-scores (text does not round-trip)
         )
         out = output_line(output_line_id(batch.task_id, result.index), request.custom_id, body["id"], body)
         session.add(

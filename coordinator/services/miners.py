@@ -3,7 +3,7 @@ heartbeats; any change of the live set re-plans the model's pipelines."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -91,6 +91,14 @@ def assignment(session: Session, address: str) -> dict[str, object] | None:
                     "position": position,
                     "start": stage["start"],
                     "end": stage["end"],
-                    "stages": pipeline.stages,
+                    "stages": _with_endpoints(session, pipeline.stages),
                 }
     return None
+
+
+def _with_endpoints(session: Session, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stage with the endpoint its miner joined with (where the previous stage sends)."""
+    addresses = [s["miner"] for s in stages]
+    rows = session.execute(select(Miner.address, Miner.endpoint).where(Miner.address.in_(addresses)))
+    endpoints = {address: endpoint for address, endpoint in rows}
+    return [{**stage, "endpoint": endpoints[stage["miner"]]} for stage in stages]

@@ -13,12 +13,14 @@ from sqlalchemy.orm import Session
 from client_sdk.merkle import MerkleTree
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Signature
+from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.lifecycle import commitment_of, result_leaves
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
-    """The commitments waiting for this miner's signature, each with the lines it served."""
+    """The commitments waiting for this miner's signature, each with the lines it served (request line, result
+    line, pipeline and Merkle proof)."""
     signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
     batches = session.scalars(
         select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
@@ -29,9 +31,11 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
             continue
         results, leaves = result_leaves(session, batch)
         tree = MerkleTree([leaf.hash() for leaf in leaves])
+        requests = input_rows(session, batch.input_file_id)
         lines = [
             {
                 "index": r.line_index,
+                "request": requests[r.line_index],
                 "line": json.loads(r.body),
                 "pipeline": r.pipeline,
                 "proof": ["0x" + p.hex() for p in tree.proof(position)],

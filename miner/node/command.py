@@ -22,11 +22,17 @@ from client_sdk.cli_support import (
 )
 from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
+from miner.model.config import ModelConfig
 from miner.node.coordinator_client import CoordinatorClient
-from miner.node.executor import WholeModelExecutor
+from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal
 from miner.node.profile import profile
+from miner.node.requests import Reader
 from miner.node.serve import Node, NodeConfig
+from miner.node.stage_host import HostSettings
+from miner.pipeline.batch import load_tokenizer, stop_token_ids
+from miner.pipeline.stage import CacheSettings
+from miner.verify import corrupt
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -43,6 +49,22 @@ def serve(
         float | None,
         typer.Option(min=0.001, help="Memory lent to the market (default: all of the device's)."),
     ] = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            help="Where this node's stage inbox binds, e.g. tcp://0.0.0.0:5555 behind NAT "
+            "(default: the endpoint registered on-chain)."
+        ),
+    ] = None,
+    kv_pages: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="KV-cache pages of 16 tokens per microbatch; every miner of a pipeline must have at least "
+            "as many as its head.",
+        ),
+    ] = 512,
+    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per microbatch (as head).")] = 32,
     heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
     state_dir: Annotated[
         Path | None,
@@ -54,7 +76,8 @@ def serve(
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Profile the device, join the coordinator, serve work units and sign the results, until Ctrl-C."""
+    """Profile the device, join the coordinator, serve the assigned pipeline stage (and, as a pipeline's
+    head, its work units), and sign the results after checking them, until Ctrl-C."""
     if dtype not in DTYPES:
         raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
     if not (model_dir / "config.json").is_file():
@@ -69,9 +92,10 @@ def serve(
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     console.print("profiling the device ...")
     measured = profile(model_dir, DTYPES[dtype], device, memory_gb)
+    tokenizer = load_tokenizer(model_dir)
+    reader = Reader(tokenizer, ModelConfig.load(model_dir), stop_token_ids(tokenizer, model_dir))
     config = NodeConfig(
         model=model,
-        model_dir=model_dir,
         endpoint=registered.endpoint,
         region=read_short_string(registered.region),
         chain_id=market.w3.eth.chain_id,
@@ -82,9 +106,15 @@ def serve(
     journal = Journal(
         (state_dir or Path.home() / ".batchmarket" / f"miner-{account.address}") / "served.jsonl"
     )
-    node = Node(
-        config, account, client, measured, lambda d: WholeModelExecutor(d, DTYPES[dtype], device), journal
+    host = HostSettings(
+        model_dir,
+        listen or registered.endpoint,
+        CacheSettings(local_pages=kv_pages, max_seqs=max_batch_size),
+        DTYPES[dtype],
+        device,
     )
+    executor = HeadExecutor(reader, corrupt.from_environment())
+    node = Node(config, account, client, measured, host, executor, journal)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

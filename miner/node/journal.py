@@ -1,49 +1,46 @@
-"""What this node produced, appended to a JSONL file as it goes, so that a node restarted after a crash can
-still check, and sign, the results it served before."""
+"""What this node served, appended to a JSONL file as it goes, so that a node restarted after a crash can
+still check, and sign, the results it served before.
+
+A line is journaled as token ids only (its prompt as fed and its output as produced): everything a result line
+says besides them (the text, the finish reason, the request it answers) follows from these ids, the model's
+tokenizer and the request line, which is how the signer checks it.
+"""
 
 from __future__ import annotations
 
 import json
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
-from client_sdk import openai_batch
-from miner.node.executor import Produced
+
+@dataclass(frozen=True)
+class Served:
+    """One request as this node saw it: the prompt it was fed and the output it produced (or passed on)."""
+
+    prompt: tuple[int, ...]
+    output: tuple[int, ...]
 
 
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.produced: dict[tuple[int, int], Produced] = {}
-        self.created: dict[int, int] = {}  # task id -> the `created` time its result lines carry
+        self.served: dict[tuple[int, int], Served] = {}  # (task id, line index) -> what we served
+        self._lock = threading.Lock()  # a stage thread and the node's loop both record
         if path.is_file():
             for row in path.read_text().splitlines():
-                self._load(json.loads(row))
+                entry = json.loads(row)
+                key = (int(entry["task_id"]), int(entry["index"]))
+                self.served[key] = Served(tuple(entry["prompt"]), tuple(entry["output"]))
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def _load(self, entry: dict[str, object]) -> None:
-        task_id, index = int(entry["task_id"]), int(entry["index"])  # type: ignore[call-overload]
-        line = openai_batch.parse_line(json.dumps(entry["line"]), index + 1)
-        self.produced[(task_id, index)] = Produced(
-            line,
-            tuple(entry["prompt"]),  # type: ignore[arg-type]
-            tuple(entry["output"]),  # type: ignore[arg-type]
-            str(entry["text"]),
-            str(entry["finish_reason"]),
-        )
-        self.created[task_id] = int(entry["created"])  # type: ignore[call-overload]
-
-    def record(self, task_id: int, index: int, created: int, produced: Produced) -> None:
+    def record(self, task_id: int, index: int, served: Served) -> None:
         entry = {
             "task_id": task_id,
             "index": index,
-            "created": created,
-            "line": produced.line.raw,
-            "prompt": list(produced.prompt),
-            "output": list(produced.output),
-            "text": produced.text,
-            "finish_reason": produced.finish_reason,
+            "prompt": list(served.prompt),
+            "output": list(served.output),
         }
-        with self.path.open("a") as handle:
+        with self._lock, self.path.open("a") as handle:
             handle.write(json.dumps(entry) + "\n")
-        self.produced[(task_id, index)] = produced
-        self.created[task_id] = created
+            self.served[(task_id, index)] = served

@@ -1,32 +1,34 @@
-"""The node loop: join, then until stopped: heartbeat, follow the assignment, claim and serve work units as a
-pipeline head, and sign the commitments of batches it served (after checking them). Transient failures of the
-coordinator are logged and retried; they never stop the node."""
+"""The node loop: join, then until stopped: heartbeat, follow the assignment (serve its stage), claim and
+serve work units when this node heads its pipeline, and sign the commitments of batches it served (after
+checking them). Transient failures of the coordinator are logged and retried; they never stop the node."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
-from miner.node.executor import WholeModelExecutor
-from miner.node.journal import Journal
+from miner.node.executor import HeadExecutor
+from miner.node.journal import Journal, Served
+from miner.node.requests import SCRATCH_IDS, task_and_line
 from miner.node.signer import RefusedToSign, check_and_sign
+from miner.node.stage_host import HostSettings, StageAssignment, StageHost
+from miner.pipeline.ledger import RequestRecord
 
 log = logging.getLogger("batchmarket.miner")
+
+
+class Reassigned(Exception):
+    """The coordinator moved this node while it was serving a unit; the unit goes back to the coordinator."""
 
 
 @dataclass(frozen=True)
 class NodeConfig:
     model: str
-    model_dir: Path
     endpoint: str
     region: str
     chain_id: int
@@ -42,18 +44,20 @@ class Node:
         account: LocalAccount,
         client: CoordinatorClient,
         device: DeviceProfile,
-        load_executor: Callable[[Path], WholeModelExecutor],
+        host: HostSettings,
+        executor: HeadExecutor,
         journal: Journal,
     ) -> None:
         self.config = config
         self.account = account
         self.client = client
         self.device = device
-        self.load_executor = load_executor
+        self.host = StageHost(host, self.journal_finished)
+        self.executor = executor
         self.journal = journal
-        self.executor: WholeModelExecutor | None = None
         self.serving: set[int] = set()  # units in hand: heartbeats keep their leases
         self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
+        self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.units_served = 0
 
     def run(self, stop: threading.Event) -> None:
@@ -62,74 +66,81 @@ class Node:
         # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
         beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
         beats.start()
-        next_check = 0.0
         while not stop.is_set():
             try:
-                if time.monotonic() >= next_check:
-                    self._follow(self.client.assignment())
-                    next_check = time.monotonic() + self.config.heartbeat_s
+                self.host.follow(self.wanted)
                 busy = self._serve_one() | self._sign_pending()
             except CoordinatorError as exc:
                 log.warning("coordinator: %s", exc)
                 busy = False
             if not busy:
                 stop.wait(self.config.poll_s)
+        self.host.close()
 
     def _beat(self, stop: threading.Event) -> None:
+        """Heartbeats, and the assignment they may change (read here, so a node busy with a unit still
+        notices that its pipeline is gone)."""
         client = self.client.clone()  # connection pools are not shared across threads
         try:
             while not stop.is_set():
                 try:
                     serving = list(self.serving)
                     client.heartbeat(self.device.layer_latency_ms, len(serving), serving)
+                    latest = client.assignment()
+                    self.wanted = StageAssignment.from_json(latest) if latest is not None else None
                 except CoordinatorError as exc:
                     log.warning("heartbeat: %s", exc)
                 stop.wait(self.config.heartbeat_s)
         finally:
             client.close()
 
-    def _follow(self, assignment: dict[str, Any] | None) -> None:
-        if assignment is None:
+    def journal_finished(self, request: int, record: RequestRecord) -> None:
+        """A finished request of this node's stage (not the head): journaled, so this node can check the line
+        before signing it."""
+        if request >= SCRATCH_IDS:
             return
-        if len(assignment["stages"]) != 1:
-            log.error(
-                "assigned a stage of a %d-stage pipeline: this node serves whole-model pipelines only",
-                len(assignment["stages"]),
-            )
-            return
-        if self.executor is None:
-            self.executor = self.load_executor(self.config.model_dir)
-            log.info("loaded %s, layers [%d, %d)", self.config.model, assignment["start"], assignment["end"])
+        task_id, index = task_and_line(request)
+        self.journal.record(task_id, index, Served(tuple(record.prompt), tuple(record.output)))
+
+    def _check_assignment(self) -> None:
+        self.host.check()
+        if self.wanted != self.host.assignment:
+            raise Reassigned("the coordinator changed this node's assignment")
 
     def _serve_one(self) -> bool:
-        if self.executor is None:
+        driver = self.host.driver
+        if driver is None:
             return False
         unit = self.client.claim()
         if unit is None:
             return False
-        unit_id, task_id, created = int(unit["unit_id"]), int(unit["task_id"]), int(unit["created"])
+        unit_id, task_id = int(unit["unit_id"]), int(unit["task_id"])
         self.serving.add(unit_id)
         try:
-            results = []
-            for index, produced in self.executor.run(unit["lines"]):
-                # journaled before anyone hears of it: we sign from the journal, even after a crash
-                self.journal.record(task_id, index, created, produced)
-                results.append(
-                    {
-                        "index": index,
-                        "text": produced.text,
-                        "output_token_ids": list(produced.output),
-                        "prompt_tokens": len(produced.prompt),
-                        "finish_reason": produced.finish_reason,
-                    }
-                )
-            stored = self.client.submit(unit_id, results)
+            served = self.executor.run(task_id, unit["lines"], driver, self._check_assignment)
+        except (Reassigned, RuntimeError, TimeoutError) as exc:
+            log.warning("gave up unit %s: %s", unit_id, exc)
+            self.host.stop()  # the pipeline's state is unknown: the next loop builds it afresh
+            return True
         finally:
             self.serving.discard(unit_id)
+        results = []
+        reader = self.executor.reader
+        for index, line in served:
+            # journaled before anyone hears of it: we sign from the journal, even after a crash
+            self.journal.record(task_id, index, line)
+            results.append(
+                {
+                    "index": index,
+                    "text": reader.text(line.output),
+                    "output_token_ids": list(line.output),
+                    "prompt_tokens": len(line.prompt),
+                    "finish_reason": reader.finish_reason(line.output),
+                }
+            )
+        stored = self.client.submit(unit_id, results)
         self.units_served += 1
-        log.info(
-            "unit %s of %s: %d lines, %d stored", unit["unit_id"], unit["batch_id"], len(results), stored
-        )
+        log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
         return True
 
     def _sign_pending(self) -> bool:
@@ -141,12 +152,12 @@ class Node:
                 signature = check_and_sign(
                     self.account,
                     request,
-                    self.journal.produced,
-                    self.journal.created,
+                    self.journal.served,
+                    self.executor.reader,
                     self.config.chain_id,
                     self.config.task_registry,
                 )
-            except (RefusedToSign, KeyError) as exc:
+            except (RefusedToSign, KeyError, ValueError) as exc:
                 log.error("not signing batch %s: %s", request["batch_id"], exc)
                 self.refused.add(request["batch_id"])
                 continue

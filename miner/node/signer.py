@@ -1,50 +1,30 @@
-"""Before signing a batch's result commitment, a miner checks every line it helped produce: the line must be
-exactly what its own outputs make, and its leaf must be in the committed root. Only then does it sign."""
+"""Before signing a batch's result commitment, a miner checks every line it helped produce: the request must
+tokenize to the prompt it was fed, the result line must be exactly what its own record of the output makes,
+and the line's leaf must be in the committed root. Only then does it sign."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import verify
-from client_sdk.results import ResultLeaf, output_hash, output_line_id
-from miner.node.executor import Produced
+from client_sdk.results import ResultLeaf, output_hash
+from miner.node.journal import Served
+from miner.node.requests import Reader
 
 
 class RefusedToSign(Exception):
     """A line we served does not match what the coordinator wants signed."""
 
 
-def expected_line(task_id: int, index: int, created: int, produced: Produced) -> dict[str, Any]:
-    request_id = output_line_id(task_id, index)
-    body = openai_batch.response_body(
-        produced.line,
-        request_id=request_id,
-        created=created,
-        text=produced.text,
-        prompt_tokens=len(produced.prompt),
-        completion_tokens=len(produced.output),
-        finish_reason=produced.finish_reason,
-    )
-    return openai_batch.output_line(request_id, produced.line.custom_id, request_id, body)
-
-
-def check_and_sign(
-    account: LocalAccount,
-    request: dict[str, Any],
-    produced: dict[tuple[int, int], Produced],
-    created: dict[int, int],
-    chain_id: int,
-    task_registry: str,
-) -> bytes:
-    """The EIP-712 signature over the commitment, after every served line checks out."""
-    task_id = int(request["task_id"])
-    c = request["commitment"]
-    commitment = ResultCommitment(
+def commitment_of(task_id: int, c: dict[str, Any]) -> ResultCommitment:
+    return ResultCommitment(
         task_id=task_id,
         results_root=bytes.fromhex(c["results_root"].removeprefix("0x")),
         input_tokens=int(c["input_tokens"]),
@@ -52,25 +32,55 @@ def check_and_sign(
         payment=int(c["payment"]),
         miner_amounts=tuple(int(a) for a in c["miner_amounts"]),
     )
+
+
+def check_line(
+    task_id: int, item: dict[str, Any], mine: Served, reader: Reader, address: str, root: bytes
+) -> None:
+    """Raises RefusedToSign unless the item is the line we served, and its leaf is in `root`."""
+    index = int(item["index"])
+    where = f"task {task_id} line {index}"
+    try:
+        request = openai_batch.parse_line(item["request"], index + 1)
+        prepared = reader.prepare([request])
+    except UserError as exc:
+        raise RefusedToSign(f"{where}: the request cannot be served here ({exc})") from None
+    if not prepared or tuple(prepared[0].prompt) != mine.prompt:
+        raise RefusedToSign(f"{where}: the prompt we were fed is not this request's")
+    line = item["line"]
+    created = int(line["response"]["body"]["created"])
+    expected = reader.result_line(task_id, index, request, created, len(mine.prompt), mine.output)
+    if canonical_json(line) != canonical_json(expected):
+        raise RefusedToSign(f"{where}: the result differs from what we produced")
+    leaf = ResultLeaf(
+        task_id=task_id,
+        request_index=index,
+        custom_id_hash=custom_id_hash(request.custom_id),
+        input_hash=line_hash(request.raw),
+        output_hash=output_hash(line),
+        input_tokens=len(mine.prompt),
+        output_tokens=len(mine.output),
+        pipeline=tuple(item["pipeline"]),
+    )
+    proof = [bytes.fromhex(p.removeprefix("0x")) for p in item["proof"]]
+    if address not in leaf.pipeline or not verify(proof, root, leaf.hash()):
+        raise RefusedToSign(f"{where}: its leaf is not in the committed root")
+
+
+def check_and_sign(
+    account: LocalAccount,
+    request: dict[str, Any],
+    served: Mapping[tuple[int, int], Served],
+    reader: Reader,
+    chain_id: int,
+    task_registry: str,
+) -> bytes:
+    """The EIP-712 signature over the commitment, after every line we served checks out."""
+    task_id = int(request["task_id"])
+    commitment = commitment_of(task_id, request["commitment"])
     for item in request["lines"]:
-        index = int(item["index"])
-        mine = produced.get((task_id, index))
+        mine = served.get((task_id, int(item["index"])))
         if mine is None:
-            raise RefusedToSign(f"task {task_id} line {index}: we have no record of serving it")
-        line = item["line"]
-        if canonical_json(line) != canonical_json(expected_line(task_id, index, created[task_id], mine)):
-            raise RefusedToSign(f"task {task_id} line {index}: the result differs from what we produced")
-        leaf = ResultLeaf(
-            task_id=task_id,
-            request_index=index,
-            custom_id_hash=custom_id_hash(mine.line.custom_id),
-            input_hash=line_hash(mine.line.raw),
-            output_hash=output_hash(line),
-            input_tokens=len(mine.prompt),
-            output_tokens=len(mine.output),
-            pipeline=tuple(item["pipeline"]),
-        )
-        proof = [bytes.fromhex(p.removeprefix("0x")) for p in item["proof"]]
-        if account.address not in leaf.pipeline or not verify(proof, commitment.results_root, leaf.hash()):
-            raise RefusedToSign(f"task {task_id} line {index}: its leaf is not in the committed root")
+            raise RefusedToSign(f"task {task_id} line {item['index']}: we have no record of serving it")
+        check_line(task_id, item, mine, reader, account.address, commitment.results_root)
     return sign_commitment(account, commitment, chain_id, task_registry)

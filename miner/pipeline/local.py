@@ -26,15 +26,12 @@ import torch
 import zmq
 
 from client_sdk.errors import UserError
-from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
+from miner.pipeline.driver import PipelineDriver, Request
 from miner.pipeline.head import Completion
 from miner.pipeline.stage import CacheSettings, Links, StageWorker
-from miner.transport.frames import DEFAULT_LIMITS, RequestSpec, message
-from miner.transport.link import Inbox, Outbox
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-SUBMIT_REQUESTS = 512  # requests per submit message, well under the frame limits
 
 
 def even_split(num_layers: int, stages: int) -> list[tuple[int, int]]:
@@ -100,6 +97,7 @@ class StageProcesses:
     attention: str = "auto"
     start_timeout_s: float = 120.0
     reports: list[dict[str, Any]] = field(default_factory=list, init=False)
+    _started: bool = field(default=False, init=False)
 
     def __enter__(self) -> StageProcesses:
         self.start()
@@ -125,7 +123,7 @@ class StageProcesses:
             self._processes.append(process)
             self._pipes.append(parent)
         self._zmq = zmq.Context()
-        self._inbox = Inbox(self._zmq, "tcp://127.0.0.1:*")
+        self._driver = PipelineDriver(self._zmq)
         try:
             endpoints = [self._receive(i)["endpoint"] for i in range(len(self.splits))]
             last = len(endpoints) - 1
@@ -133,7 +131,7 @@ class StageProcesses:
                 links = {
                     "next_stage": endpoints[i + 1] if i < last else None,
                     "first_stage": endpoints[0] if i == last and last > 0 else None,
-                    "driver": self._inbox.endpoint if i == 0 else None,
+                    "driver": self._driver.endpoint if i == 0 else None,
                     "route": endpoints,
                     "latency_ms": self.latency_ms,
                 }
@@ -144,8 +142,8 @@ class StageProcesses:
             self._terminate()
             raise
         self.endpoints: list[str] = endpoints  # each stage's inbox, first stage first
-        self._outbox = Outbox(self._zmq, endpoints[0])
-        self._pending: set[int] = set()  # submitted, not completed
+        self._driver.connect(endpoints[0])
+        self._started = True
 
     def _receive(self, stage: int) -> dict[str, Any]:
         pipe = self._pipes[stage]
@@ -160,40 +158,13 @@ class StageProcesses:
             raise UserError(f"stage {stage}: {reply['error']}")
         return reply
 
-    def submit(self, requests: Sequence[tuple[int, Sequence[int], SamplingParams]]) -> None:
+    def submit(self, requests: Sequence[Request]) -> None:
         """Queues (request id, prompt token ids, sampling parameters) triples; ids must be unique."""
-        if len({r for r, _, _ in requests} | self._pending) != len(requests) + len(self._pending):
-            raise ValueError("request ids must be unique among the running requests")
-        batch: list[tuple[int, Sequence[int], SamplingParams]] = []
-        tokens = 0
-        for request in requests:
-            prompt = request[1]
-            if batch and (len(batch) == SUBMIT_REQUESTS or tokens + len(prompt) > DEFAULT_LIMITS.max_tokens):
-                self._send_submit(batch)
-                batch, tokens = [], 0
-            batch.append(request)
-            tokens += len(prompt)
-        if batch:
-            self._send_submit(batch)
-
-    def _send_submit(self, batch: list[tuple[int, Sequence[int], SamplingParams]]) -> None:
-        self._pending.update(r for r, _, _ in batch)
-        self._outbox.send(
-            *message(
-                "submit",
-                request_ids=tuple(r for r, _, _ in batch),
-                query_lens=tuple(len(p) for _, p, _ in batch),
-                token_ids=tuple(t for _, p, _ in batch for t in p),
-                new_requests=tuple(
-                    RequestSpec(r, len(p), s.max_tokens, s.temperature, s.top_p, s.seed, s.stop_token_ids)
-                    for r, p, s in batch
-                ),
-            )
-        )
+        self._driver.submit(requests)
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        return self._driver.pending
 
     @property
     def pids(self) -> list[int | None]:
@@ -207,39 +178,23 @@ class StageProcesses:
     def completions(self, idle_timeout_s: float = 120.0) -> Iterator[Completion]:
         """Yields each submitted request's completion as it finishes, until none is pending. Raises if a stage
         process dies or nothing finishes for `idle_timeout_s`."""
-        last_progress = time.monotonic()
-        while self._pending:
-            got = self._inbox.receive(timeout_ms=200)
-            if got is None:
-                dead = [i for i, p in enumerate(self._processes) if not p.is_alive()]
-                if dead:
-                    raise RuntimeError(
-                        f"stage {dead[0]} exited with code {self._processes[dead[0]].exitcode}"
-                    )
-                if time.monotonic() - last_progress > idle_timeout_s:
-                    raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
-                continue
-            header, _ = got
-            last_progress = time.monotonic()
-            for request_id, prompt_len, output in zip(
-                header.request_ids, header.positions, header.token_runs(), strict=True
-            ):
-                if request_id in self._pending:
-                    self._pending.remove(request_id)
-                    yield Completion(request_id, prompt_len, tuple(output))
+        return self._driver.completions(idle_timeout_s, self._check_alive)
 
-    def run(
-        self, requests: Sequence[tuple[int, Sequence[int], SamplingParams]]
-    ) -> dict[int, tuple[int, ...]]:
+    def _check_alive(self) -> None:
+        dead = [i for i, p in enumerate(self._processes) if not p.is_alive()]
+        if dead:
+            raise RuntimeError(f"stage {dead[0]} exited with code {self._processes[dead[0]].exitcode}")
+
+    def run(self, requests: Sequence[Request]) -> dict[int, tuple[int, ...]]:
         """Submits `requests` and waits for all of them; request id -> generated token ids."""
         self.submit(requests)
         return {c.request_id: c.output for c in self.completions()}
 
     def close(self, timeout_s: float = 30.0) -> list[dict[str, Any]]:
         """Shuts the pipeline down after its work and returns each stage's report, first stage first."""
-        if not hasattr(self, "_outbox"):
+        if not self._started:
             return self.reports
-        self._outbox.send(*message("shutdown"))
+        self._driver.shutdown()
         deadline = time.monotonic() + timeout_s
         reports = []
         for pipe in self._pipes:
@@ -261,8 +216,6 @@ class StageProcesses:
             if process.is_alive():
                 process.kill()
                 process.join()
-        if hasattr(self, "_outbox"):
-            self._outbox.close()
-            del self._outbox
-        self._inbox.close()
+        self._started = False
+        self._driver.close()
         self._zmq.term()

@@ -52,11 +52,23 @@ class Links:
     latency_ms: float = 0.0  # injected on the links between stages, for benchmarks
 
 
+FinishedSink = Callable[[int, RequestRecord], None]
+
+
 class StageWorker:
+    """`finished_sink`, when given, receives each finished request's record, which the stage then forgets
+    (a long-running stage must not keep every request it ever served)."""
+
     def __init__(
-        self, shard: StageShard, settings: CacheSettings, context: Context, bind: str = "tcp://127.0.0.1:*"
+        self,
+        shard: StageShard,
+        settings: CacheSettings,
+        context: Context,
+        bind: str = "tcp://127.0.0.1:*",
+        finished_sink: FinishedSink | None = None,
     ) -> None:
         self.shard = shard
+        self.finished_sink = finished_sink
         self.settings = settings
         self.cache = MicrobatchKVCache(
             settings.num_microbatches,
@@ -157,6 +169,9 @@ class StageWorker:
         ):
             raise FrameError(f"activations of {inputs.dtype} {list(inputs.shape)} do not fit this stage")
         tables = self.ledger.apply(header)
+        if self.finished_sink is not None:
+            for done in header.finished:
+                self.finished_sink(done.request_id, self.ledger.records.pop(done.request_id))
         started = time.perf_counter()
         out = self._forward(header, inputs, tables)
         if not self.shard.is_last:

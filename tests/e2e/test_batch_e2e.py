@@ -1,6 +1,7 @@
-"""The main job end to end: a user submits a batch with the SDK and pays once; the coordinator plans over two
-live miners, dispatches, collects, gets both miners' signatures and commits on-chain; the SDK verifies every
-line against the chain; after the challenge window everyone is paid exactly what the commitment says."""
+"""The main job end to end: a user submits a batch with the SDK and pays once; the coordinator plans one
+2-stage pipeline over two live miners (each lends memory for half the model), dispatches units to its head,
+collects, gets both stages' signatures and commits on-chain; the SDK verifies every line against the chain;
+after the challenge window everyone is paid exactly what the commitment says."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from eth_account import Account
 from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.results import PROOF_KEY
 from client_sdk.verify import ResultsRejected, check_commitment, check_inputs, check_lines
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -25,8 +27,8 @@ MAX_PRICE = 5 * UNIT
 
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
-    """Units of 8 requests, so both miners serve some of the batch and both get paid."""
-    with LocalSystem(tmp_path_factory.mktemp("system"), SystemConfig(work_unit_size=8)) as running:
+    """Two miners that only together hold the model; units of 8 requests."""
+    with LocalSystem(tmp_path_factory.mktemp("system"), SystemConfig(work_unit_size=8, stages=2)) as running:
         yield running
 
 
@@ -60,6 +62,8 @@ def test_the_batch_completes_with_every_line_once(system: LocalSystem, done: Don
         json.loads(row) for row in client.files.content(done.batch.output_file_id).decode().splitlines()
     ]
     assert sorted(line["custom_id"] for line in output) == sorted(f"req-{i}" for i in range(REQUESTS))
+    miners = [m.address for m in system.miner_accounts]
+    assert all(sorted(line[PROOF_KEY]["pipeline"]) == sorted(miners) for line in output)  # both stages
 
 
 def test_results_verify_against_the_chain(system: LocalSystem, done: Done) -> None:

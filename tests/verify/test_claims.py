@@ -9,33 +9,23 @@ import pytest
 
 from client_sdk import openai_batch
 from miner.model.config import ModelConfig
-from miner.node.executor import WholeModelExecutor
+from miner.node.executor import HeadExecutor
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
 from miner.verify.policy import verify
 from miner.verify.rescore import Rescorer
+from tests.miner.nodes import reader_for, stage_hosts
 
 
 def test_result_line_round_trips_to_a_passing_claim(checkpoint: Path, rescorer: Rescorer) -> None:
     body = {"model": "tiny", "prompt": "The quick brown fox", "max_tokens": 10, "temperature": 0.8}
     raw = json.dumps({"custom_id": "a", "method": "POST", "url": "/v1/completions", "body": body})
-    [(_, produced)] = WholeModelExecutor(checkpoint).run([{"line": raw, "index": 0}])
+    reader = reader_for(checkpoint)
+    with stage_hosts(checkpoint, [(0, 4)]) as [head]:
+        assert head.driver is not None
+        [(_, produced)] = HeadExecutor(reader).run(7, [{"line": raw, "index": 0}], head.driver)
     request = openai_batch.parse_line(raw, 1)
-    result = openai_batch.output_line(
-        "id",
-        "a",
-        "req",
-        openai_batch.response_body(
-            request,
-            request_id="cmpl-a",
-            created=0,
-            text=produced.text,
-            prompt_tokens=len(produced.prompt),
-            completion_tokens=len(produced.output),
-            finish_reason=produced.finish_reason,
-            token_ids=produced.output,
-        ),
-    )
+    result = reader.result_line(7, 0, request, 0, len(produced.prompt), produced.output)
     tokenizer = load_tokenizer(checkpoint)
     stops = stop_token_ids(tokenizer, checkpoint)
     claim = claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from miner.engine.sequence import SamplingParams
-from miner.node.executor import WholeModelExecutor
+from miner.node.executor import HeadExecutor
 from miner.verify.corrupt import (
     ENV,
     CorruptionSwitch,
@@ -19,6 +19,7 @@ from miner.verify.corrupt import (
     truncate,
     wrong_temperature,
 )
+from tests.miner.nodes import reader_for, stage_hosts
 
 STOP = 3
 
@@ -71,15 +72,15 @@ def test_executor_corrupts_the_chosen_lines_only(
     kind: str, checkpoint: Path, other_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = [{**request(f"line-{i}", f"The quick brown fox {i}"), "index": i} for i in range(8)]
-    monkeypatch.delenv(ENV, raising=False)
-    honest = {i: p.output for i, p in WholeModelExecutor(checkpoint).run(lines)}
     monkeypatch.setenv(ENV, f"{kind}:0.5:{other_checkpoint}" if kind == "other_checkpoint" else f"{kind}:0.5")
     switch = from_environment()
     assert switch is not None
     chosen = {i for i in range(8) if switch.chooses(f"line-{i}")}
     assert 0 < len(chosen) < 8
-    executor = WholeModelExecutor(checkpoint)
-    faulty = dict(executor.run(lines))
-    assert {i for i in range(8) if faulty[i].output != honest[i]} == chosen
-    for i in chosen:  # the text is decoded from the corrupted ids, so the leaf binds what the miner claims
-        assert faulty[i].text == executor.tokenizer.decode(list(faulty[i].output), skip_special_tokens=True)
+    reader = reader_for(checkpoint)
+    with stage_hosts(checkpoint, [(0, 2), (2, 4)]) as [head, _]:
+        assert head.driver is not None
+        honest = dict(HeadExecutor(reader).run(1, lines, head.driver))
+        faulty = dict(HeadExecutor(reader, switch).run(2, lines, head.driver))
+    assert {i for i in range(8) if faulty[i].output != honest[i].output} == chosen
+    assert all(faulty[i].prompt == honest[i].prompt for i in range(8))

@@ -1,0 +1,174 @@
+"""This node's stage of the pipeline the coordinator assigned it, served in a background thread.
+
+The coordinator's assignment names the pipeline (id and plan version), this node's position and layers, and
+every stage's endpoint. The node binds its inbox on its own endpoint and links to the next stage (or, as the
+last stage, back to the first); the head also drives the pipeline from a local driver. A new assignment
+tears the stage down and builds the new one (the weights are reloaded only if the layers changed); every
+stage of a pipeline uses as many microbatches as the pipeline has stages, so all of them agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import zmq
+
+from client_sdk.errors import UserError
+from miner.model.shard import StageShard
+from miner.pipeline.driver import PipelineDriver
+from miner.pipeline.ledger import RequestRecord
+from miner.pipeline.stage import CacheSettings, FinishedSink, Links, StageWorker
+
+log = logging.getLogger("batchmarket.miner")
+BIND_ATTEMPTS = 50  # a closed inbox frees its port a moment later
+
+
+@dataclass(frozen=True)
+class StageAssignment:
+    pipeline_id: int
+    version: int
+    position: int
+    start: int
+    end: int
+    endpoints: tuple[str, ...]  # every stage's inbox, first stage first
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StageAssignment:
+        return cls(
+            pipeline_id=int(data["pipeline_id"]),
+            version=int(data["version"]),
+            position=int(data["position"]),
+            start=int(data["start"]),
+            end=int(data["end"]),
+            endpoints=tuple(str(s["endpoint"]) for s in data["stages"]),
+        )
+
+    @property
+    def is_head(self) -> bool:
+        return self.position == 0
+
+    @property
+    def stages(self) -> int:
+        return len(self.endpoints)
+
+    def links(self, driver: str | None) -> Links:
+        last = self.position == self.stages - 1
+        return Links(
+            next_stage=None if last else self.endpoints[self.position + 1],
+            first_stage=self.endpoints[0] if last and self.stages > 1 else None,
+            driver=driver,
+            route=self.endpoints,
+        )
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    model_dir: Path
+    listen: str  # where this node's inbox binds
+    cache: CacheSettings
+    dtype: torch.dtype = torch.float32
+    device: str = "cpu"
+
+
+def forget(_request: int, _record: RequestRecord) -> None:
+    """The head's stage drops its finished records: the node journals what it returns instead."""
+
+
+class StageHost:
+    """`finished_sink` receives the finished requests' records of a stage other than the head."""
+
+    def __init__(self, settings: HostSettings, finished_sink: FinishedSink) -> None:
+        self.settings = settings
+        self.finished_sink = finished_sink
+        self.assignment: StageAssignment | None = None
+        self.driver: PipelineDriver | None = None  # on the head only
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self._shard: StageShard | None = None
+        self._worker: StageWorker | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @property
+    def serving(self) -> bool:
+        """A stage is up and its loop still runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def follow(self, assignment: StageAssignment | None) -> bool:
+        """Serves `assignment` (nothing for None); True if that changed what this node serves."""
+        if assignment == self.assignment and (assignment is None or self.serving):
+            return False
+        self.stop()
+        if assignment is not None:
+            self._start(assignment)
+        self.assignment = assignment
+        return True
+
+    def _start(self, assignment: StageAssignment) -> None:
+        settings = self.settings
+        shard = self._shard
+        if shard is None or (shard.start, shard.end) != (assignment.start, assignment.end):
+            self._shard = None  # free the old layers before loading the new ones
+            shard = StageShard.load(
+                settings.model_dir, assignment.start, assignment.end, settings.dtype, settings.device
+            )
+            self._shard = shard
+        cache = replace(settings.cache, num_microbatches=assignment.stages)
+        worker = self._bind(shard, cache, forget if assignment.is_head else self.finished_sink)
+        driver = PipelineDriver(self._context) if assignment.is_head else None
+        worker.connect(assignment.links(driver.endpoint if driver else None))
+        if driver is not None:
+            driver.connect(worker.inbox.endpoint)
+        self._stop.clear()
+        self._worker, self.driver = worker, driver
+        self._thread = threading.Thread(target=self._serve, args=(worker,), daemon=True, name="stage")
+        self._thread.start()
+        log.info(
+            "serving layers [%d, %d) as stage %d of %d of pipeline %d (plan version %d)",
+            assignment.start,
+            assignment.end,
+            assignment.position + 1,
+            assignment.stages,
+            assignment.pipeline_id,
+            assignment.version,
+        )
+
+    def _bind(self, shard: StageShard, cache: CacheSettings, sink: FinishedSink) -> StageWorker:
+        for _ in range(BIND_ATTEMPTS):
+            try:
+                return StageWorker(shard, cache, self._context, self.settings.listen, sink)
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EADDRINUSE:
+                    raise UserError(f"cannot listen on {self.settings.listen}: {exc}") from None
+                time.sleep(0.1)
+        raise UserError(f"cannot listen on {self.settings.listen}: the address is in use")
+
+    def _serve(self, worker: StageWorker) -> None:
+        try:
+            worker.serve(keep_going=lambda: not self._stop.is_set())
+        except Exception:  # a bug, not a bad message (those are dropped inside): the node rebuilds the stage
+            log.exception("the stage stopped")
+
+    def check(self) -> None:
+        """Raises if the stage behind the driver is gone (for PipelineDriver.completions)."""
+        if not self.serving or self._stop.is_set():
+            raise RuntimeError("the stage stopped")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        for closeable in (self.driver, self._worker):
+            if closeable is not None:
+                closeable.close()
+        self._thread = self._worker = self.driver = None
+        self.assignment = None
+
+    def close(self) -> None:
+        self.stop()
+        self._context.term()

@@ -1,0 +1,115 @@
+"""The driver side of a pipeline: submits requests to the first stage and streams their completions back.
+
+Both `miner run-local` (stages as local processes) and `miner serve` (stages on other machines) drive their
+pipeline through this one class, over ZeroMQ, as any other peer of the first stage would.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+from miner.engine.sequence import SamplingParams
+from miner.pipeline.head import Completion
+from miner.transport.frames import DEFAULT_LIMITS, RequestSpec, message
+from miner.transport.link import Context, Inbox, Outbox
+
+SUBMIT_REQUESTS = 512  # requests per submit message, well under the frame limits
+
+Request = tuple[int, Sequence[int], SamplingParams]
+
+
+class PipelineDriver:
+    """Owns an inbox for completions (its `endpoint` is the first stage's `driver` link) and, once `connect`
+    is called, an outbox to the first stage."""
+
+    def __init__(self, context: Context, bind: str = "tcp://127.0.0.1:*") -> None:
+        self._inbox = Inbox(context, bind)
+        self._context = context
+        self._outbox: Outbox | None = None
+        self._pending: set[int] = set()  # submitted, not completed
+
+    @property
+    def endpoint(self) -> str:
+        return self._inbox.endpoint
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def connect(self, first_stage: str) -> None:
+        self._outbox = Outbox(self._context, first_stage)
+
+    def submit(self, requests: Sequence[Request]) -> None:
+        """Queues (request id, prompt token ids, sampling parameters) triples; ids must be unique among the
+        requests still running."""
+        if len({r for r, _, _ in requests} | self._pending) != len(requests) + len(self._pending):
+            raise ValueError("request ids must be unique among the running requests")
+        batch: list[Request] = []
+        tokens = 0
+        for request in requests:
+            prompt = request[1]
+            if batch and (len(batch) == SUBMIT_REQUESTS or tokens + len(prompt) > DEFAULT_LIMITS.max_tokens):
+                self._send_submit(batch)
+                batch, tokens = [], 0
+            batch.append(request)
+            tokens += len(prompt)
+        if batch:
+            self._send_submit(batch)
+
+    def _send_submit(self, batch: list[Request]) -> None:
+        self._pending.update(r for r, _, _ in batch)
+        self._first_stage().send(
+            *message(
+                "submit",
+                request_ids=tuple(r for r, _, _ in batch),
+                query_lens=tuple(len(p) for _, p, _ in batch),
+                token_ids=tuple(t for _, p, _ in batch for t in p),
+                new_requests=tuple(
+                    RequestSpec(r, len(p), s.max_tokens, s.temperature, s.top_p, s.seed, s.stop_token_ids)
+                    for r, p, s in batch
+                ),
+            )
+        )
+
+    def completions(
+        self, idle_timeout_s: float = 120.0, check: Callable[[], None] = lambda: None
+    ) -> Iterator[Completion]:
+        """Yields each submitted request's completion as it finishes, until none is pending. `check` runs
+        whenever nothing arrives for a moment and raises to give up (a dead stage, a new assignment);
+        TimeoutError if nothing finishes for `idle_timeout_s`."""
+        last_progress = time.monotonic()
+        while self._pending:
+            got = self._inbox.receive(timeout_ms=200)
+            if got is None:
+                check()
+                if time.monotonic() - last_progress > idle_timeout_s:
+                    raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
+                continue
+            header, _ = got
+            last_progress = time.monotonic()
+            for request_id, prompt_len, output in zip(
+                header.request_ids, header.positions, header.token_runs(), strict=True
+            ):
+                if request_id in self._pending:
+                    self._pending.remove(request_id)
+                    yield Completion(request_id, prompt_len, tuple(output))
+
+    def forget(self) -> None:
+        """Stops waiting for what is pending (the pipeline that ran it is gone)."""
+        self._pending.clear()
+
+    def shutdown(self) -> None:
+        """Asks the pipeline to stop once its work is done."""
+        self._first_stage().send(*message("shutdown"))
+
+    def _first_stage(self) -> Outbox:
+        if self._outbox is None:
+            raise RuntimeError("the driver is not connected to a first stage")
+        return self._outbox
+
+    def close(self) -> None:
+        if self._outbox is not None:
+            self._outbox.close()
+            self._outbox = None
+        self._inbox.close()

@@ -1,0 +1,54 @@
+"""Miner nodes' stages in one test process: each stage a StageHost (its own thread and ZeroMQ inbox on a
+localhost port), wired by an assignment exactly as `miner serve` wires them from the coordinator's."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from client_sdk.chain.anvil import free_port
+from miner.model.config import ModelConfig
+from miner.node.requests import Reader
+from miner.node.stage_host import HostSettings, StageAssignment, StageHost
+from miner.pipeline.batch import load_tokenizer, stop_token_ids
+from miner.pipeline.ledger import RequestRecord
+from miner.pipeline.stage import CacheSettings, FinishedSink
+
+CACHE = CacheSettings(local_pages=64, max_seqs=8)
+
+
+def reader_for(checkpoint: Path) -> Reader:
+    tokenizer = load_tokenizer(checkpoint)
+    return Reader(tokenizer, ModelConfig.load(checkpoint), stop_token_ids(tokenizer, checkpoint))
+
+
+def endpoints(count: int) -> tuple[str, ...]:
+    return tuple(f"tcp://127.0.0.1:{free_port()}" for _ in range(count))
+
+
+def assignments(splits: Sequence[tuple[int, int]], where: tuple[str, ...]) -> list[StageAssignment]:
+    return [StageAssignment(1, 1, i, start, end, where) for i, (start, end) in enumerate(splits)]
+
+
+def ignore(_request: int, _record: RequestRecord) -> None:
+    pass
+
+
+@contextlib.contextmanager
+def stage_hosts(
+    checkpoint: Path, splits: Sequence[tuple[int, int]], sinks: Sequence[FinishedSink] | None = None
+) -> Iterator[list[StageHost]]:
+    """One host per stage, serving the pipeline `splits` describes; the first one holds the driver."""
+    where = endpoints(len(splits))
+    hosts = [
+        StageHost(HostSettings(checkpoint, endpoint, CACHE), sinks[i] if sinks else ignore)
+        for i, endpoint in enumerate(where)
+    ]
+    try:
+        for host, assignment in zip(hosts, assignments(splits, where), strict=True):
+            host.follow(assignment)
+        yield hosts
+    finally:
+        for host in hosts:
+            host.close()
