@@ -2,10 +2,11 @@
 done by `miner run-local` on the same file (target: the system costs at most 20%).
 
 The system is `LocalSystem` with one miner node: anvil with the contracts, Redis, SQLite, `coordinator serve`,
-a Celery worker and one `miner serve` on the tiny checkpoint. A miner node runs the whole model in one process
-(miner.node.executor), so the fair `run-local` is one stage (`--stages 1`) with the node's engine settings:
-the same sequences in flight (16), one microbatch, no KV offloading, torch on one thread (as every run-local
-stage). On this 2-core machine a second miner or stage would only share the same cores. Both read the same
+a Celery worker and one `miner serve` on the tiny checkpoint. Alone, the node is a one-stage pipeline (its
+stage thread holds the whole model), so the fair `run-local` is one stage (`--stages 1`) with the node's
+settings: the same sequences in flight (32), one microbatch, no KV offloading, torch on one thread (as every
+run-local stage). On this 2-core machine a second miner or stage would only share the same cores. Both
+read the same
 file and, with seeds derived from each custom_id, generate the same tokens (the table checks the counts).
 
 The system's time runs from the SDK's upload (`files.create`) through `batches.create` (task and escrow
@@ -31,7 +32,7 @@ from rich.table import Table
 
 from client_sdk.openai_batch import CHAT
 from demo.system import UNIT, LocalSystem, SystemConfig
-from miner.node.executor import MAX_SEQS
+from miner.node.command import MAX_BATCH_SIZE
 from miner.pipeline.batch import RunSettings, run_batch
 from tests.coordinator.helpers import chat_line, jsonl
 
@@ -78,10 +79,10 @@ def through_system(system: LocalSystem, data: bytes) -> Measured:
 
 
 def with_run_local(model_dir: Path, data: bytes, scratch: Path) -> Measured:
-    """`miner run-local --stages 1 --microbatches 1 --no-offload --max-batch-size 16` on the same file."""
+    """`miner run-local --stages 1 --microbatches 1 --no-offload --max-batch-size 32` on the same file."""
     source = scratch / "batch.jsonl"
     source.write_bytes(data)
-    settings = RunSettings(stages=1, microbatches=1, offload=False, max_batch_size=MAX_SEQS)
+    settings = RunSettings(stages=1, microbatches=1, offload=False, max_batch_size=MAX_BATCH_SIZE)
     summary = run_batch(model_dir, source, scratch / "out.jsonl", scratch / "errors.jsonl", settings)
     return Measured("miner run-local (1 stage)", summary.completed, summary.output_tokens, summary.seconds)
 

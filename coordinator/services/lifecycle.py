@@ -47,6 +47,7 @@ from coordinator.services.planning import ensure_plan
 
 ACTIVE = ("validating", "in_progress", "cancelling", "finalizing")
 SETTLING = ("completed", "cancelled")  # committed; finalized on-chain after the challenge window
+MAX_MINERS_PER_TASK = 32  # TaskRegistry.MAX_MINERS_PER_TASK
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,12 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         ]
         _set(batch, "failed", now)
         return
-    pipelines = ensure_plan(session, served, live_miners(session, ctx.live, batch.model), now)
+    live = live_miners(session, ctx.live, batch.model)
+    pipelines = ensure_plan(session, served, live, now)
     if not pipelines:
         return  # wait for miners; the deadline check expires the batch if none come
     if task.status == TaskStatus.OPEN:
-        miners = sorted({miner for p in pipelines for miner in p.miners})
+        miners = assigned_miners(pipelines, [m.address for m in live])
         ctx.chain.assign(batch.task_id, miners, ctx.chain.min_stake_lock())
         batch.miners = miners
     elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
@@ -152,6 +154,15 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
     if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
         dispatch.create_units(session, batch, usable or pipelines, ctx.settings.work_unit_size, now)
     _set(batch, "in_progress", now)
+
+
+def assigned_miners(pipelines: list[PipelineRecord], live: list[str]) -> list[str]:
+    """The miners to assign on-chain: the planned pipelines' miners, then live spares up to the contract's
+    limit. Only assigned miners can sign the results and be paid, so a re-plan after a miner fails can only
+    draw on them; a spare that serves nothing is paid nothing and gets its stake lock back at settlement."""
+    planned = {miner for p in pipelines for miner in p.miners}
+    spares = [address for address in live if address not in planned]
+    return sorted(planned | set(spares[: max(0, MAX_MINERS_PER_TASK - len(planned))]))
 
 
 def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) -> list[PipelineRecord]:

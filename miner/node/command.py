@@ -35,6 +35,8 @@ from miner.pipeline.stage import CacheSettings
 from miner.verify import corrupt
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+KV_PAGES = 512  # per microbatch, 16 tokens each
+MAX_BATCH_SIZE = 32  # sequences per microbatch
 
 
 def serve(
@@ -63,8 +65,10 @@ def serve(
             help="KV-cache pages of 16 tokens per microbatch; every miner of a pipeline must have at least "
             "as many as its head.",
         ),
-    ] = 512,
-    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per microbatch (as head).")] = 32,
+    ] = KV_PAGES,
+    max_batch_size: Annotated[
+        int, typer.Option(min=1, help="Sequences per microbatch (as head).")
+    ] = MAX_BATCH_SIZE,
     heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
     state_dir: Annotated[
         Path | None,

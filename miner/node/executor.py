@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from client_sdk import openai_batch
 from miner.engine.sequence import SamplingParams
 from miner.node.journal import Served
 from miner.node.requests import SCRATCH_IDS, Reader, request_id
+from miner.pipeline.batch import Prepared
 from miner.pipeline.driver import PipelineDriver
 from miner.verify.corrupt import CorruptionSwitch
+
+
+@dataclass(frozen=True)
+class Started:
+    """A unit's servable lines, submitted to the pipeline."""
+
+    task_id: int
+    ready: list[Prepared]
+    ids: list[int]
 
 
 class HeadExecutor:
@@ -26,6 +37,36 @@ class HeadExecutor:
         self.corruption = corruption  # test-only: a faulty miner for the dispute tests
         self._scratch = itertools.count(SCRATCH_IDS)
 
+    def start(self, task_id: int, lines: list[dict[str, Any]], driver: PipelineDriver) -> Started:
+        """Submits the unit's lines that this model can serve; `finish` collects them."""
+        parsed = [openai_batch.parse_line(item["line"], item["index"] + 1) for item in lines]
+        ready = self.reader.prepare(parsed)
+        ids = [request_id(task_id, r.line.line_number - 1) for r in ready]
+        driver.submit([(i, r.prompt, r.params) for i, r in zip(ids, ready, strict=True)])
+        return Started(task_id, ready, ids)
+
+    def finish(
+        self, started: Started, driver: PipelineDriver, check: Callable[[], None] = lambda: None
+    ) -> list[tuple[int, Served]]:
+        """(line index, what we served) for each line `start` submitted, once all have finished. `check`
+        raises to abandon the unit (see PipelineDriver.wait_for)."""
+        done = driver.wait_for(started.ids, check=check)
+        prompts = [r.prompt for r in started.ready]
+        outputs = [list(done[i]) for i in started.ids]
+        if self.corruption is not None:
+            outputs = self.corruption.apply(
+                [r.line.custom_id for r in started.ready],
+                prompts,
+                [r.params for r in started.ready],
+                outputs,
+                vocab_size=self.reader.config.vocab_size,
+                same_model=lambda p, s: self._generate(driver, check, p, s),
+            )
+        return [
+            (r.line.line_number - 1, Served(tuple(prompt), tuple(output)))
+            for r, prompt, output in zip(started.ready, prompts, outputs, strict=True)
+        ]
+
     def run(
         self,
         task_id: int,
@@ -33,42 +74,17 @@ class HeadExecutor:
         driver: PipelineDriver,
         check: Callable[[], None] = lambda: None,
     ) -> list[tuple[int, Served]]:
-        """(line index, what we served) for the unit's lines that this model can serve. `check` raises to
-        abandon the unit (see PipelineDriver.completions)."""
-        parsed = [openai_batch.parse_line(item["line"], item["index"] + 1) for item in lines]
-        ready = self.reader.prepare(parsed)
-        if not ready:
-            return []
-        indices = [r.line.line_number - 1 for r in ready]
-        prompts = [r.prompt for r in ready]
-        params = [r.params for r in ready]
-        ids = [request_id(task_id, index) for index in indices]
-        outputs = self._generate(driver, check, ids, prompts, params)
-        if self.corruption is not None:
-            outputs = self.corruption.apply(
-                [r.line.custom_id for r in ready],
-                prompts,
-                params,
-                outputs,
-                vocab_size=self.reader.config.vocab_size,
-                same_model=lambda p, s: self._generate(driver, check, self._scratch_ids(len(p)), p, s),
-            )
-        return [
-            (index, Served(tuple(prompt), tuple(output)))
-            for index, prompt, output in zip(indices, prompts, outputs, strict=True)
-        ]
+        """`start` and `finish` in one call."""
+        return self.finish(self.start(task_id, lines, driver), driver, check)
 
-    def _scratch_ids(self, count: int) -> list[int]:
-        return [next(self._scratch) for _ in range(count)]
-
-    @staticmethod
     def _generate(
+        self,
         driver: PipelineDriver,
         check: Callable[[], None],
-        ids: Sequence[int],
         prompts: Sequence[Sequence[int]],
         params: Sequence[SamplingParams],
     ) -> list[list[int]]:
+        ids = [next(self._scratch) for _ in prompts]
         driver.submit(list(zip(ids, prompts, params, strict=True)))
-        done = {c.request_id: c.output for c in driver.completions(check=check)}
+        done = driver.wait_for(ids, check=check)
         return [list(done[i]) for i in ids]

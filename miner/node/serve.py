@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
-from miner.node.executor import HeadExecutor
+from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
 from miner.node.requests import SCRATCH_IDS, task_and_line
 from miner.node.signer import RefusedToSign, check_and_sign
@@ -20,6 +22,7 @@ from miner.node.stage_host import HostSettings, StageAssignment, StageHost
 from miner.pipeline.ledger import RequestRecord
 
 log = logging.getLogger("batchmarket.miner")
+UNITS_IN_FLIGHT = 2
 
 
 class Reassigned(Exception):
@@ -58,6 +61,7 @@ class Node:
         self.serving: set[int] = set()  # units in hand: heartbeats keep their leases
         self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
+        self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
         self.units_served = 0
 
     def run(self, stop: threading.Event) -> None:
@@ -69,7 +73,7 @@ class Node:
         while not stop.is_set():
             try:
                 self.host.follow(self.wanted)
-                busy = self._serve_one() | self._sign_pending()
+                busy = self._serve_units() | self._sign_pending()
             except CoordinatorError as exc:
                 log.warning("coordinator: %s", exc)
                 busy = False
@@ -107,25 +111,41 @@ class Node:
         if self.wanted != self.host.assignment:
             raise Reassigned("the coordinator changed this node's assignment")
 
-    def _serve_one(self) -> bool:
+    def _serve_units(self) -> bool:
+        """Keeps UNITS_IN_FLIGHT units at the head (so the pipeline does not drain at a unit's end), and
+        returns the oldest one's results once they are all in."""
         driver = self.host.driver
         if driver is None:
             return False
-        unit = self.client.claim()
-        if unit is None:
-            return False
-        unit_id, task_id = int(unit["unit_id"]), int(unit["task_id"])
-        self.serving.add(unit_id)
+        claimed = False
+        while len(self.in_flight) < UNITS_IN_FLIGHT and (unit := self.client.claim()) is not None:
+            claimed = True
+            try:
+                started = self.executor.start(int(unit["task_id"]), unit["lines"], driver)
+            except ValueError as exc:  # its lease runs out and the coordinator retries it elsewhere
+                log.error("cannot serve unit %s: %s", unit["unit_id"], exc)
+                continue
+            self.serving.add(int(unit["unit_id"]))
+            self.in_flight.append((unit, started))
+        if not self.in_flight:
+            return claimed
+        unit, started = self.in_flight[0]
         try:
-            served = self.executor.run(task_id, unit["lines"], driver, self._check_assignment)
+            served = self.executor.finish(started, driver, self._check_assignment)
         except (Reassigned, RuntimeError, TimeoutError) as exc:
-            log.warning("gave up unit %s: %s", unit_id, exc)
+            log.warning("gave up units %s: %s", sorted(self.serving), exc)
+            self.in_flight.clear()
+            self.serving.clear()
             self.host.stop()  # the pipeline's state is unknown: the next loop builds it afresh
             return True
-        finally:
-            self.serving.discard(unit_id)
-        results = []
+        self.in_flight.popleft()
+        self._report(unit, served)
+        return True
+
+    def _report(self, unit: dict[str, Any], served: list[tuple[int, Served]]) -> None:
+        unit_id, task_id = int(unit["unit_id"]), int(unit["task_id"])
         reader = self.executor.reader
+        results = []
         for index, line in served:
             # journaled before anyone hears of it: we sign from the journal, even after a crash
             self.journal.record(task_id, index, line)
@@ -138,10 +158,12 @@ class Node:
                     "finish_reason": reader.finish_reason(line.output),
                 }
             )
-        stored = self.client.submit(unit_id, results)
+        try:
+            stored = self.client.submit(unit_id, results)
+        finally:
+            self.serving.discard(unit_id)
         self.units_served += 1
         log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
-        return True
 
     def _sign_pending(self) -> bool:
         signed = False

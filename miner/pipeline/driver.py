@@ -28,6 +28,7 @@ class PipelineDriver:
         self._context = context
         self._outbox: Outbox | None = None
         self._pending: set[int] = set()  # submitted, not completed
+        self._done: dict[int, tuple[int, ...]] = {}  # completed, not yet asked for by `wait_for`
 
     @property
     def endpoint(self) -> str:
@@ -80,24 +81,43 @@ class PipelineDriver:
         TimeoutError if nothing finishes for `idle_timeout_s`."""
         last_progress = time.monotonic()
         while self._pending:
-            got = self._inbox.receive(timeout_ms=200)
+            got = self._receive(check)
             if got is None:
-                check()
-                if time.monotonic() - last_progress > idle_timeout_s:
-                    raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
+                _give_up_if_idle(last_progress, idle_timeout_s)
                 continue
-            header, _ = got
             last_progress = time.monotonic()
-            for request_id, prompt_len, output in zip(
-                header.request_ids, header.positions, header.token_runs(), strict=True
-            ):
-                if request_id in self._pending:
-                    self._pending.remove(request_id)
-                    yield Completion(request_id, prompt_len, tuple(output))
+            yield from got
 
-    def forget(self) -> None:
-        """Stops waiting for what is pending (the pipeline that ran it is gone)."""
-        self._pending.clear()
+    def wait_for(
+        self, ids: Sequence[int], idle_timeout_s: float = 120.0, check: Callable[[], None] = lambda: None
+    ) -> dict[int, tuple[int, ...]]:
+        """The outputs of the requests `ids` (submitted earlier), once all have finished. Completions of other
+        requests that arrive meanwhile are kept for their own wait. Gives up as `completions` does."""
+        last_progress = time.monotonic()
+        while not all(i in self._done for i in ids):
+            got = self._receive(check)
+            if got is None:
+                _give_up_if_idle(last_progress, idle_timeout_s)
+                continue
+            last_progress = time.monotonic()
+            self._done.update((c.request_id, c.output) for c in got)
+        return {i: self._done.pop(i) for i in ids}
+
+    def _receive(self, check: Callable[[], None]) -> list[Completion] | None:
+        """The completions of the next message (None if none came for a moment)."""
+        got = self._inbox.receive(timeout_ms=200)
+        if got is None:
+            check()
+            return None
+        header, _ = got
+        completed = []
+        for request_id, prompt_len, output in zip(
+            header.request_ids, header.positions, header.token_runs(), strict=True
+        ):
+            if request_id in self._pending:
+                self._pending.remove(request_id)
+                completed.append(Completion(request_id, prompt_len, tuple(output)))
+        return completed
 
     def shutdown(self) -> None:
         """Asks the pipeline to stop once its work is done."""
@@ -113,3 +133,8 @@ class PipelineDriver:
             self._outbox.close()
             self._outbox = None
         self._inbox.close()
+
+
+def _give_up_if_idle(last_progress: float, idle_timeout_s: float) -> None:
+    if time.monotonic() - last_progress > idle_timeout_s:
+        raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")

@@ -1,6 +1,7 @@
 """Failures mid-batch: a miner killed (its units go to the other miner; restarted, it still signs what it
-served before, from its journal), and the API and the worker restarted. Either way the batch completes and
-every custom_id appears exactly once in the verified output."""
+served before, from its journal), a stage of a 2-stage pipeline killed (the coordinator re-plans over the
+survivors), and the API and the worker restarted. Either way the batch completes and every custom_id appears
+exactly once in the verified output."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import dataclasses
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from client_sdk.client import Client
+from coordinator.db.models import PipelineRecord
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -75,3 +79,36 @@ def test_restarting_the_api_and_the_worker_loses_no_line(system: LocalSystem) ->
     system.start_worker()
     system.start_api()
     assert_exactly_once(client, batch_id, "restart")
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    """Three miners that each hold half the model: one 2-stage pipeline and a spare."""
+    config = dataclasses.replace(FAST_FAILOVER, miners=3, stages=2)
+    with LocalSystem(tmp_path_factory.mktemp("staged"), config) as running:
+        yield running
+
+
+def active_stages(system: LocalSystem) -> list[str]:
+    engine = sa.create_engine(system.database_url)
+    try:
+        with Session(engine) as session:
+            [pipeline] = session.scalars(sa.select(PipelineRecord).where(PipelineRecord.active)).all()
+            return pipeline.miners
+    finally:
+        engine.dispose()
+
+
+def test_a_killed_stage_of_a_pipeline_loses_no_line(staged: LocalSystem) -> None:
+    """The pipeline's second stage dies mid-batch: the coordinator re-plans over the head and the spare, the
+    head drops the units it had in flight, and they run again on the new pipeline."""
+    client = staged.client()
+    batch_id = submit(client, "stage")
+    wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
+    addresses = [m.address for m in staged.miner_accounts]
+    victim = addresses.index(active_stages(staged)[1])
+    staged.stop(f"miner{victim}", kill=True)
+    wait_for(lambda: addresses[victim] not in active_stages(staged), timeout=60)
+    wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
+    staged.start_miner(victim)  # back, it signs the lines it served as a stage before the crash
+    assert_exactly_once(client, batch_id, "stage")

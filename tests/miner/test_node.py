@@ -6,6 +6,7 @@ in the root); a new assignment rebuilds the stage on the same endpoint."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,10 @@ def two_stage_run(checkpoint: Path, reader: Reader, tmp_path_factory: pytest.Tem
     with stage_hosts(checkpoint, [(0, 2), (2, 4)], [ignore, sink]) as [head, _]:
         assert head.driver is not None
         served = dict(HeadExecutor(reader).run(TASK, unit_lines(12), head.driver))
+        # the last finish notices reach the second stage with the head's next step, a moment later
+        deadline = time.monotonic() + 30
+        while len(journal.served) < len(served) and time.monotonic() < deadline:
+            time.sleep(0.05)
     return served, journal
 
 
@@ -172,3 +177,18 @@ def test_a_new_assignment_rebuilds_the_stage_on_the_same_endpoint(checkpoint: Pa
         after = dict(HeadExecutor(reader).run(TASK + 1, lines, head.driver))
         assert second.assignment is not None and (second.assignment.start, second.assignment.end) == (3, 4)
     assert after == before
+
+
+def test_units_in_flight_together_finish_in_any_order(
+    checkpoint: Path, reader: Reader, two_stage_run: Any
+) -> None:
+    served, _ = two_stage_run
+    lines = unit_lines(12)
+    executor = HeadExecutor(reader)
+    with stage_hosts(checkpoint, [(0, 2), (2, 4)]) as [head, _]:
+        assert head.driver is not None
+        first = executor.start(TASK, lines[:6], head.driver)
+        second = executor.start(TASK, lines[6:], head.driver)
+        later = dict(executor.finish(second, head.driver))  # the first unit's completions wait meanwhile
+        earlier = dict(executor.finish(first, head.driver))
+    assert earlier | later == served
