@@ -1,10 +1,11 @@
 """`make demo`: the main job, end to end, on one machine.
 
-anvil + contracts, Redis, the coordinator (API + Celery worker) and two miners serving a tiny checkpoint come
-up; a user submits a batch of chat requests with the SDK, paying the max price into escrow once; the miners
-serve it and sign; the coordinator commits the results root; the SDK checks every line against the chain; the
-challenge window passes, the task is finalized, and everyone withdraws. The balance table shows where every
-token went.
+anvil + contracts, Redis, the coordinator (API + Celery worker) and two miners come up, each lending memory
+for half of a tiny checkpoint, so that together they form one 2-stage pipeline; a user submits a batch of
+chat requests with the SDK, paying the max price into escrow once; the pipeline serves it and both miners
+sign; the coordinator commits the results root; the SDK checks every line against the chain; the challenge
+window passes, the task is finalized, and everyone withdraws. The balance table shows where every token
+went.
 """
 
 from __future__ import annotations

@@ -46,7 +46,9 @@ def register(
     gpu: Annotated[str, typer.Option(help="GPU class, e.g. H100-80GB (at most 32 bytes).")],
     vram_gb: Annotated[int, typer.Option(min=1, help="Memory of one GPU in GB.")],
     region: Annotated[str, typer.Option(help="Where the machine is, e.g. us-east-1.")],
-    endpoint: Annotated[str, typer.Option(help="URL where the coordinator reaches this miner.")],
+    endpoint: Annotated[
+        str, typer.Option(help="Where the previous pipeline stage reaches this miner, e.g. tcp://HOST:5555.")
+    ],
     model: Annotated[list[str], typer.Option(help="A model this miner serves; repeat for several.")],
     gpu_count: Annotated[int, typer.Option(min=1, max=65535, help="Number of GPUs.")] = 1,
     price_floor: Annotated[str, typer.Option(help="Lowest price per million tokens you accept.")] = "0",
