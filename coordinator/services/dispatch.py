@@ -1,6 +1,7 @@
-"""Work units: a batch cut into slices, each given to one pipeline's head; heads claim units, return results,
-and a unit whose head goes silent is given to another pipeline. A request's result is stored once, whatever
-retries and duplicate submissions happen (the results table's primary key is (batch, line))."""
+"""Work units: a batch cut into slices, each given to the pipeline that Phase 2 prices cheapest
+(services/routing.py); heads claim units, return results, and a unit whose head goes silent is given to
+another pipeline. A request's result is stored once, whatever retries and duplicate submissions happen (the
+results table's primary key is (batch, line))."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ from client_sdk import openai_batch
 from client_sdk.inputs import canonical_json
 from client_sdk.openai_batch import error_line, output_line, response_body
 from client_sdk.results import output_hash, output_line_id
-from coordinator.db.models import Batch, FileContent, PipelineRecord, Request, Result, WorkUnit
+from coordinator.db.models import Batch, FileContent, Miner, PipelineRecord, Request, Result, WorkUnit
+from coordinator.scheduling.plan import Stage
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from coordinator.services.live import LiveMembership
+from coordinator.services.planning import cluster_of
+from coordinator.services.routing import MeasuredLinks, Router
 
 MAX_ATTEMPTS = 3
 FINISH_REASONS = ("stop", "length")
@@ -35,24 +40,68 @@ class LineResult:
 
 
 def create_units(
-    session: Session, batch: Batch, pipelines: list[PipelineRecord], unit_size: int, now: int
+    session: Session,
+    live: LiveMembership,
+    batch: Batch,
+    pipelines: list[PipelineRecord],
+    unit_size: int,
+    now: int,
 ) -> int:
-    """Cuts the batch into units of `unit_size` requests spread over the pipelines (round robin); returns how
-    many."""
+    """Cuts the batch into units of `unit_size` requests, each given to the pipeline Phase 2 prices cheapest
+    with the units before it counted as load; returns how many."""
     indices = list(range(batch.request_total))
     units = [indices[i : i + unit_size] for i in range(0, len(indices), unit_size)]
-    session.add_all(
-        WorkUnit(
-            batch_id=batch.id,
-            line_indices=unit,
-            pipeline_id=pipelines[n % len(pipelines)].id,
-            status="queued",
-            attempts=0,
-            created_at=now,
+    router = pipeline_router(session, live, pipelines)
+    for unit in units:
+        target = router.cheapest()
+        if target is None:  # every pipeline just lost a miner: reroute moves the unit after the re-plan
+            target = pipelines[0].id
+        router.move(len(unit), to=target)
+        session.add(
+            WorkUnit(
+                batch_id=batch.id,
+                line_indices=unit,
+                pipeline_id=target,
+                status="queued",
+                attempts=0,
+                created_at=now,
+            )
         )
-        for n, unit in enumerate(units)
-    )
     return len(units)
+
+
+def pipeline_router(session: Session, live: LiveMembership, pipelines: list[PipelineRecord]) -> Router:
+    """Phase 2's view of the pipelines: each miner's per-layer latency from its latest heartbeat (its joined
+    profile once it has gone silent, which also rules its pipeline out), the regions' round trips or the one
+    it measured to a peer, its reported queue depth, and the lines already waiting on each pipeline."""
+    addresses = sorted({miner for p in pipelines for miner in p.miners})
+    miners = list(session.scalars(select(Miner).where(Miner.address.in_(addresses))))
+    beats = live.alive(addresses)
+    regions = cluster_of(miners)
+    return Router(
+        {p.id: [Stage(s["miner"], s["start"], s["end"]) for s in p.stages] for p in pipelines},
+        MeasuredLinks(regions.gpus, regions.rtt_ms, {a: beat.rtt_ms for a, beat in beats.items()}),
+        step_ms={
+            m.address: beats[m.address].layer_latency_ms if m.address in beats else m.layer_latency_ms
+            for m in miners
+        },
+        queued_lines=_queued_lines(session, [p.id for p in pipelines]),
+        queue_depth={a: beat.queue_depth for a, beat in beats.items()},
+        dead=set(addresses) - set(beats),
+    )
+
+
+def _queued_lines(session: Session, pipeline_ids: list[int]) -> Counter[int]:
+    """Lines of the units, of any batch, queued or leased on each pipeline."""
+    rows = session.execute(
+        select(WorkUnit.pipeline_id, WorkUnit.line_indices).where(
+            WorkUnit.pipeline_id.in_(pipeline_ids), WorkUnit.status != "done"
+        )
+    )
+    lines: Counter[int] = Counter()
+    for pipeline_id, indices in rows:
+        lines[pipeline_id] += len(indices)
+    return lines
 
 
 def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any] | None:
@@ -226,32 +275,40 @@ def _result_row(
     )
 
 
-def reroute(session: Session, batch: Batch, pipelines: list[PipelineRecord], now: int) -> int:
-    """Gives units whose lease ran out, or whose pipeline is gone, to the least-loaded live pipeline; a unit
-    that failed MAX_ATTEMPTS times gets error lines instead. Returns how many units moved."""
-    usable = {p.id: p for p in pipelines}
+def reroute(
+    session: Session, live: LiveMembership, batch: Batch, pipelines: list[PipelineRecord], now: int
+) -> int:
+    """Gives units whose lease ran out, or whose pipeline is gone, to the live pipeline Phase 2 prices
+    cheapest; a unit that failed MAX_ATTEMPTS times gets error lines instead. Returns how many units moved."""
+    usable = {p.id for p in pipelines}
     units = session.scalars(
         select(WorkUnit).where(WorkUnit.batch_id == batch.id, WorkUnit.status != "done")
     ).all()
-    load = Counter({p.id: 0 for p in pipelines})
-    load.update(u.pipeline_id for u in units if u.pipeline_id in usable)
+    stranded = [u for u in units if _stranded(u, usable, now)]
+    if not stranded:
+        return 0  # the usual tick: no heartbeats or loads to read
+    router = pipeline_router(session, live, pipelines) if pipelines else None
     moved = 0
-    for unit in units:
-        expired = unit.status == "leased" and (unit.leased_until or 0) < now
-        orphaned = unit.status == "queued" and unit.pipeline_id not in usable
-        if not (expired or orphaned):
-            continue
+    for unit in stranded:
         if unit.attempts >= MAX_ATTEMPTS:
             fail_unit(session, batch, unit, "the request failed on every pipeline it was sent to", now)
             continue
-        if not usable:
-            continue
-        target = min(usable, key=lambda p: (load[p], p == unit.pipeline_id, p))
-        load[unit.pipeline_id] -= 1
-        load[target] += 1
+        # priced while the unit still weighs on its own pipeline, which tips a close call away from the
+        # pipeline that just lost it
+        target = router.cheapest() if router else None
+        if router is None or target is None:
+            continue  # no live pipeline: the unit waits for one
+        router.move(len(unit.line_indices), to=target, source=unit.pipeline_id)
         unit.pipeline_id, unit.status, unit.leased_until = target, "queued", None
         moved += 1
     return moved
+
+
+def _stranded(unit: WorkUnit, usable: set[int], now: int) -> bool:
+    """Its lease ran out (the head went silent or forgot it), or it waits on a pipeline no longer usable."""
+    expired = unit.status == "leased" and (unit.leased_until or 0) < now
+    orphaned = unit.status == "queued" and unit.pipeline_id not in usable
+    return expired or orphaned
 
 
 def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now: int) -> None:

@@ -152,7 +152,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
     usable = made_of(pipelines, batch.miners)
     if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
-        dispatch.create_units(session, batch, usable or pipelines, ctx.settings.work_unit_size, now)
+        dispatch.create_units(session, ctx.live, batch, usable or pipelines, ctx.settings.work_unit_size, now)
     _set(batch, "in_progress", now)
 
 
@@ -181,7 +181,7 @@ def made_of(pipelines: list[PipelineRecord], miners: list[str]) -> list[Pipeline
 
 
 def _run(session: Session, ctx: Context, batch: Batch, now: int) -> None:
-    dispatch.reroute(session, batch, _usable_pipelines(session, ctx, batch, now), now)
+    dispatch.reroute(session, ctx.live, batch, _usable_pipelines(session, ctx, batch, now), now)
     session.flush()
     if dispatch.result_count(session, batch.id) == batch.request_total:
         _set(batch, "finalizing", now)
@@ -254,21 +254,27 @@ def result_leaves(session: Session, batch: Batch) -> tuple[list[Result], list[Re
     return results, leaves
 
 
+def proven_line(result: Result, leaf: ResultLeaf, proof: list[bytes]) -> dict[str, Any]:
+    """The output (or error) line as the files carry it: with its leaf's fields and Merkle proof."""
+    line: dict[str, Any] = json.loads(result.body)
+    line[PROOF_KEY] = {
+        "index": leaf.request_index,
+        "input_hash": "0x" + leaf.input_hash.hex(),
+        "input_tokens": leaf.input_tokens,
+        "output_tokens": leaf.output_tokens,
+        "pipeline": list(leaf.pipeline),
+        "proof": ["0x" + p.hex() for p in proof],
+    }
+    return line
+
+
 def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     """Output and error files (each line with its Merkle proof), the results root, the priced commitment."""
     results, leaves = result_leaves(session, batch)
     tree = MerkleTree([leaf.hash() for leaf in leaves])
     files: dict[bool, list[bytes]] = {True: [], False: []}
     for i, (result, leaf) in enumerate(zip(results, leaves, strict=True)):
-        line = json.loads(result.body)
-        line[PROOF_KEY] = {
-            "index": leaf.request_index,
-            "input_hash": "0x" + leaf.input_hash.hex(),
-            "input_tokens": leaf.input_tokens,
-            "output_tokens": leaf.output_tokens,
-            "pipeline": list(leaf.pipeline),
-            "proof": ["0x" + p.hex() for p in tree.proof(i)],
-        }
+        line = proven_line(result, leaf, tree.proof(i))
         files[result.ok].append(json.dumps(line, separators=(",", ":")).encode() + b"\n")
     for ok, lines in files.items():
         if not lines:

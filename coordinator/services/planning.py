@@ -30,17 +30,9 @@ def active_pipelines(session: Session, model: str) -> list[PipelineRecord]:
     return list(session.scalars(query.order_by(PipelineRecord.id)))
 
 
-def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now: int) -> list[PipelineRecord]:
-    """The active pipelines of the model, re-planned first if the live miners are not exactly the planned
-    ones. Empty when the live miners cannot hold one replica."""
-    current = active_pipelines(session, served.name)
-    live = sorted(m.address for m in miners)
-    if current and current[0].members == live:
-        return current
-    session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
-    if not miners:
-        return []
-    cluster = Cluster.from_dict(
+def cluster_of(miners: list[Miner]) -> Cluster:
+    """The miners as the scheduling library sees them: their joined profiles and regions."""
+    return Cluster.from_dict(
         {
             "gpus": [
                 {
@@ -56,8 +48,20 @@ def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now:
             ]
         }
     )
+
+
+def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now: int) -> list[PipelineRecord]:
+    """The active pipelines of the model, re-planned first if the live miners are not exactly the planned
+    ones. Empty when the live miners cannot hold one replica."""
+    current = active_pipelines(session, served.name)
+    live = sorted(m.address for m in miners)
+    if current and current[0].members == live:
+        return current
+    session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
+    if not miners:
+        return []
     try:
-        plan = make_plan(STRATEGY, cluster, model_spec(served.path, served.name))
+        plan = make_plan(STRATEGY, cluster_of(miners), model_spec(served.path, served.name))
     except SchedulingError:
         return []  # not enough memory among the live miners for one replica yet
     latest = select(func.max(PipelineRecord.version)).where(PipelineRecord.model == served.name)

@@ -88,8 +88,9 @@ class Node:
         try:
             while not stop.is_set():
                 try:
-                    serving = list(self.serving)
-                    client.heartbeat(self.device.layer_latency_ms, len(serving), serving)
+                    driver = self.host.driver
+                    queued = driver.pending if driver is not None else 0  # requests in flight at the head
+                    client.heartbeat(self.device.layer_latency_ms, queued, list(self.serving))
                     latest = client.assignment()
                     self.wanted = StageAssignment.from_json(latest) if latest is not None else None
                 except CoordinatorError as exc:
