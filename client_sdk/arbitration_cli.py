@@ -46,6 +46,9 @@ OUTCOMES = {
         "no votes or a tie: the results stand, the task settles and the bond goes back to the challenger"
     ),
 }
+AUDIT_NO_DECISION = (
+    "no votes or a tie: the results stand, the task settles and the bond goes back to the audit pool"
+)
 
 DisputeIdArgument = Annotated[int, typer.Argument(min=1, help="On-chain dispute id.")]
 
@@ -78,6 +81,7 @@ def _report(dispute_id: int, record: Dispute) -> dict[str, object]:
         "votes_at_fault": record.votes_at_fault,
         "voting_deadline": record.voting_deadline,
         "leaf_hash": "0x" + record.leaf_hash.hex(),
+        "audit": record.audit,
     }
 
 
@@ -196,7 +200,7 @@ def show(
 @dispute_app.command("list")
 @one_line_errors
 def list_disputes(
-    mine: Annotated[bool, typer.Option("--mine", help="Only the disputes your wallet opened.")] = False,
+    mine: Annotated[bool, typer.Option("--mine", help="Only disputes over your tasks (audits too).")] = False,
     limit: Annotated[int, typer.Option(min=1, max=100, help="How many, newest first.")] = 20,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
@@ -252,9 +256,8 @@ def resolve(
             f"{_when(now)}): resolve it after that"
         )
     outcome = market.arbitration.resolve(dispute_id)
+    said = AUDIT_NO_DECISION if record.audit and outcome == DisputeStatus.NO_DECISION else OUTCOMES[outcome]
     if as_json:
         console.print_json(json.dumps(_report(dispute_id, market.arbitration.get_dispute(dispute_id))))
         return
-    console.print(
-        f"dispute {dispute_id}: {outcome.name.lower()}: {OUTCOMES[outcome]}", markup=False, soft_wrap=True
-    )
+    console.print(f"dispute {dispute_id}: {outcome.name.lower()}: {said}", markup=False, soft_wrap=True)

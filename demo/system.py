@@ -55,6 +55,11 @@ class SystemConfig:
     work_lease_s: int = 60
     heartbeat_ttl_s: int = 30
     database_url: str | None = None  # default: SQLite in the work directory
+    verifiers: int = 0  # `arbitration verify` processes, each staking verifier_stake
+    verifier_stake: int = 100 * UNIT
+    audit_pool: int = 50 * UNIT  # funded by the admin when there are verifiers
+    audit_rate_bps: int | None = None  # None: the deploy script's default
+    faulty_miner: str | None = None  # BATCHMARKET_TEST_CORRUPT for miner0, e.g. "substitute:0.5"
 
 
 def lent_memory_gb(model_dir: Path, stages: int) -> float:
@@ -67,7 +72,7 @@ def lent_memory_gb(model_dir: Path, stages: int) -> float:
 
 
 class LocalSystem:
-    """Context manager; accounts: 0 admin, 1 coordinator, 2 user, 3.. miners."""
+    """Context manager; accounts: 0 admin, 1 coordinator, 2 user, 3.. miners, then verifiers."""
 
     def __init__(self, workdir: Path, config: SystemConfig = SystemConfig()) -> None:
         self.workdir = workdir
@@ -75,6 +80,9 @@ class LocalSystem:
         accounts = dev_accounts()
         self.admin, self.coordinator, self.user = accounts[0], accounts[1], accounts[2]
         self.miner_accounts: list[LocalAccount] = accounts[3 : 3 + config.miners]
+        self.verifier_accounts: list[LocalAccount] = accounts[
+            3 + config.miners : 3 + config.miners + config.verifiers
+        ]
         self.deployment_file = workdir / "deployment.json"
         self.model_dir = workdir / "model"
         self.database_url = config.database_url or f"sqlite:///{workdir / 'coordinator.db'}"
@@ -93,7 +101,7 @@ class LocalSystem:
 
     def _start(self) -> None:
         config = self.config
-        self.anvil = self._stack.enter_context(Anvil())
+        self.anvil = self._stack.enter_context(Anvil(block_time_s=1 if config.verifiers else None))
         deploy(
             self.anvil.rpc_url,
             self.admin.key.to_0x_hex(),
@@ -104,6 +112,7 @@ class LocalSystem:
                 min_stake_lock=config.min_stake_lock,
                 challenge_window=config.challenge_window,
                 coordinator_fee_bps=config.fee_bps,
+                audit_rate_bps=config.audit_rate_bps,
             ),
         )
         self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)
@@ -119,6 +128,10 @@ class LocalSystem:
         for index in range(len(self.miner_accounts)):
             self.start_miner(index)
         self.wait_for_miners(len(self.miner_accounts))
+        if self.verifier_accounts:
+            self._fund_audit_pool()
+        for index in range(len(self.verifier_accounts)):
+            self.start_verifier(index)
 
     def __exit__(self, *_exc: object) -> None:
         for name in list(self.processes):
@@ -142,6 +155,11 @@ class LocalSystem:
             model_ids=(model_id(config.model),),
         )
         as_miner.registry.register(profile, config.miner_stake)
+
+    def _fund_audit_pool(self) -> None:
+        self.market.token.mint(self.admin.address, self.config.audit_pool)
+        self.market.token.approve(self.market.escrow.address, self.config.audit_pool)
+        self.market.arbitration.fund_audit_pool(self.config.audit_pool)
 
     def client(self, account: LocalAccount | None = None) -> Client:
         return Client(
@@ -175,10 +193,13 @@ class LocalSystem:
             env["BATCHMARKET_PRIVATE_KEY"] = key.key.to_0x_hex()
         return env
 
-    def _spawn(self, name: str, args: list[str], key: LocalAccount | None = None) -> None:
+    def _spawn(
+        self, name: str, args: list[str], key: LocalAccount | None = None, extra: dict[str, str] | None = None
+    ) -> None:
         log = (self.workdir / f"{name}.log").open("ab")
+        env = self.environment(key) | (extra or {})
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", *args], env=self.environment(key), stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", *args], env=env, stdout=log, stderr=subprocess.STDOUT
         )
 
     def start_api(self) -> None:
@@ -209,7 +230,26 @@ class LocalSystem:
             "--deployment", str(self.deployment_file),
             "--state-dir", str(self.workdir / f"miner{index}-state"),
         ]  # fmt: skip
-        self._spawn(f"miner{index}", args, self.miner_accounts[index])
+        faulty = (
+            {"BATCHMARKET_TEST_CORRUPT": self.config.faulty_miner}
+            if index == 0 and self.config.faulty_miner
+            else {}
+        )
+        self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty)
+
+    def start_verifier(self, index: int) -> None:
+        """`arbitration verify` with its own key; it stakes and registers itself."""
+        account = self.verifier_accounts[index]
+        self.market.token.mint(account.address, self.config.verifier_stake)
+        args = [
+            "miner.verify.cli", "verify",
+            "--model-dir", str(self.model_dir),
+            "--coordinator", self.api_url,
+            "--poll-s", "0.5",
+            "--rpc-url", self.anvil.rpc_url,
+            "--deployment", str(self.deployment_file),
+        ]  # fmt: skip
+        self._spawn(f"verifier{index}", args, account)
 
     def wait_for_miners(self, count: int, timeout: float = 120.0) -> None:
         """Until `count` miners have joined the coordinator (a batch submitted earlier would be planned over

@@ -40,9 +40,14 @@ class Anvil:
     ...     node.w3.eth.chain_id
     """
 
-    def __init__(self, chain_id: int = 31337, startup_timeout: float = 20.0) -> None:
+    def __init__(
+        self, chain_id: int = 31337, startup_timeout: float = 20.0, block_time_s: int | None = None
+    ) -> None:
+        """`block_time_s`: also mine a block every so many seconds besides one per transaction, so that the
+        chain moves on by itself like a live one (random audits seal from the block after their draw)."""
         self.chain_id = chain_id
         self.startup_timeout = startup_timeout
+        self.block_time_s = block_time_s
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -67,6 +72,11 @@ class Anvil:
                     "--accounts",
                     str(DEV_ACCOUNT_COUNT),
                     "--silent",
+                    *(
+                        ["--block-time", str(self.block_time_s), "--mixed-mining"]
+                        if self.block_time_s
+                        else []
+                    ),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -16,7 +16,7 @@ from client_sdk.abis import load_abi
 from client_sdk.chain.deployment import Deployment
 from client_sdk.chain.rpc import open_rpc
 from client_sdk.chain.transactions import Transactor
-from client_sdk.chain.types import Dispute, DisputeStatus, MinerProfile, Stake, Task, Vote
+from client_sdk.chain.types import Audit, Dispute, DisputeStatus, MinerProfile, Stake, Task, Verifier, Vote
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.errors import ChainError, UserError
 from client_sdk.results import ResultLeaf
@@ -98,6 +98,10 @@ class PaymentEscrow(_Bound):
     def escrow_of(self, task_id: int) -> int:
         return int(self.contract.functions.escrowOf(task_id).call())
 
+    def audit_pool(self) -> int:
+        """Tokens in the audit pool, which posts the bonds of random audits."""
+        return int(self.contract.functions.auditPool().call())
+
     def withdraw(self) -> TxReceipt:
         return self._send(self.contract.functions.withdraw())
 
@@ -107,6 +111,10 @@ class TaskRegistry(_Bound):
 
     def get_task(self, task_id: int) -> Task:
         return Task.from_tuple(self.contract.functions.getTask(task_id).call())
+
+    def task_count(self) -> int:
+        """Tasks created so far; ids run from 1 to this."""
+        return int(self.contract.functions.taskCount().call())
 
     def miners_of(self, task_id: int) -> list[str]:
         return list(self.contract.functions.minersOf(task_id).call())
@@ -188,13 +196,74 @@ class Arbitration(_Bound):
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
 
+    def vote_of(self, dispute_id: int, verifier: str) -> Vote:
+        return Vote(self.contract.functions.voteOf(dispute_id, verifier).call())
+
     def vote(self, dispute_id: int, choice: Vote) -> TxReceipt:
+        """Only a verifier registered in a block before the dispute's (and not exiting by then)."""
         return self._send(self.contract.functions.vote(dispute_id, int(choice)))
 
     def resolve(self, dispute_id: int) -> DisputeStatus:
         receipt = self._send(self.contract.functions.resolve(dispute_id))
         (event,) = self.contract.events.DisputeResolved().process_receipt(receipt, errors=DISCARD)
         return DisputeStatus(event["args"]["outcome"])
+
+    # -- staked verifiers
+
+    def min_verifier_stake(self) -> int:
+        return int(self.contract.functions.minVerifierStake().call())
+
+    def verifier_unbonding_period(self) -> int:
+        return int(self.contract.functions.verifierUnbondingPeriod().call())
+
+    def is_verifier(self, account: str) -> bool:
+        """Registered and not exiting."""
+        return bool(self.contract.functions.isVerifier(account).call())
+
+    def verifier_of(self, account: str) -> Verifier:
+        return Verifier(*self.contract.functions.verifierOf(account).call())
+
+    def register_verifier(self, stake: int) -> TxReceipt:
+        """Stakes `stake` (the caller must have approved this contract for it); it votes on disputes opened
+        from the next block on."""
+        return self._send(self.contract.functions.registerVerifier(stake))
+
+    def request_verifier_exit(self) -> TxReceipt:
+        return self._send(self.contract.functions.requestVerifierExit())
+
+    def withdraw_verifier_stake(self) -> TxReceipt:
+        return self._send(self.contract.functions.withdrawVerifierStake())
+
+    # -- random audits
+
+    def audit_rate_bps(self) -> int:
+        return int(self.contract.functions.auditRateBps().call())
+
+    def set_audit_rate(self, bps: int) -> TxReceipt:
+        """Admin only: the share of drawn tasks audited, in basis points (0 stops new draws)."""
+        return self._send(self.contract.functions.setAuditRate(bps))
+
+    def audit_of(self, task_id: int) -> Audit:
+        return Audit.from_tuple(self.contract.functions.auditOf(task_id).call())
+
+    def fund_audit_pool(self, amount: int) -> TxReceipt:
+        """Adds to the audit pool (the caller must have approved the escrow for `amount`)."""
+        return self._send(self.contract.functions.fundAuditPool(amount))
+
+    def draw_audit(self, task_id: int) -> TxReceipt:
+        return self._send(self.contract.functions.drawAudit(task_id))
+
+    def seal_audit(self, task_id: int) -> Audit:
+        """Seals the drawn audit's seed (from the block after the draw on); returns the sealed draw."""
+        self._send(self.contract.functions.sealAudit(task_id))
+        return self.audit_of(task_id)
+
+    def open_audit(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
+        """Opens the audit of the selected line (as an active verifier); returns the dispute id."""
+        call = self.contract.functions.openAudit(leaf.task_id, leaf.as_tuple(), list(proof))
+        receipt = self._send(call)
+        (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
+        return int(event["args"]["disputeId"])
 
 
 class Market:

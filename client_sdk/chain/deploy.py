@@ -32,6 +32,9 @@ class DeployParams:
     dispute_bond: int | None = None
     voting_period: int | None = None
     verifier_reward_bps: int | None = None
+    min_verifier_stake: int | None = None
+    verifier_unbonding_period: int | None = None
+    audit_rate_bps: int | None = None
 
     def environment(self) -> dict[str, str]:
         """The script reads each parameter from an environment variable named like the field, in capitals."""

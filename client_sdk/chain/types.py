@@ -116,6 +116,10 @@ class Task:
 
 @dataclass(frozen=True)
 class Dispute:
+    """`challenger` is the task owner (for an audit too, which it did not pay for); `audit`: opened by a
+    verifier on a randomly selected line, with the bond from the audit pool. Verifiers registered before
+    `opened_at_block` vote."""
+
     task_id: int
     challenger: str
     voting_deadline: int
@@ -124,11 +128,54 @@ class Dispute:
     votes_at_fault: int
     bond: int
     request_index: int
+    opened_at_block: int
+    audit: bool
     leaf_hash: bytes
 
     @classmethod
     def from_tuple(cls, raw: Any) -> Dispute:
         values = list(raw)
         values[3] = DisputeStatus(values[3])
-        values[8] = bytes(values[8])
+        values[9] = bool(values[9])
+        values[10] = bytes(values[10])
         return cls(*values)
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A staked verifier; all zero if not registered. It votes on disputes opened after `registered_at_block`
+    and (once exiting) before `exit_at_block`; its stake can be withdrawn from `release_at` (seconds)."""
+
+    stake: int
+    registered_at_block: int
+    exit_at_block: int
+    release_at: int
+
+    @property
+    def registered(self) -> bool:
+        return self.stake > 0
+
+    @property
+    def active(self) -> bool:
+        """Registered and not exiting: what `isVerifier` answers."""
+        return self.stake > 0 and self.exit_at_block == 0
+
+
+@dataclass(frozen=True)
+class Audit:
+    """A task's random audit draw: drawn at `draw_block` (0: never), `seed` sealed (empty: not yet), and if
+    `selected`, line `request_index` is the one a verifier may audit."""
+
+    draw_block: int
+    selected: bool
+    request_index: int
+    seed: bytes
+
+    @property
+    def sealed(self) -> bool:
+        return any(self.seed)
+
+    @classmethod
+    def from_tuple(cls, raw: Any) -> Audit:
+        draw_block, selected, request_index, seed = raw
+        return cls(draw_block, bool(selected), request_index, bytes(seed))

@@ -30,6 +30,9 @@ contract Deploy is Script {
         uint256 disputeBond;
         uint256 votingPeriod;
         uint256 verifierRewardBps;
+        uint256 minVerifierStake;
+        uint256 verifierUnbondingPeriod;
+        uint256 auditRateBps;
     }
 
     struct Deployed {
@@ -77,7 +80,10 @@ contract Deploy is Script {
             Arbitration.Config({
                 disputeBond: p.disputeBond,
                 votingPeriod: p.votingPeriod,
-                verifierRewardBps: p.verifierRewardBps
+                verifierRewardBps: p.verifierRewardBps,
+                minVerifierStake: p.minVerifierStake,
+                verifierUnbondingPeriod: p.verifierUnbondingPeriod,
+                auditRateBps: p.auditRateBps
             })
         );
 
@@ -102,6 +108,9 @@ contract Deploy is Script {
         p.disputeBond = vm.envOr("DISPUTE_BOND", uint256(5e6));
         p.votingPeriod = vm.envOr("VOTING_PERIOD", uint256(1 days));
         p.verifierRewardBps = vm.envOr("VERIFIER_REWARD_BPS", uint256(1_000));
+        p.minVerifierStake = vm.envOr("MIN_VERIFIER_STAKE", uint256(100e6));
+        p.verifierUnbondingPeriod = vm.envOr("VERIFIER_UNBONDING_PERIOD", uint256(3 days));
+        p.auditRateBps = vm.envOr("AUDIT_RATE_BPS", uint256(1_000));
     }
 
     function _write(Params memory p, Deployed memory d, uint256 startBlock) internal {

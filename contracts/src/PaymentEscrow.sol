@@ -8,14 +8,17 @@ import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol
 import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
 
 /// @title PaymentEscrow
-/// @notice Holds each task's maximum price and each dispute's bond until they settle into pull-payment balances.
-/// Every token it holds is owed to someone: `token.balanceOf(this) >= totalLiabilities` at all times.
+/// @notice Holds each task's maximum price and each dispute's bond until they settle into pull-payment balances,
+/// and the audit pool that posts the bonds of random audits. Every token it holds is owed to someone:
+/// `token.balanceOf(this) >= totalLiabilities` at all times, and the liabilities are the open escrows, the open
+/// bonds, the withdrawable balances and the audit pool.
 contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     using SafeERC20 for IERC20;
 
     /// @notice Role of the task registry: funds and settles task escrows.
     bytes32 public constant TASK_MANAGER_ROLE = keccak256("TASK_MANAGER_ROLE");
-    /// @notice Role of the arbitration contract: posts and settles bonds, credits slashed stake.
+    /// @notice Role of the arbitration contract: posts and settles bonds, credits slashed stake, funds and draws on
+    /// the audit pool.
     bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
 
     /// @notice The payment token.
@@ -26,6 +29,8 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     mapping(uint256 taskId => uint256) public escrowOf;
     mapping(uint256 disputeId => uint256) public bondOf;
     mapping(address account => uint256) public balanceOf;
+    /// @inheritdoc IPaymentEscrow
+    uint256 public auditPool;
 
     /// @param token_ Payment token.
     /// @param admin Receives the admin role (grants the protocol roles).
@@ -108,6 +113,40 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
         uint256 total = _creditAll(payees, amounts);
         if (total > surplus) revert UnbackedCredit(total, surplus);
         totalLiabilities += total;
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    function fundAuditPool(address payer, uint256 amount) external onlyRole(ARBITER_ROLE) nonReentrant {
+        if (amount == 0) revert ZeroAmount();
+        auditPool += amount;
+        totalLiabilities += amount;
+        token.safeTransferFrom(payer, address(this), amount);
+        emit AuditPoolFunded(payer, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Moves money already held from the pool to the bond: liabilities do not change.
+    function depositBondFromAuditPool(uint256 disputeId, uint256 amount) external onlyRole(ARBITER_ROLE) {
+        if (amount == 0) revert ZeroAmount();
+        if (bondOf[disputeId] != 0) revert BondAlreadyPosted(disputeId);
+        uint256 pool = auditPool;
+        if (pool < amount) revert AuditPoolTooSmall(pool, amount);
+        auditPool = pool - amount;
+        bondOf[disputeId] = amount;
+        emit AuditBondPosted(disputeId, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Leaves the bond empty, like `settleBond`, so a bond settles only once.
+    function returnBondToAuditPool(uint256 disputeId)
+        external
+        onlyRole(ARBITER_ROLE)
+        returns (uint256 amount)
+    {
+        amount = bondOf[disputeId];
+        bondOf[disputeId] = 0;
+        auditPool += amount;
+        emit AuditBondReturned(disputeId, amount);
     }
 
     /// @inheritdoc IPaymentEscrow

@@ -38,7 +38,9 @@ contract ArbitrationTest is BaseTest {
     }
 
     function _config() internal pure returns (Arbitration.Config memory) {
-        return Arbitration.Config(DISPUTE_BOND, VOTING_PERIOD, REWARD_BPS);
+        return Arbitration.Config(
+            DISPUTE_BOND, VOTING_PERIOD, REWARD_BPS, MIN_VERIFIER_STAKE, VERIFIER_UNBONDING, AUDIT_RATE_BPS
+        );
     }
 
     // ---- constructor, admin
@@ -47,14 +49,24 @@ contract ArbitrationTest is BaseTest {
         vm.expectEmit();
         emit IA.DisputeBondChanged(DISPUTE_BOND);
         vm.expectEmit();
+        emit IA.VerifierUnbondingPeriodChanged(VERIFIER_UNBONDING);
+        vm.expectEmit();
         emit IA.VotingPeriodChanged(VOTING_PERIOD);
         vm.expectEmit();
         emit IA.VerifierRewardChanged(REWARD_BPS);
+        vm.expectEmit();
+        emit IA.MinVerifierStakeChanged(MIN_VERIFIER_STAKE);
+        vm.expectEmit();
+        emit IA.AuditRateChanged(AUDIT_RATE_BPS);
         Arbitration a = new Arbitration(tasks, registry, escrow, bob, _config());
         assertTrue(a.hasRole(0x00, bob));
         assertEq(a.disputeBond(), DISPUTE_BOND);
         assertEq(a.votingPeriod(), VOTING_PERIOD);
         assertEq(a.verifierRewardBps(), REWARD_BPS);
+        assertEq(a.minVerifierStake(), MIN_VERIFIER_STAKE);
+        assertEq(a.verifierUnbondingPeriod(), VERIFIER_UNBONDING);
+        assertEq(a.auditRateBps(), AUDIT_RATE_BPS);
+        assertEq(address(a.token()), address(token));
     }
 
     function test_constructor_reverts() public {
@@ -81,6 +93,24 @@ contract ArbitrationTest is BaseTest {
         c = _config();
         c.verifierRewardBps = 5_001;
         vm.expectRevert(abi.encodeWithSelector(IA.RewardTooHigh.selector, 5_001, 5_000));
+        new Arbitration(tasks, registry, escrow, admin, c);
+        // A verifier's stake must stay while it can still vote.
+        c = _config();
+        c.verifierUnbondingPeriod = VOTING_PERIOD - 1;
+        vm.expectRevert(
+            abi.encodeWithSelector(IA.VerifierUnbondingTooShort.selector, VOTING_PERIOD - 1, VOTING_PERIOD)
+        );
+        new Arbitration(tasks, registry, escrow, admin, c);
+        c.verifierUnbondingPeriod = 30 days + 1;
+        vm.expectRevert(abi.encodeWithSelector(IA.VerifierUnbondingTooLong.selector, 30 days + 1, 30 days));
+        new Arbitration(tasks, registry, escrow, admin, c);
+        c = _config();
+        c.minVerifierStake = 0;
+        vm.expectRevert(IA.ZeroVerifierStake.selector);
+        new Arbitration(tasks, registry, escrow, admin, c);
+        c = _config();
+        c.auditRateBps = 10_001;
+        vm.expectRevert(abi.encodeWithSelector(IA.AuditRateTooHigh.selector, 10_001, 10_000));
         new Arbitration(tasks, registry, escrow, admin, c);
     }
 
@@ -109,6 +139,13 @@ contract ArbitrationTest is BaseTest {
         arbitration.setVotingPeriod(59);
         vm.expectRevert(abi.encodeWithSelector(IA.UnbondingTooShort.selector, 3 days, 3 days));
         arbitration.setVotingPeriod(2 days);
+        // Nor may voting outlast the verifiers' unbonding.
+        arbitration.setVerifierUnbondingPeriod(2 days - 1);
+        registry.setUnbondingPeriod(5 days);
+        vm.expectRevert(abi.encodeWithSelector(IA.VerifierUnbondingTooShort.selector, 2 days - 1, 2 days));
+        arbitration.setVotingPeriod(2 days);
+        arbitration.setVerifierUnbondingPeriod(VERIFIER_UNBONDING);
+        registry.setUnbondingPeriod(UNBONDING);
         // The check reads the current challenge window and unbonding period.
         tasks.setChallengeWindow(2 days);
         vm.expectRevert(abi.encodeWithSelector(IA.UnbondingTooShort.selector, 3 days, 3 days));
@@ -153,7 +190,21 @@ contract ArbitrationTest is BaseTest {
         IA.Dispute memory d = arbitration.getDispute(1);
         assertEq(
             abi.encode(d),
-            abi.encode(IA.Dispute(taskId, alice, deadline, IA.DisputeStatus.Open, 0, 0, 5e6, 0, leafHash))
+            abi.encode(
+                IA.Dispute(
+                    taskId,
+                    alice,
+                    deadline,
+                    IA.DisputeStatus.Open,
+                    0,
+                    0,
+                    5e6,
+                    0,
+                    uint64(block.number),
+                    false,
+                    leafHash
+                )
+            )
         );
         assertEq(arbitration.pipelineOf(1), ls[0].pipeline);
         assertEq(arbitration.votersOf(1).length, 0);
@@ -317,11 +368,13 @@ contract ArbitrationTest is BaseTest {
         vm.prank(verifiers[0]);
         vm.expectRevert(abi.encodeWithSelector(IA.UnknownDispute.selector, 1));
         arbitration.vote(1, IA.Vote.MinersAtFault);
+        vm.prank(alice); // who may vote is checked first
+        vm.expectRevert(abi.encodeWithSelector(IA.NotVerifier.selector, alice));
+        arbitration.vote(1, IA.Vote.MinersAtFault);
 
         uint256 id = _openDispute(taskId, 0);
-        bytes32 role = arbitration.VERIFIER_ROLE();
         vm.prank(alice);
-        vm.expectRevert(_unauthorized(alice, role));
+        vm.expectRevert(abi.encodeWithSelector(IA.NotVerifier.selector, alice));
         arbitration.vote(id, IA.Vote.MinersAtFault);
         vm.startPrank(verifiers[0]);
         vm.expectRevert(IA.InvalidVote.selector);
@@ -331,10 +384,15 @@ contract ArbitrationTest is BaseTest {
         arbitration.vote(id, IA.Vote.MinersCorrect);
         vm.stopPrank();
 
-        vm.prank(admin);
-        arbitration.revokeRole(role, verifiers[1]);
-        vm.prank(verifiers[1]);
-        vm.expectRevert(_unauthorized(verifiers[1], role));
+        // Registered in the dispute's own block, or later: too late for this dispute.
+        address late = makeAddr("late verifier");
+        _registerVerifier(late);
+        vm.prank(late);
+        vm.expectRevert(abi.encodeWithSelector(IA.VerifierNotEligible.selector, id, late));
+        arbitration.vote(id, IA.Vote.MinersAtFault);
+        vm.roll(block.number + 1);
+        vm.prank(late);
+        vm.expectRevert(abi.encodeWithSelector(IA.VerifierNotEligible.selector, id, late));
         arbitration.vote(id, IA.Vote.MinersAtFault);
 
         uint64 deadline = arbitration.getDispute(id).votingDeadline;
@@ -351,13 +409,15 @@ contract ArbitrationTest is BaseTest {
     }
 
     function test_vote_revertsAfterFifteenVoters() public {
-        uint256 id = _openDispute(taskId, 0);
-        bytes32 role = arbitration.VERIFIER_ROLE();
+        address[] memory voters = new address[](16);
         for (uint256 i = 0; i < 16; ++i) {
-            address v = vm.addr(0xBEEF00 + i);
-            vm.prank(admin);
-            arbitration.grantRole(role, v);
-            vm.prank(v);
+            voters[i] = vm.addr(0xBEEF00 + i);
+            _registerVerifier(voters[i]);
+        }
+        vm.roll(block.number + 1);
+        uint256 id = _openDispute(taskId, 0);
+        for (uint256 i = 0; i < 16; ++i) {
+            vm.prank(voters[i]);
             if (i == 15) vm.expectRevert(abi.encodeWithSelector(IA.TooManyVotes.selector, id, 15));
             arbitration.vote(id, IA.Vote.MinersAtFault);
         }

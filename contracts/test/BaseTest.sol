@@ -22,6 +22,11 @@ contract DeployHarness is Deploy {
         d = deploy(p);
         vm.stopBroadcast();
     }
+
+    /// @notice The parameters `run` deploys with when no environment variable overrides them.
+    function defaults(address broadcaster) external view returns (Params memory) {
+        return _params(broadcaster);
+    }
 }
 
 /// @notice Deploys the market through the deploy script; helpers for every step of a task's life.
@@ -36,6 +41,9 @@ abstract contract BaseTest is Test {
     uint256 internal constant DISPUTE_BOND = 5e6;
     uint256 internal constant VOTING_PERIOD = 1 days;
     uint256 internal constant REWARD_BPS = 1_000;
+    uint256 internal constant MIN_VERIFIER_STAKE = 100e6;
+    uint256 internal constant VERIFIER_UNBONDING = 3 days;
+    uint256 internal constant AUDIT_RATE_BPS = 1_000;
 
     uint64 internal constant T0 = 1_700_000_000;
     uint256 internal constant MINER_STAKE = 500e6;
@@ -101,13 +109,13 @@ abstract contract BaseTest is Test {
             (, uint256 key) = makeAddrAndKey(string.concat("signer", vm.toString(i)));
             signerKeys.push(key);
         }
-        bytes32 verifierRole = arbitration.VERIFIER_ROLE();
         for (uint256 i = 0; i < VERIFIER_COUNT; ++i) {
             address v = makeAddr(string.concat("verifier", vm.toString(i)));
             verifiers.push(v);
-            vm.prank(admin);
-            arbitration.grantRole(verifierRole, v);
+            _registerVerifier(v);
         }
+        // Registrations take effect from the next block: disputes opened from now on may take their votes.
+        vm.roll(block.number + 1);
     }
 
     function defaultParams() internal view returns (Deploy.Params memory p) {
@@ -123,6 +131,9 @@ abstract contract BaseTest is Test {
         p.disputeBond = DISPUTE_BOND;
         p.votingPeriod = VOTING_PERIOD;
         p.verifierRewardBps = REWARD_BPS;
+        p.minVerifierStake = MIN_VERIFIER_STAKE;
+        p.verifierUnbondingPeriod = VERIFIER_UNBONDING;
+        p.auditRateBps = AUDIT_RATE_BPS;
     }
 
     // ---- money
@@ -136,6 +147,16 @@ abstract contract BaseTest is Test {
         _mint(who, amount);
         vm.prank(who);
         token.approve(spender, amount);
+    }
+
+    // ---- verifiers
+
+    /// @dev Stakes the minimum; the verifier votes on disputes opened in later blocks.
+    function _registerVerifier(address v) internal {
+        uint256 stake = arbitration.minVerifierStake();
+        _fund(v, address(arbitration), stake);
+        vm.prank(v);
+        arbitration.registerVerifier(stake);
     }
 
     // ---- miners

@@ -47,9 +47,9 @@ contract DeployTest is BaseTest {
         assertFalse(tasks.hasRole(tasks.COORDINATOR_ROLE(), admin));
         assertFalse(tasks.hasRole(tasks.ARBITER_ROLE(), coordinator));
         assertFalse(tasks.hasRole(adminRole, coordinator));
-        assertFalse(arbitration.hasRole(arbitration.VERIFIER_ROLE(), coordinator));
-        // Verifiers are not part of the deployment; setUp grants them.
-        assertEq(arbitration.getRoleAdmin(arbitration.VERIFIER_ROLE()), adminRole);
+        // Verifiers are not part of the deployment: anyone stakes to become one (setUp registers some).
+        assertFalse(arbitration.isVerifier(coordinator));
+        assertFalse(arbitration.isVerifier(admin));
     }
 
     function test_deploy_linksContractsAndParameters() public view {
@@ -71,10 +71,31 @@ contract DeployTest is BaseTest {
         assertEq(arbitration.disputeBond(), DISPUTE_BOND);
         assertEq(arbitration.votingPeriod(), VOTING_PERIOD);
         assertEq(arbitration.verifierRewardBps(), REWARD_BPS);
+        assertEq(arbitration.minVerifierStake(), MIN_VERIFIER_STAKE);
+        assertEq(arbitration.verifierUnbondingPeriod(), VERIFIER_UNBONDING);
+        assertEq(arbitration.auditRateBps(), AUDIT_RATE_BPS);
+        assertEq(address(arbitration.token()), address(token));
         assertEq(arbitration.disputeCount(), 0);
         assertEq(token.decimals(), 6);
-        assertEq(token.totalSupply(), 0);
+        assertEq(token.totalSupply(), VERIFIER_COUNT * MIN_VERIFIER_STAKE); // setUp's verifiers
+        assertEq(token.balanceOf(address(arbitration)), VERIFIER_COUNT * MIN_VERIFIER_STAKE);
         assertEq(escrow.totalLiabilities(), 0);
+        assertEq(escrow.auditPool(), 0);
+    }
+
+    /// @dev What `run` deploys a devnet with: the values BaseTest mirrors, with one task in ten audited.
+    function test_deploy_scriptDefaults() public view {
+        Deploy.Params memory p = deployer.defaults(bob);
+        assertEq(p.admin, bob);
+        assertEq(p.coordinator, bob);
+        assertEq(p.feeRecipient, bob);
+        assertEq(p.token, address(0));
+        Deploy.Params memory expected = defaultParams();
+        (expected.admin, expected.coordinator, expected.feeRecipient) = (bob, bob, bob);
+        assertEq(abi.encode(p), abi.encode(expected));
+        assertEq(p.auditRateBps, 1_000);
+        assertEq(p.minVerifierStake, 100e6);
+        assertEq(p.verifierUnbondingPeriod, 3 days);
     }
 
     function test_deploy_usesGivenToken() public {
@@ -106,11 +127,12 @@ contract DeployTest is BaseTest {
         vm.prank(stranger);
         vm.expectRevert(_unauthorized(stranger, role));
         token.mint(stranger, 1);
+        uint256 supply = token.totalSupply();
         vm.expectEmit(address(token));
         emit IERC20.Transfer(address(0), alice, 123e6);
         vm.prank(admin);
         token.mint(alice, 123e6);
         assertEq(token.balanceOf(alice), 123e6);
-        assertEq(token.totalSupply(), 123e6);
+        assertEq(token.totalSupply(), supply + 123e6);
     }
 }

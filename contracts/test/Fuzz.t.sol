@@ -397,13 +397,14 @@ contract FuzzTest is BaseTest {
 
         uint256 taskId = _committedTask(alice);
         k.pipeline = _standardLeaves(taskId)[leaf].pipeline;
-        uint256 disputeId = _openDispute(taskId, leaf);
         k.voters = new address[](k.atFault + k.correct);
-        bytes32 role = arbitration.VERIFIER_ROLE();
         for (uint256 i = 0; i < k.voters.length; ++i) {
             k.voters[i] = vm.addr(0xF00D00 + i);
-            vm.prank(admin);
-            arbitration.grantRole(role, k.voters[i]);
+            _registerVerifier(k.voters[i]);
+        }
+        vm.roll(block.number + 1);
+        uint256 disputeId = _openDispute(taskId, leaf);
+        for (uint256 i = 0; i < k.voters.length; ++i) {
             vm.prank(k.voters[i]);
             arbitration.vote(disputeId, i < k.atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect);
         }

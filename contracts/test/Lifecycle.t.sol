@@ -74,7 +74,9 @@ contract LifecycleTest is BaseTest {
         assertEq(token.balanceOf(miners[2]), MINER_STAKE + 24_629_629);
         assertEq(token.balanceOf(feeRecipient), 3_888_888);
         assertEq(token.balanceOf(address(registry)), MINER_STAKE, "only miner 3 is still staked");
-        assertEq(token.totalSupply(), MAX_PRICE + MINER_COUNT * MINER_STAKE);
+        assertEq(
+            token.totalSupply(), MAX_PRICE + MINER_COUNT * MINER_STAKE + VERIFIER_COUNT * MIN_VERIFIER_STAKE
+        );
     }
 
     function test_lifecycle_cancelReturnsEverything() public {
@@ -149,7 +151,8 @@ contract LifecycleTest is BaseTest {
         _assertEscrowSolvent();
 
         uint256 supply = token.totalSupply();
-        uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow));
+        uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
+            + token.balanceOf(address(arbitration));
         address[9] memory people = [
             alice, bob, verifiers[0], verifiers[1], miners[0], miners[1], miners[2], miners[3], feeRecipient
         ];
@@ -157,7 +160,11 @@ contract LifecycleTest is BaseTest {
             held += token.balanceOf(people[i]);
         }
         assertEq(held, supply, "no token created or lost");
-        assertEq(supply, 3 * uint256(MAX_PRICE) + DISPUTE_BOND + MINER_COUNT * MINER_STAKE);
+        assertEq(
+            supply,
+            3 * uint256(MAX_PRICE) + DISPUTE_BOND + MINER_COUNT * MINER_STAKE + VERIFIER_COUNT
+                * MIN_VERIFIER_STAKE
+        );
     }
 
     /// @dev A miner whose signer key is rotated mid-task must sign with the new key.

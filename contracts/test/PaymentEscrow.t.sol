@@ -72,6 +72,12 @@ contract PaymentEscrowTest is BaseTest {
         escrow.settleBond(1, none, zero, carol);
         vm.expectRevert(notArbiter);
         escrow.creditReceived(none, zero);
+        vm.expectRevert(notArbiter);
+        escrow.fundAuditPool(payer, 1);
+        vm.expectRevert(notArbiter);
+        escrow.depositBondFromAuditPool(1, 1);
+        vm.expectRevert(notArbiter);
+        escrow.returnBondToAuditPool(1);
         vm.stopPrank();
     }
 
@@ -210,6 +216,89 @@ contract PaymentEscrowTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IE.LengthMismatch.selector, 0, 2));
         escrow.settleBond(4, new address[](0), _two(1, 1), carol);
         vm.stopPrank();
+    }
+
+    // ---- audit pool
+
+    function _pool(uint256 amount) internal {
+        _fund(payer, address(escrow), amount);
+        vm.prank(arbiter);
+        escrow.fundAuditPool(payer, amount);
+    }
+
+    function test_fundAuditPool_pullsFromPayer() public {
+        _fund(payer, address(escrow), 7e6);
+        vm.expectEmit(address(escrow));
+        emit IE.AuditPoolFunded(payer, 7e6);
+        vm.prank(arbiter);
+        escrow.fundAuditPool(payer, 7e6);
+        assertEq(escrow.auditPool(), 7e6);
+        assertEq(escrow.totalLiabilities(), 7e6);
+        assertEq(token.balanceOf(address(escrow)), 7e6);
+        assertEq(token.balanceOf(payer), 0);
+        assertEq(escrow.balanceOf(payer), 0, "funding the pool is a gift, not a balance");
+
+        vm.startPrank(arbiter);
+        vm.expectRevert(IE.ZeroAmount.selector);
+        escrow.fundAuditPool(payer, 0);
+        vm.expectRevert(
+            abi.encodeWithSelector(IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), 0, 1)
+        );
+        escrow.fundAuditPool(payer, 1);
+        vm.stopPrank();
+    }
+
+    /// @dev A bond from the pool moves money the escrow already holds: liabilities stay the same.
+    function test_depositBondFromAuditPool() public {
+        _pool(12e6);
+        vm.expectEmit(address(escrow));
+        emit IE.AuditBondPosted(4, 5e6);
+        vm.prank(arbiter);
+        escrow.depositBondFromAuditPool(4, 5e6);
+        assertEq(escrow.bondOf(4), 5e6);
+        assertEq(escrow.auditPool(), 7e6);
+        assertEq(escrow.totalLiabilities(), 12e6);
+        _assertEscrowSolvent();
+
+        vm.startPrank(arbiter);
+        vm.expectRevert(IE.ZeroAmount.selector);
+        escrow.depositBondFromAuditPool(5, 0);
+        vm.expectRevert(abi.encodeWithSelector(IE.BondAlreadyPosted.selector, 4));
+        escrow.depositBondFromAuditPool(4, 1);
+        vm.expectRevert(abi.encodeWithSelector(IE.AuditPoolTooSmall.selector, 7e6, 7e6 + 1));
+        escrow.depositBondFromAuditPool(5, 7e6 + 1);
+        escrow.depositBondFromAuditPool(5, 7e6);
+        vm.stopPrank();
+        assertEq(escrow.auditPool(), 0);
+    }
+
+    function test_returnBondToAuditPool_onceOnly() public {
+        _pool(5e6);
+        vm.startPrank(arbiter);
+        escrow.depositBondFromAuditPool(4, 5e6);
+        vm.expectEmit(address(escrow));
+        emit IE.AuditBondReturned(4, 5e6);
+        assertEq(escrow.returnBondToAuditPool(4), 5e6);
+        assertEq(escrow.bondOf(4), 0);
+        assertEq(escrow.auditPool(), 5e6);
+        assertEq(escrow.returnBondToAuditPool(4), 0, "a settled bond returns nothing");
+        assertEq(escrow.auditPool(), 5e6);
+        // A pool bond forfeited like any other: paid out of the bond, nothing back to the pool.
+        escrow.depositBondFromAuditPool(6, 5e6);
+        escrow.settleBond(6, _two(alice, bob), _two(1e6, 3e6), carol);
+        vm.stopPrank();
+        assertEq(escrow.auditPool(), 0);
+        assertEq(escrow.balanceOf(carol), 1e6);
+        assertEq(escrow.totalLiabilities(), 5e6);
+        _assertEscrowSolvent();
+    }
+
+    /// @dev The pool is a liability: slashed stake cannot be credited out of it.
+    function test_creditReceived_cannotSpendThePool() public {
+        _pool(10e6);
+        vm.prank(arbiter);
+        vm.expectRevert(abi.encodeWithSelector(IE.UnbackedCredit.selector, 1, 0));
+        escrow.creditReceived(_two(alice, bob), _two(1, 0));
     }
 
     // ---- creditReceived

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from coordinator.api import batches, disputes, files, health, metrics, miners
+from coordinator.api import audits, batches, disputes, files, health, metrics, miners
 from coordinator.api.auth import NonceStore
 from coordinator.api.errors import service_error_handler, validation_error_handler
 from coordinator.chain import CoordinatorChain
@@ -48,6 +48,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.chain = chain
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
-    for router in (files.router, batches.router, miners.router, disputes.router, health.router):
+    routers = (files.router, batches.router, miners.router, disputes.router, audits.router, health.router)
+    for router in routers:
         app.include_router(router)
     return app

@@ -24,6 +24,8 @@ class DisputeReader(Protocol):
 
     def get_dispute(self, dispute_id: int) -> Dispute: ...
 
+    def is_verifier(self, account: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -67,7 +69,8 @@ def publish(
     evidence: Evidence,
     now: int,
 ) -> DisputeEvidence:
-    """Stores the evidence of an open dispute, sent by its challenger, once (the same again is a no-op)."""
+    """Stores the evidence of an open dispute, sent by its challenger (or, for an audit, by a verifier), once
+    (the same again is a no-op)."""
     record = disputes.get_dispute(dispute_id)
     if record.status == DisputeStatus.NONE:
         raise NotFound("dispute", str(dispute_id))
@@ -76,11 +79,10 @@ def publish(
             f"dispute {dispute_id} is {record.status.name.lower()}: evidence is taken only while it is open",
             "dispute_not_open",
         )
-    if caller != record.challenger:
-        raise Conflict(
-            f"only dispute {dispute_id}'s challenger {record.challenger} can publish its evidence",
-            "not_challenger",
-        )
+    # an audit's challenger is the task owner, who did not open it: the verifier that did publishes
+    if caller != record.challenger and not (record.audit and disputes.is_verifier(caller)):
+        who = "a verifier" if record.audit else f"its challenger {record.challenger}"
+        raise Conflict(f"only {who} can publish dispute {dispute_id}'s evidence", "not_challenger")
     check_evidence(dispute_id, record, evidence)
     request_text = canonical_json(evidence.request_line).decode()
     result_text = canonical_json(evidence.result_line).decode()

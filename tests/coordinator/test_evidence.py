@@ -144,7 +144,9 @@ def test_lines_that_are_not_the_disputed_leaf_are_refused(
 def test_only_the_challenger_of_an_open_dispute_publishes(
     database: Database, disputed: Disputed, accounts: list[LocalAccount], chain: Anvil
 ) -> None:
-    with pytest.raises(Conflict, match=r"only dispute \d+'s challenger") as refused:
+    with pytest.raises(
+        Conflict, match=r"only its challenger 0x[0-9a-fA-F]+ can publish dispute \d+'s evidence"
+    ) as refused:
         publish(database, disputed, accounts[3].address, disputed.evidence)
     assert refused.value.code == "not_challenger"
     with pytest.raises(NotFound):

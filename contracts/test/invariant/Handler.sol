@@ -19,6 +19,8 @@ import {ResultTree} from "../utils/ResultTree.sol";
 /// @notice Random, mostly valid market actions. Records from the emitted events what the invariants need:
 /// deposits and settlements per task, slashes against the stake locked at that moment, every status seen.
 /// Settling actions are also tried on tasks and disputes in any state, so a second settlement would be caught.
+/// Every action happens in a new block (verifiers vote only on disputes opened after their registration block,
+/// and audit seeds come from later blocks).
 contract Handler is Test {
     struct Deployment {
         MockStablecoin token;
@@ -45,7 +47,8 @@ contract Handler is Test {
     address[] public miners;
     uint256[] internal signerKeys;
     address[] internal owners;
-    address[] internal verifiers;
+    address[] public verifiers;
+    address internal sponsor;
 
     mapping(uint256 taskId => uint256) internal leafSeedOf;
     mapping(uint256 taskId => uint256) internal leafCountOf;
@@ -57,7 +60,7 @@ contract Handler is Test {
     mapping(uint256 taskId => uint256) public ghostPaidOut; // to miners and fee recipient
     mapping(uint256 taskId => uint256) public ghostRefunded; // to the owner
     mapping(uint256 taskId => uint256) public ghostEndEvents; // TaskFinalized/Refunded/Cancelled/Expired
-    mapping(uint256 disputeId => uint256) public ghostBondSettleCount;
+    mapping(uint256 disputeId => uint256) public ghostBondSettleCount; // settled or returned to the pool
     mapping(uint256 taskId => uint8) internal lastStatus;
     mapping(uint256 disputeId => uint8) internal lastDisputeStatus;
     bool public ghostSlashAboveLock;
@@ -67,7 +70,8 @@ contract Handler is Test {
     bool public ghostDisputeStatusRegressed;
     // Successful actions.
     uint256 public created;
-    uint256 public opened;
+    uint256 public opened; // disputes, audits included
+    uint256 public audited;
     uint256[5] public resolvedAs; // by dispute outcome
 
     mapping(address miner => uint256) internal _lockedBefore;
@@ -85,19 +89,13 @@ contract Handler is Test {
         for (uint256 i = 0; i < 4; ++i) {
             verifiers.push(makeAddr(string.concat("voter", vm.toString(i))));
         }
-    }
-
-    function grantVerifiers() external {
-        bytes32 role = arbitration.VERIFIER_ROLE();
-        for (uint256 i = 0; i < verifiers.length; ++i) {
-            vm.prank(admin);
-            arbitration.grantRole(role, verifiers[i]);
-        }
+        sponsor = makeAddr("audit sponsor");
     }
 
     // ---- bookkeeping
 
     modifier track() {
+        vm.roll(block.number + 1);
         for (uint256 i = 0; i < miners.length; ++i) {
             _lockedBefore[miners[i]] = registry.stakeOf(miners[i]).locked;
         }
@@ -120,7 +118,7 @@ contract Handler is Test {
                     ++ghostSettleCount[topic1];
                     ghostPaidOut[topic1] += paidOut;
                     ghostRefunded[topic1] += refund;
-                } else if (sig == IE.BondSettled.selector) {
+                } else if (sig == IE.BondSettled.selector || sig == IE.AuditBondReturned.selector) {
                     ++ghostBondSettleCount[topic1];
                 }
             } else if (logs[i].emitter == address(registry)) {
@@ -278,7 +276,7 @@ contract Handler is Test {
         IT.CreateTaskParams memory p = IT.CreateTaskParams({
             modelId: MODEL,
             inputRoot: keccak256(abi.encode(owner, block.timestamp, maxPrice)),
-            requestCount: uint32(_bound(requestCount, 1, type(uint32).max)),
+            requestCount: uint32(_bound(requestCount, 1, 6)), // one leaf per request, so audits can open
             paramsHash: 0,
             maxPrice: SafeCast.toUint128(maxPrice),
             deadline: uint64(block.timestamp + _bound(duration, 1 hours, 5 days))
@@ -331,15 +329,13 @@ contract Handler is Test {
         }
     }
 
-    function commitResults(uint256 taskSeed, uint256 payment, uint256 seed, uint256 leafCount)
-        external
-        track
-    {
+    /// @dev One leaf per request, as the coordinator commits them.
+    function commitResults(uint256 taskSeed, uint256 payment, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;
         IT.Task memory t = tasks.getTask(id);
         leafSeedOf[id] = seed;
-        leafCountOf[id] = _bound(leafCount, 1, 6);
+        leafCountOf[id] = t.requestCount;
         address[] memory assigned = tasks.minersOf(id);
         payment = _bound(payment, 0, t.maxPrice);
         uint256 left = payment - payment * tasks.coordinatorFeeBps() / 10_000;
@@ -422,6 +418,95 @@ contract Handler is Test {
         } catch {}
     }
 
+    // ---- verifiers
+
+    /// @notice Registers every verifier with the minimum stake (setUp).
+    function registerVerifiers() external {
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            registerVerifier(i, 0);
+        }
+    }
+
+    /// @dev A verifier that is not registered (never, or withdrawn) stakes.
+    function registerVerifier(uint256 verifierSeed, uint256 stake) public track {
+        address v = verifiers[verifierSeed % verifiers.length];
+        if (arbitration.verifierOf(v).stake != 0) return;
+        stake = _bound(stake, arbitration.minVerifierStake(), 1_000e6);
+        _mintTo(v, address(arbitration), stake);
+        vm.prank(v);
+        arbitration.registerVerifier(stake);
+    }
+
+    function requestVerifierExit(uint256 verifierSeed) external track {
+        address v = verifiers[verifierSeed % verifiers.length];
+        if (!arbitration.isVerifier(v)) return;
+        vm.prank(v);
+        arbitration.requestVerifierExit();
+    }
+
+    /// @dev One time in two waits for the release time first.
+    function withdrawVerifierStake(uint256 verifierSeed, uint8 wait) external track {
+        address v = verifiers[verifierSeed % verifiers.length];
+        uint256 releaseAt = arbitration.verifierOf(v).releaseAt;
+        if (wait % 2 == 0 && releaseAt > block.timestamp) vm.warp(releaseAt);
+        vm.prank(v);
+        try arbitration.withdrawVerifierStake() {} catch {}
+    }
+
+    // ---- audits
+
+    function fundAuditPool(uint256 amount) external track {
+        amount = _bound(amount, 1, 20e6);
+        _mintTo(sponsor, address(escrow), amount);
+        vm.prank(sponsor);
+        arbitration.fundAuditPool(amount);
+    }
+
+    /// @dev Mostly on a task inside its challenge window; sometimes any task.
+    function drawAudit(uint256 taskSeed) external track {
+        uint256 id = taskSeed % 4 == 0
+            ? _pickTask(taskSeed >> 2)
+            : _pickLiveTask(taskSeed >> 2, IT.TaskStatus.ResultsCommitted);
+        if (id == 0) return;
+        try arbitration.drawAudit(id) {} catch {}
+    }
+
+    /// @dev A task whose audit is drawn and unsealed (`selected`: sealed and selected) or, one time in four, any
+    /// task; 0 if none.
+    function _pickAudit(uint256 seed, bool selected) internal view returns (uint256) {
+        if (seed % 4 == 0) return _pickTask(seed >> 2);
+        uint256 count = tasks.taskCount();
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = ((seed >> 2) % count + i) % count + 1;
+            IA.Audit memory a = arbitration.auditOf(id);
+            if (a.drawBlock != 0 && (selected ? a.selected : a.seed == 0)) return id;
+        }
+        return 0;
+    }
+
+    /// @dev Sometimes lets the seed's block hash expire first (a redraw is then allowed).
+    function sealAudit(uint256 taskSeed, uint16 blocks) external track {
+        uint256 id = _pickAudit(taskSeed, false);
+        if (id == 0) return;
+        vm.roll(block.number + (blocks % 8 == 0 ? 300 : blocks % 3));
+        try arbitration.sealAudit(id) {} catch {}
+    }
+
+    /// @dev A selected line of a task, by a random verifier; sometimes the wrong line.
+    function openAudit(uint256 taskSeed, uint256 verifierSeed, uint8 wrongLine) external track {
+        uint256 id = _pickAudit(taskSeed, true);
+        if (id == 0 || leafCountOf[id] == 0) return;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = arbitration.auditOf(id).requestIndex;
+        if (wrongLine % 8 == 0) index = (index + 1) % ls.length;
+        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        vm.prank(verifiers[verifierSeed % verifiers.length]);
+        try arbitration.openAudit(id, ls[index], proof) {
+            ++opened;
+            ++audited;
+        } catch {}
+    }
+
     // ---- others
 
     function withdraw(uint256 accountSeed) external track {
@@ -438,7 +523,7 @@ contract Handler is Test {
 
     /// @notice Every account the market can credit in this setup.
     function allAccounts() public view returns (address[] memory accounts) {
-        accounts = new address[](miners.length + owners.length + verifiers.length + 1);
+        accounts = new address[](miners.length + owners.length + verifiers.length + 2);
         uint256 n;
         for (uint256 i = 0; i < miners.length; ++i) {
             accounts[n++] = miners[i];
@@ -449,7 +534,8 @@ contract Handler is Test {
         for (uint256 i = 0; i < verifiers.length; ++i) {
             accounts[n++] = verifiers[i];
         }
-        accounts[n] = feeRecipient;
+        accounts[n++] = feeRecipient;
+        accounts[n] = sponsor;
     }
 
     function minerCount() external view returns (uint256) {

@@ -6,6 +6,7 @@ import {BaseTest} from "../BaseTest.sol";
 import {Handler} from "./Handler.sol";
 import {IGPURegistry} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
+import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
 
 /// @notice Money and state-machine invariants over random sequences of market actions.
 /// forge-config: default.invariant.runs = 16
@@ -24,7 +25,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             ms,
             keys
         );
-        handler.grantVerifiers();
+        handler.registerVerifiers();
+        // Every drawn task is audited (selection itself is tested in Audit.t.sol), from a funded pool.
+        vm.prank(admin);
+        arbitration.setAuditRate(10_000);
+        handler.fundAuditPool(15e6);
         // Each run starts from a market in motion: miners registered; tasks open, assigned, committed, disputed.
         for (uint256 i = 0; i < 3; ++i) {
             handler.register(i, 500e6);
@@ -36,13 +41,22 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             handler.assignTask(i, 0x7, 10e6);
         }
         for (uint256 i = 0; i < 3; ++i) {
-            handler.commitResults(i, 40e6, i, 4);
+            handler.commitResults(i, 40e6, i);
         }
         handler.openDispute(1, 0);
         assertEq(arbitration.disputeCount(), 1);
+        // ... and audited: drawn, sealed, one audit open with a vote on it.
+        for (uint256 i = 0; i < 3; ++i) {
+            handler.drawAudit(4 * i + 1);
+            handler.sealAudit(4 * i + 1, 1);
+        }
+        handler.openAudit(1, 0, 1);
+        assertEq(handler.audited(), 1);
+        handler.vote(5, 1, true); // on dispute 2, the audit
+        assertEq(arbitration.getDispute(2).votesAtFault, 1);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[24] memory s = [
+        bytes4[34] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -65,6 +79,16 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.vote.selector,
             Handler.resolve.selector,
             Handler.resolve.selector,
+            Handler.registerVerifier.selector,
+            Handler.requestVerifierExit.selector,
+            Handler.withdrawVerifierStake.selector,
+            Handler.fundAuditPool.selector,
+            Handler.drawAudit.selector,
+            Handler.drawAudit.selector,
+            Handler.sealAudit.selector,
+            Handler.sealAudit.selector,
+            Handler.openAudit.selector,
+            Handler.openAudit.selector,
             Handler.withdraw.selector,
             Handler.warp.selector
         ];
@@ -86,9 +110,10 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(token.balanceOf(address(registry)), sum);
     }
 
-    /// @dev The escrow holds exactly what it owes: open escrows, posted bonds and withdrawable balances.
+    /// @dev The escrow holds exactly what it owes: open escrows, posted bonds, withdrawable balances and the audit
+    /// pool.
     function invariant_escrowBalanceEqualsLiabilities() public view {
-        uint256 sum;
+        uint256 sum = escrow.auditPool();
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             sum += escrow.escrowOf(id);
         }
@@ -99,7 +124,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         for (uint256 i = 0; i < accounts.length; ++i) {
             sum += escrow.balanceOf(accounts[i]);
         }
-        assertEq(escrow.totalLiabilities(), sum, "liabilities != escrows + bonds + balances");
+        assertEq(escrow.totalLiabilities(), sum, "liabilities != escrows + bonds + balances + pool");
         assertEq(token.balanceOf(address(escrow)), sum, "balance != liabilities");
     }
 
@@ -169,9 +194,38 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         }
     }
 
+    /// @dev Arbitration holds exactly the verifiers' stakes (the handler's and BaseTest's).
+    function invariant_arbitrationBalanceEqualsVerifierStakes() public view {
+        uint256 sum;
+        for (uint256 i = 0; i < 4; ++i) {
+            sum += arbitration.verifierOf(handler.verifiers(i)).stake;
+            sum += arbitration.verifierOf(verifiers[i]).stake;
+        }
+        assertEq(token.balanceOf(address(arbitration)), sum);
+    }
+
+    /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at
+    /// most one dispute, whoever opened it.
+    function invariant_auditsOnlyOnSelectedLines() public view {
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            IA.Dispute memory d = arbitration.getDispute(id);
+            assertEq(arbitration.disputeOfTask(d.taskId), id, "one dispute per task");
+            assertEq(d.challenger, tasks.getTask(d.taskId).owner, "the owner is the challenger");
+            if (!d.audit) continue;
+            IA.Audit memory a = arbitration.auditOf(d.taskId);
+            assertTrue(a.selected, "audited task selected");
+            assertEq(d.requestIndex, a.requestIndex, "audited line");
+            uint256 requestCount = tasks.getTask(d.taskId).requestCount;
+            assertEq(
+                a.requestIndex, uint256(keccak256(abi.encode(a.seed, uint256(1)))) % requestCount, "line"
+            );
+        }
+    }
+
     /// @dev No token is created or destroyed by the market.
     function invariant_tokensConserved() public view {
-        uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow));
+        uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
+            + token.balanceOf(address(arbitration));
         address[] memory accounts = handler.allAccounts();
         for (uint256 i = 0; i < accounts.length; ++i) {
             held += token.balanceOf(accounts[i]);
@@ -183,6 +237,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     function afterInvariant() public view {
         assertEq(handler.created(), tasks.taskCount(), "tasks created");
         assertEq(handler.opened(), arbitration.disputeCount(), "disputes opened");
+        uint256 audits;
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            if (arbitration.getDispute(id).audit) ++audits;
+        }
+        assertEq(handler.audited(), audits, "audits opened");
         uint256 resolved;
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             if (uint8(arbitration.getDispute(id).status) > 1) ++resolved;

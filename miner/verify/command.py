@@ -1,0 +1,103 @@
+"""`arbitration verify`: run a staked verifier (registered in miner.verify.cli)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import torch
+import typer
+
+from client_sdk.batch_cli import DEFAULT_COORDINATOR, CoordinatorOption
+from client_sdk.chain.contracts import Market
+from client_sdk.cli_support import (
+    DEFAULT_DEPLOYMENT,
+    DEFAULT_RPC_URL,
+    DeploymentOption,
+    KeystoreOption,
+    RpcUrlOption,
+    console,
+    one_line_errors,
+    open_market,
+)
+from client_sdk.errors import UserError
+from client_sdk.http import WalletSigner
+from client_sdk.units import format_amount, parse_amount
+from miner.verify.daemon import LineJudge, Verifier
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def ensure_registered(market: Market, stake: int | None) -> None:
+    """Stakes and registers this wallet as a verifier unless it already is one."""
+    assert market.transactor is not None
+    me = market.transactor.account.address
+    arbitration = market.arbitration
+    if arbitration.is_verifier(me):
+        return
+    if arbitration.verifier_of(me).registered:
+        raise UserError(f"{me} is leaving the verifier set; withdraw its stake before registering again")
+    minimum = arbitration.min_verifier_stake()
+    amount = minimum if stake is None else stake
+    if amount < minimum:
+        raise UserError(f"the verifier stake must be at least {format_amount(minimum)}")
+    balance = market.token.balance_of(me)
+    if balance < amount:
+        raise UserError(
+            f"staking {format_amount(amount)} needs that much; {me} holds {format_amount(balance)}"
+        )
+    if market.token.allowance(me, arbitration.address) < amount:
+        market.token.approve(arbitration.address, amount)
+    arbitration.register_verifier(amount)
+    console.print(f"registered {me} as a verifier with {format_amount(amount)} staked")
+
+
+@one_line_errors
+def verify(
+    model_dir: Annotated[
+        Path, typer.Option(help="The reference checkpoint: config.json, safetensors, tokenizer.")
+    ],
+    stake: Annotated[
+        str | None, typer.Option(help="Tokens to stake when registering (default: the minimum), e.g. 100.")
+    ] = None,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    audits: Annotated[
+        bool, typer.Option(help="Also draw random audits of committed tasks and re-score selected lines.")
+    ] = True,
+    poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Register as a staked verifier (once), then until Ctrl-C: vote on every open dispute by re-scoring its
+    evidence, and audit randomly selected lines of committed tasks, opening a dispute when one fails."""
+    if dtype not in DTYPES:
+        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if not (model_dir / "config.json").is_file():
+        raise UserError(f"{model_dir} has no config.json")
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    assert market.transactor is not None
+    ensure_registered(market, None if stake is None else parse_amount(stake))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    judge = LineJudge.load(model_dir, device, DTYPES[dtype])
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with httpx.Client(base_url=coordinator, auth=WalletSigner(market.transactor.account), timeout=60) as http:
+        verifier = Verifier(market, http, judge, audits)
+        console.print(f"verifying as {verifier.address}; Ctrl-C stops")
+        try:
+            while not stop.is_set():
+                try:
+                    verifier.step()
+                except (UserError, httpx.HTTPError) as exc:  # a failed call is retried next pass
+                    logging.getLogger("batchmarket.verifier").warning("%s", exc)
+                stop.wait(poll_s)
+        except KeyboardInterrupt:
+            pass
