@@ -1,10 +1,12 @@
-"""Prometheus metrics at /metrics: request counts and latencies per route, and, read at each scrape, batches
-by status and the live miners. One registry per app, so several apps (tests) never collide."""
+"""Prometheus metrics at /metrics: request counts and latencies per route, the lines handed to a head to
+resume from another pipeline's output tokens, and, read at each scrape, batches by status and the live
+miners. One registry per app, so several apps (tests) never collide; routes count on `app.state.metrics`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -37,8 +39,22 @@ class StateCollector(Collector):
         yield miners
 
 
+@dataclass(frozen=True)
+class MarketMetrics:
+    """Counters the routes increment."""
+
+    resumed_lines: Counter
+
+
 def install(app: FastAPI, database: Database, live: LiveMembership) -> None:
     registry = CollectorRegistry()
+    app.state.metrics = MarketMetrics(
+        resumed_lines=Counter(
+            "batchmarket_resumed_lines",
+            "Lines claimed with output tokens to resume from (their unit's previous head was lost)",
+            registry=registry,
+        )
+    )
     requests = Counter(
         "batchmarket_http_requests", "HTTP requests", ["method", "route", "status"], registry=registry
     )

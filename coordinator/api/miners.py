@@ -13,7 +13,7 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.chain import CoordinatorChain
 from coordinator.services import dispatch, miners, signing
-from coordinator.services.errors import Conflict
+from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
 
 router = APIRouter(prefix="/v1/miners", tags=["miners"])
@@ -71,6 +71,15 @@ class UnitResults(BaseModel):
     results: list[LineResultBody] = Field(max_length=MAX_UNIT_RESULTS)
 
 
+class LineProgressBody(BaseModel):
+    index: int = Field(ge=0)
+    output_token_ids: list[Annotated[int, Field(ge=0)]] = Field(min_length=1, max_length=MAX_OUTPUT_TOKENS)
+
+
+class UnitProgress(BaseModel):
+    lines: list[LineProgressBody] = Field(max_length=MAX_UNIT_RESULTS)
+
+
 class SignatureBody(BaseModel):
     signature: str = Field(max_length=140)
 
@@ -97,9 +106,24 @@ def assignment(miner: Caller, db: DbSession) -> dict[str, Any] | None:
 
 
 @router.post("/work/claim", summary="Lease the next work unit of a pipeline this miner heads")
-def claim(miner: Caller, db: DbSession, settings: AppSettings) -> Any:
+def claim(request: Request, miner: Caller, db: DbSession, settings: AppSettings) -> Any:
     unit = dispatch.claim(db, miner, int(time.time()), settings.work_lease_s)
-    return unit if unit is not None else Response(status_code=204)
+    if unit is None:
+        return Response(status_code=204)
+    request.app.state.metrics.resumed_lines.inc(sum(1 for line in unit["lines"] if line["resume"]))
+    return unit
+
+
+# Progress has its own endpoint rather than riding on the heartbeat: a heartbeat is the liveness signal and
+# stays small and cheap (a slow one gets a live miner dropped), while a report can carry a unit's worth of
+# tokens; and a report is about one unit, checked like its results (only the head of the pipeline the unit
+# is leased to), so a stale or foreign one is refused on its own without touching the heartbeat.
+@router.post("/work/{unit_id}/progress", summary="Report the output tokens so far of a leased unit's lines")
+def progress(unit_id: int, body: UnitProgress, miner: Caller, db: DbSession) -> dict[str, int]:
+    partials = {line.index: tuple(line.output_token_ids) for line in body.lines}
+    if len(partials) != len(body.lines):
+        raise InvalidInput("a line is reported twice", "lines")
+    return {"stored": dispatch.record_progress(db, miner, unit_id, partials)}
 
 
 @router.post("/work/{unit_id}/results", summary="Return the results of a leased work unit")

@@ -168,7 +168,9 @@ class PipelineRecord(Base):
 
 class WorkUnit(Base):
     """A slice of a batch sent to one pipeline's head. `leased_until` passes when the head goes silent; the
-    worker then gives the unit to another pipeline."""
+    worker then gives the unit to another pipeline, whose head resumes each line from `partial_outputs`: the
+    output tokens so far that the unit's leaseholder heads last reported, by line index (a string, as JSON
+    keys are), until the unit is done."""
 
     __tablename__ = "work_units"
 
@@ -180,6 +182,7 @@ class WorkUnit(Base):
     attempts: Mapped[int] = mapped_column(Integer)
     leased_until: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
+    partial_outputs: Mapped[dict[str, list[int]] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class Signature(Base):

@@ -1,6 +1,7 @@
 """Work units: a batch cut into slices, each given to the pipeline that Phase 2 prices cheapest
-(services/routing.py); heads claim units, return results, and a unit whose head goes silent is given to
-another pipeline. A request's result is stored once, whatever retries and duplicate submissions happen (the
+(services/routing.py); heads claim units, report their lines' progress, return results, and a unit whose head
+goes silent is given to another pipeline, which resumes each unfinished line from the output tokens last
+reported for it. A request's result is stored once, whatever retries and duplicate submissions happen (the
 results table's primary key is (batch, line))."""
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any
     batch = session.get(Batch, unit.batch_id)
     assert batch is not None
     rows = input_rows(session, batch.input_file_id)
+    partials = unit.partial_outputs or {}
     return {
         "unit_id": unit.id,
         "batch_id": batch.id,
@@ -130,7 +132,12 @@ def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any
         "model": batch.model,
         "created": batch.in_progress_at,
         "lease_s": lease_s,
-        "lines": [{"index": i, "line": rows[i]} for i in unit.line_indices],
+        # "resume": the output tokens a head that lost the unit had generated ([] for none): taken on its
+        # word, as every miner of the finishing pipeline checks the whole line before signing it, and a wrong
+        # line can be disputed
+        "lines": [
+            {"index": i, "line": rows[i], "resume": partials.get(str(i), [])} for i in unit.line_indices
+        ],
     }
 
 
@@ -153,6 +160,26 @@ def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, le
     )
 
 
+def record_progress(session: Session, miner: str, unit_id: int, partials: dict[int, tuple[int, ...]]) -> int:
+    """Keeps the output tokens so far of some lines of a unit leased to a pipeline this miner heads (each
+    replaces what was kept for its line, the other lines' stay); returns how many lines were recorded."""
+    unit, _pipeline, batch = _headed_unit(session, miner, unit_id)
+    if unit.status == "done":
+        return 0  # its results went in meanwhile: nothing left to resume
+    requests = _requests(session, batch, unit.line_indices)
+    for index, tokens in partials.items():
+        if index not in requests:
+            raise InvalidInput(f"line {index} is not part of work unit {unit_id}", "lines")
+        if not 1 <= len(tokens) < requests[index].max_tokens:  # an output of max_tokens is finished
+            raise InvalidInput(
+                f"line {index}: 1 to {requests[index].max_tokens - 1} output tokens so far expected", "lines"
+            )
+    kept = dict(unit.partial_outputs or {})
+    kept.update((str(index), list(tokens)) for index, tokens in partials.items())
+    unit.partial_outputs = kept  # a new value: the ORM does not see changes inside a JSON value
+    return len(partials)
+
+
 def input_rows(session: Session, file_id: str) -> tuple[str, ...]:
     content = session.get(FileContent, file_id)
     if content is None:
@@ -166,8 +193,9 @@ def _split_rows(_file_id: str, data: bytes) -> tuple[str, ...]:
     return tuple(data.decode().rstrip("\n").split("\n"))
 
 
-def submit(session: Session, miner: str, unit_id: int, results: list[LineResult], now: int) -> int:
-    """Stores the results of a unit leased to a pipeline this miner heads; returns how many were new."""
+def _headed_unit(session: Session, miner: str, unit_id: int) -> tuple[WorkUnit, PipelineRecord, Batch]:
+    """A unit of a pipeline this miner heads, claimed (leased, or done already), of a batch still running;
+    with its pipeline and batch."""
     unit = session.get(WorkUnit, unit_id)
     if unit is None:
         raise NotFound("work unit", str(unit_id))
@@ -181,15 +209,22 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
     assert batch is not None
     if batch.status != "in_progress":
         raise Conflict(
-            f"batch {batch.id} is {batch.status}; results are no longer taken", "batch_not_running"
+            f"batch {batch.id} is {batch.status}; its work is no longer taken", "batch_not_running"
         )
+    return unit, pipeline, batch
+
+
+def _requests(session: Session, batch: Batch, indices: list[int]) -> dict[int, Request]:
+    """The batch's requests at these line indices, by index."""
+    query = select(Request).where(Request.file_id == batch.input_file_id, Request.line_index.in_(indices))
+    return {r.line_index: r for r in session.scalars(query)}
+
+
+def submit(session: Session, miner: str, unit_id: int, results: list[LineResult], now: int) -> int:
+    """Stores the results of a unit leased to a pipeline this miner heads; returns how many were new."""
+    unit, pipeline, batch = _headed_unit(session, miner, unit_id)
     allowed = set(unit.line_indices)
-    requests = {
-        r.line_index: r
-        for r in session.scalars(
-            select(Request).where(Request.file_id == batch.input_file_id, Request.line_index.in_(allowed))
-        )
-    }
+    requests = _requests(session, batch, unit.line_indices)
     rows = input_rows(session, batch.input_file_id)
     seen = set(
         session.scalars(
@@ -227,6 +262,8 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
             token_ids=result.output_token_ids,  # what a verifier re-scores (text does not round-trip)
         )
         out = output_line(output_line_id(batch.task_id, result.index), request.custom_id, body["id"], body)
+        # the line's pipeline is the one that finished it, even when it resumed from tokens another pipeline
+        # generated: its miners checked the whole line before signing, and they are the ones a dispute names
         session.add(
             _result_row(
                 batch,
@@ -244,7 +281,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
         seen.add(result.index)
         stored += 1
     if allowed <= seen:
-        unit.status = "done"
+        _close(unit)
     return stored
 
 
@@ -314,19 +351,19 @@ def _stranded(unit: WorkUnit, usable: set[int], now: int) -> bool:
 def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now: int) -> None:
     """Error lines for every line of the unit still without a result."""
     done = set(session.scalars(select(Result.line_index).where(Result.batch_id == batch.id)))
-    requests = session.scalars(
-        select(Request).where(
-            Request.file_id == batch.input_file_id, Request.line_index.in_(unit.line_indices)
-        )
-    )
-    for request in requests:
+    for request in _requests(session, batch, unit.line_indices).values():
         if request.line_index in done:
             continue
         line = error_line(
             output_line_id(batch.task_id, request.line_index), request.custom_id, "server_error", message
         )
         session.add(_result_row(batch, request.line_index, request.custom_id, line, False, 0, 0, [], now))
-    unit.status = "done"
+    _close(unit)
+
+
+def _close(unit: WorkUnit) -> None:
+    """Every line has its result: the unit is done, and its partial outputs are of no more use."""
+    unit.status, unit.partial_outputs = "done", None
 
 
 def result_count(session: Session, batch_id: str) -> int:

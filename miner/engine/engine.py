@@ -60,7 +60,8 @@ class Engine:
         logits = self.pipeline.forward(microbatch, next_microbatch, chunks, tables)
         ready = [(row, c.seq) for row, c in enumerate(chunks) if c.completes_sequence_input]
         rows = logits[[row for row, _ in ready]]
-        tokens = sample(rows, [seq.params for _, seq in ready], [seq.generator for _, seq in ready])
+        # each sampled token's position: the tokens before it, all cached by now
+        tokens = sample(rows, [seq.params for _, seq in ready], [len(seq.tokens) for _, seq in ready])
         for (_, seq), token in zip(ready, tokens, strict=True):
             seq.append(token)
             if seq.finished:

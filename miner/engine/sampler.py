@@ -1,4 +1,10 @@
-"""Next-token choice on the last stage: greedy, or temperature + top-p with each request's own generator."""
+"""Next-token choice on the last stage: greedy, or temperature + top-p with a draw seeded per token.
+
+The draw for the token at absolute position p of a request depends only on (the request's seed, p): not on
+what the request is batched with, nor on how many tokens this process sampled for it before. So a request
+resumed at position p (re-prefilled elsewhere from its token ids) samples what it would have sampled
+uninterrupted.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,35 @@ import torch
 
 from miner.engine.sequence import SamplingParams
 
-
-def sample(
-    logits: torch.Tensor, params: list[SamplingParams], generators: list[torch.Generator]
-) -> list[int]:
-    """One token per row of `logits` [sequences, vocab]; row i uses `params[i]` and draws from
-    `generators[i]` (one stream per request, so its samples do not depend on what it is batched with)."""
-    return [_sample_one(row, p, g) for row, p, g in zip(logits, params, generators, strict=True)]
+MASK_64 = 2**64 - 1
 
 
-def _sample_one(logits: torch.Tensor, params: SamplingParams, generator: torch.Generator) -> int:
+def sample(logits: torch.Tensor, params: list[SamplingParams], positions: list[int]) -> list[int]:
+    """One token per row of `logits` [sequences, vocab]; row i uses `params[i]` and is the token at absolute
+    position `positions[i]` of its request (prompt and output counted)."""
+    generator = torch.Generator()  # reseeded before each draw
+    return [
+        _sample_one(row, p, position, generator)
+        for row, p, position in zip(logits, params, positions, strict=True)
+    ]
+
+
+def draw_seed(seed: int, position: int) -> int:
+    """The generator seed of one draw: a 64-bit mix of the request's seed and the token's position."""
+    return _splitmix64(_splitmix64(seed) ^ position)
+
+
+def _splitmix64(value: int) -> int:
+    # SplitMix64's finalizer: nearby inputs (seeds 1, 2, ...; consecutive positions) give unrelated outputs
+    value = (value + 0x9E3779B97F4A7C15) & MASK_64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK_64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK_64
+    return value ^ (value >> 31)
+
+
+def _sample_one(
+    logits: torch.Tensor, params: SamplingParams, position: int, generator: torch.Generator
+) -> int:
     if params.temperature == 0:
         return int(logits.argmax())
     probs = torch.softmax(logits.float() / params.temperature, dim=-1)
@@ -24,4 +49,5 @@ def _sample_one(logits: torch.Tensor, params: SamplingParams, generator: torch.G
         # keep the smallest prefix whose mass reaches top_p (the token that crosses it included)
         keep = sorted_probs.cumsum(0) - sorted_probs < params.top_p
         probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
+    generator.manual_seed(draw_seed(params.seed, position))
     return int(torch.multinomial(probs.cpu(), 1, generator=generator))

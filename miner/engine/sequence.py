@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc
 from dataclasses import dataclass, field
-
-import torch
 
 
 @dataclass(frozen=True)
@@ -23,20 +22,21 @@ class SamplingParams:
         if not 0 < self.top_p <= 1:
             raise ValueError("top_p must be in (0, 1]")
 
+    def completed_by(self, output: collections.abc.Sequence[int]) -> bool:
+        """Whether `output` is already a whole output (max_tokens long, or holding a stop token), so there is
+        nothing to resume."""
+        return len(output) >= self.max_tokens or any(t in self.stop_token_ids for t in output)
+
 
 @dataclass
 class Sequence:
     seq_id: int
     prompt: list[int]
     params: SamplingParams
+    # generated so far; a resumed request starts with the tokens generated before (max_tokens counts them)
     output: list[int] = field(default_factory=list)
     num_cached: int = 0  # tokens whose keys and values are in the cache
     finished: bool = False
-    generator: torch.Generator = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        # One generator per request: its samples depend on its seed only, not on what it is batched with.
-        self.generator = torch.Generator().manual_seed(self.params.seed)
 
     @property
     def tokens(self) -> list[int]:

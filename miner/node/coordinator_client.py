@@ -58,6 +58,10 @@ class CoordinatorClient:
         result: dict[str, Any] | None = self._call("POST", "/v1/miners/work/claim")
         return result
 
+    def progress(self, unit_id: int, lines: list[dict[str, Any]]) -> int:
+        body = {"lines": lines}
+        return int(self._call("POST", f"/v1/miners/work/{unit_id}/progress", body)["stored"])
+
     def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
         return int(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results})["stored"])
 

@@ -3,12 +3,14 @@
 is what the node journals, reports and later signs.
 
 Lines this model cannot serve are left out: the coordinator retries them elsewhere and finally reports them
-as errors.
+as errors. A line the coordinator sends with output tokens ("resume": what the head that lost the unit had
+generated) continues from them: the output this head returns is all of it, those tokens included.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +22,8 @@ from miner.node.requests import SCRATCH_IDS, Reader, request_id
 from miner.pipeline.batch import Prepared
 from miner.pipeline.driver import PipelineDriver
 from miner.verify.corrupt import CorruptionSwitch
+
+log = logging.getLogger("batchmarket.miner")
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,36 @@ class HeadExecutor:
         self._scratch = itertools.count(SCRATCH_IDS)
 
     def start(self, task_id: int, lines: list[dict[str, Any]], driver: PipelineDriver) -> Started:
-        """Submits the unit's lines that this model can serve; `finish` collects them."""
+        """Submits the unit's lines that this model can serve, resumed lines from their output so far;
+        `finish` collects them."""
         parsed = [openai_batch.parse_line(item["line"], item["index"] + 1) for item in lines]
+        partials = {item["index"]: item.get("resume") for item in lines}
         ready = self.reader.prepare(parsed)
         ids = [request_id(task_id, r.line.line_number - 1) for r in ready]
-        driver.submit([(i, r.prompt, r.params) for i, r in zip(ids, ready, strict=True)])
+        resume = {}
+        for i, r in zip(ids, ready, strict=True):
+            index = r.line.line_number - 1
+            if output := self._resumable(index, partials[index], r):
+                resume[i] = output
+        driver.submit([(i, r.prompt, r.params) for i, r in zip(ids, ready, strict=True)], resume)
         return Started(task_id, ready, ids)
+
+    def _resumable(self, index: int, partial: object, prepared: Prepared) -> tuple[int, ...]:
+        """The output tokens a line resumes from: what the coordinator sent when it can be an unfinished
+        output of this request (token ids of this model, shorter than max_tokens, no stop token); otherwise
+        none, and the line runs from its prompt."""
+        if not partial:
+            return ()
+        vocab = self.reader.config.vocab_size
+        if (
+            isinstance(partial, list)
+            and len(partial) < prepared.params.max_tokens  # checked first: it bounds the scan below
+            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in partial)
+            and not prepared.params.completed_by(partial)
+        ):
+            return tuple(partial)
+        log.warning("line %d: cannot resume from what the coordinator sent; it runs from its prompt", index)
+        return ()
 
     def finish(
         self, started: Started, driver: PipelineDriver, check: Callable[[], None] = lambda: None

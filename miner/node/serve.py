@@ -58,7 +58,8 @@ class Node:
         self.host = StageHost(host, self.journal_finished)
         self.executor = executor
         self.journal = journal
-        self.serving: set[int] = set()  # units in hand: heartbeats keep their leases
+        # units in hand, each with its request ids: heartbeats keep their leases and report their progress
+        self.serving: dict[int, list[int]] = {}
         self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
@@ -91,6 +92,7 @@ class Node:
                     driver = self.host.driver
                     queued = driver.pending if driver is not None else 0  # requests in flight at the head
                     client.heartbeat(self.device.layer_latency_ms, queued, list(self.serving))
+                    self._report_progress(client)
                     latest = client.assignment()
                     self.wanted = StageAssignment.from_json(latest) if latest is not None else None
                 except CoordinatorError as exc:
@@ -98,6 +100,23 @@ class Node:
                 stop.wait(self.config.heartbeat_s)
         finally:
             client.close()
+
+    def _report_progress(self, client: CoordinatorClient) -> None:
+        """Tells the coordinator each unit's unfinished lines' output tokens so far: should this node die, the
+        pipeline its units go to resumes those lines from there instead of from their prompts."""
+        snapshot = self.host.progress()
+        for unit_id, requests in dict(self.serving).items():  # a copy: the node's loop changes the original
+            lines = [
+                {"index": task_and_line(r)[1], "output_token_ids": list(snapshot[r])}
+                for r in requests
+                if r in snapshot
+            ]
+            if not lines:
+                continue
+            try:
+                client.progress(unit_id, lines)
+            except CoordinatorError as exc:  # e.g. the unit's results just went in: nothing left to resume
+                log.warning("progress of unit %s: %s", unit_id, exc)
 
     def journal_finished(self, request: int, record: RequestRecord) -> None:
         """A finished request of this node's stage (not the head): journaled, so this node can check the line
@@ -126,7 +145,7 @@ class Node:
             except ValueError as exc:  # its lease runs out and the coordinator retries it elsewhere
                 log.error("cannot serve unit %s: %s", unit["unit_id"], exc)
                 continue
-            self.serving.add(int(unit["unit_id"]))
+            self.serving[int(unit["unit_id"])] = started.ids
             self.in_flight.append((unit, started))
         if not self.in_flight:
             return claimed
@@ -162,7 +181,7 @@ class Node:
         try:
             stored = self.client.submit(unit_id, results)
         finally:
-            self.serving.discard(unit_id)
+            self.serving.pop(unit_id, None)
         self.units_served += 1
         log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,12 @@ class StageHost:
             worker.serve(keep_going=lambda: not self._stop.is_set())
         except Exception:  # a bug, not a bad message (those are dropped inside): the node rebuilds the stage
             log.exception("the stage stopped")
+
+    def progress(self) -> Mapping[int, tuple[int, ...]]:
+        """On the head: each unfinished request's output tokens so far, as of the stage's latest step (empty
+        elsewhere). Safe from any thread: the stage thread replaces this snapshot whole, never changes it."""
+        worker = self._worker
+        return worker.progress if worker is not None else {}
 
     def check(self) -> None:
         """Raises if the stage behind the driver is gone (for PipelineDriver.completions)."""

@@ -7,16 +7,24 @@ pipeline through this one class, over ZeroMQ, as any other peer of the first sta
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from miner.engine.sequence import SamplingParams
-from miner.pipeline.head import Completion
-from miner.transport.frames import DEFAULT_LIMITS, RequestSpec, message
+from miner.pipeline.head import Completion, spec_of
+from miner.transport.frames import DEFAULT_LIMITS, message
 from miner.transport.link import Context, Inbox, Outbox
 
 SUBMIT_REQUESTS = 512  # requests per submit message, well under the frame limits
 
 Request = tuple[int, Sequence[int], SamplingParams]
+
+
+class _Queued(NamedTuple):
+    request_id: int
+    prompt: Sequence[int]
+    output: Sequence[int]  # the tokens a resumed request already has
+    params: SamplingParams
 
 
 class PipelineDriver:
@@ -41,35 +49,35 @@ class PipelineDriver:
     def connect(self, first_stage: str) -> None:
         self._outbox = Outbox(self._context, first_stage)
 
-    def submit(self, requests: Sequence[Request]) -> None:
+    def submit(self, requests: Sequence[Request], resume: Mapping[int, Sequence[int]] | None = None) -> None:
         """Queues (request id, prompt token ids, sampling parameters) triples; ids must be unique among the
-        requests still running."""
+        requests still running. `resume` gives, by request id, the output tokens a request already has (it
+        continues from them, and its completion's output starts with them)."""
         if len({r for r, _, _ in requests} | self._pending) != len(requests) + len(self._pending):
             raise ValueError("request ids must be unique among the running requests")
-        batch: list[Request] = []
+        resume = resume or {}
+        batch: list[_Queued] = []
         tokens = 0
-        for request in requests:
-            prompt = request[1]
-            if batch and (len(batch) == SUBMIT_REQUESTS or tokens + len(prompt) > DEFAULT_LIMITS.max_tokens):
+        for request_id, prompt, params in requests:
+            output = resume.get(request_id, ())
+            fed = len(prompt) + len(output)
+            if batch and (len(batch) == SUBMIT_REQUESTS or tokens + fed > DEFAULT_LIMITS.max_tokens):
                 self._send_submit(batch)
                 batch, tokens = [], 0
-            batch.append(request)
-            tokens += len(prompt)
+            batch.append(_Queued(request_id, prompt, output, params))
+            tokens += fed
         if batch:
             self._send_submit(batch)
 
-    def _send_submit(self, batch: list[Request]) -> None:
-        self._pending.update(r for r, _, _ in batch)
+    def _send_submit(self, batch: list[_Queued]) -> None:
+        self._pending.update(q.request_id for q in batch)
         self._first_stage().send(
             *message(
                 "submit",
-                request_ids=tuple(r for r, _, _ in batch),
-                query_lens=tuple(len(p) for _, p, _ in batch),
-                token_ids=tuple(t for _, p, _ in batch for t in p),
-                new_requests=tuple(
-                    RequestSpec(r, len(p), s.max_tokens, s.temperature, s.top_p, s.seed, s.stop_token_ids)
-                    for r, p, s in batch
-                ),
+                request_ids=tuple(q.request_id for q in batch),
+                query_lens=tuple(len(q.prompt) + len(q.output) for q in batch),
+                token_ids=tuple(t for q in batch for t in (*q.prompt, *q.output)),
+                new_requests=tuple(spec_of(q.request_id, len(q.prompt), q.params) for q in batch),
             )
         )
 

@@ -42,11 +42,8 @@ class Completion:
     output: tuple[int, ...]
 
 
-def spec_of(seq: Sequence) -> RequestSpec:
-    p = seq.params
-    return RequestSpec(
-        seq.seq_id, len(seq.prompt), p.max_tokens, p.temperature, p.top_p, p.seed, p.stop_token_ids
-    )
+def spec_of(request_id: int, prompt_len: int, p: SamplingParams) -> RequestSpec:
+    return RequestSpec(request_id, prompt_len, p.max_tokens, p.temperature, p.top_p, p.seed, p.stop_token_ids)
 
 
 def params_of(spec: RequestSpec) -> SamplingParams:
@@ -79,23 +76,34 @@ class Head:
         )
 
     def submit(self, header: Header) -> None:
-        """Queues the requests of a "submit" message; a request that cannot run is logged and dropped."""
+        """Queues the requests of a "submit" message; a request that cannot run is logged and dropped. A run
+        longer than its prompt is a resumed request: the rest is the output generated before, which the
+        request starts with (every stage prefills it with the prompt) and which counts towards max_tokens."""
         specs = {spec.request_id: spec for spec in header.new_requests}
-        for request_id, prompt in zip(header.request_ids, header.token_runs(), strict=True):
+        for request_id, tokens in zip(header.request_ids, header.token_runs(), strict=True):
             spec = specs.get(request_id)
-            if spec is None or spec.prompt_len != len(prompt) or not prompt:
+            if spec is None or not 0 < spec.prompt_len <= len(tokens):
                 log.warning("dropped request %d: no sampling parameters or a wrong prompt length", request_id)
+                continue
+            params = params_of(spec)
+            prompt, output = list(tokens[: spec.prompt_len]), list(tokens[spec.prompt_len :])
+            if params.completed_by(output):
+                log.warning("dropped request %d: it resumes with its whole output already", request_id)
                 continue
             if request_id in self.sequences:
                 log.warning("dropped request %d: the id is already in use", request_id)
                 continue
-            seq = Sequence(request_id, list(prompt), params_of(spec))
+            seq = Sequence(request_id, prompt, params, output)
             try:
                 self.schedulers[request_id % len(self.schedulers)].add(seq)
             except ValueError as exc:
                 log.warning("dropped request %d: %s", request_id, exc)
                 continue
             self.sequences[request_id] = seq
+
+    def progress(self) -> dict[int, tuple[int, ...]]:
+        """The output tokens so far of each request not yet finished that has some."""
+        return {request_id: tuple(seq.output) for request_id, seq in self.sequences.items() if seq.output}
 
     def next_step(self) -> tuple[Header, torch.Tensor] | None:
         """The next microbatch step to send (its header and the token ids fed), or None if every microbatch
@@ -129,7 +137,9 @@ class Head:
             query_lens=tuple(len(c.tokens) for c in chunks),
             token_ids=tuple(fed),
             sample=tuple(c.completes_sequence_input for c in chunks),
-            new_requests=tuple(spec_of(c.seq) for c in chunks if c.context_len == 0),
+            new_requests=tuple(
+                spec_of(c.seq.seq_id, len(c.seq.prompt), c.seq.params) for c in chunks if c.context_len == 0
+            ),
             finished=tuple(finished),
             preempted=tuple(preempted),
             route=self.route,

@@ -10,22 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import torch
-
 from miner.kv.blocks import BlockManager, OutOfPages
 from miner.transport.frames import FrameError, Header, RequestSpec
 
 
 @dataclass
 class RequestRecord:
-    """A request as this stage saw it: its prompt and the outputs produced so far, in one token list."""
+    """A request as this stage saw it: its prompt and the outputs produced so far, in one token list (a
+    resumed request's output includes the tokens generated before it was resumed here)."""
 
     spec: RequestSpec
     tokens: list[int] = field(default_factory=list)
     finished: bool = False
-    generator: torch.Generator | None = (
-        None  # the last stage's sampling stream (seeded once, kept on preemption)
-    )
 
     @property
     def prompt(self) -> list[int]:

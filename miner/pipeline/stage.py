@@ -12,7 +12,7 @@ import logging
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -101,6 +101,9 @@ class StageWorker:
         # (monotonic time, tokens) of each sampled step that came back, for throughput over time
         self.token_times: deque[tuple[float, int]] = deque(maxlen=100_000)
         self.dropped = 0
+        # first stage only: each unfinished request's output tokens so far. Replaced whole (never changed in
+        # place) after every step's tokens come back, so another thread may read it without a lock.
+        self.progress: Mapping[int, tuple[int, ...]] = {}
         self._draining = False
         self.stopped = False
 
@@ -181,12 +184,8 @@ class StageWorker:
             return
         rows = [i for i, flag in enumerate(header.sample) if flag]
         records = [self.ledger.records[header.request_ids[i]] for i in rows]
-        for record in records:
-            if record.generator is None:
-                record.generator = torch.Generator().manual_seed(record.spec.seed)
-        generators = [r.generator for r in records if r.generator is not None]
-        tokens = sample(out[rows], [params_of(r.spec) for r in records], generators)
         positions = tuple(header.positions[i] + header.query_lens[i] for i in rows)
+        tokens = sample(out[rows], [params_of(r.spec) for r in records], list(positions))
         for record, position, token in zip(records, positions, tokens, strict=True):
             record.write(position, [token])
         self._account(started)
@@ -223,6 +222,7 @@ class StageWorker:
     def _complete(self, header: Header) -> None:
         assert self.head is not None and self._driver is not None
         completions = self.head.on_tokens(header)
+        self.progress = self.head.progress()
         self.token_times.append((time.monotonic(), len(header.token_ids)))
         if completions:
             self._driver.send(

@@ -3,13 +3,15 @@ tensor.
 
 One schema serves every message kind:
 
-- "submit" (driver -> first stage): new requests; `token_ids` holds their prompts, `query_lens` their lengths,
-  `new_requests` their sampling parameters.
+- "submit" (driver -> first stage): new requests; `token_ids` holds each one's prompt, followed by the output
+  tokens it already has when it is resumed (re-prefilled here after another pipeline lost it), `query_lens`
+  their lengths, `new_requests` their sampling parameters and where each prompt ends (`prompt_len`).
 - "activations" (stage -> next stage): one microbatch step. Per request: the tokens fed (`token_ids`, flat),
   where they start (`positions`, the tokens already cached), how many (`query_lens`) and whether its last
   logits pick its next token (`sample`). `new_requests` gives the prompt length and sampling parameters of
-  requests fed from position 0, `finished` and `preempted` the requests whose pages every stage frees before
-  this step (a finished one with its last token, which no stage was fed). The payload is the hidden states.
+  requests fed from position 0 (the tokens after the prompt are output, a resumed request's included),
+  `finished` and `preempted` the requests whose pages every stage frees before this step (a finished one with
+  its last token, which no stage was fed). The payload is the hidden states.
 - "tokens" (last stage -> first stage, closing the ring): the sampled token of each request, at `positions`.
 - "completions" (first stage -> driver): finished requests' generated ids (`query_lens` long each).
 - "shutdown": stop after forwarding it down the pipeline.
@@ -28,7 +30,10 @@ from typing import Any
 import msgpack
 import torch
 
-PROTOCOL_VERSION = 2
+# 3: submits may resume a request from output tokens generated elsewhere, and the token at position p of a
+# request is drawn with a generator seeded by (its seed, p) (miner/engine/sampler.py); stages of a pipeline
+# must agree on both, so a version-2 peer is refused.
+PROTOCOL_VERSION = 3
 KINDS = ("submit", "activations", "tokens", "completions", "shutdown")
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

@@ -1,7 +1,8 @@
 """Failures mid-batch: a miner killed (its units go to the other miner; restarted, it still signs what it
-served before, from its journal), a stage of a 2-stage pipeline killed (the coordinator re-plans over the
-survivors), and the API and the worker restarted. Either way the batch completes and every custom_id appears
-exactly once in the verified output."""
+served before, from its journal), a head killed mid-unit after reporting its lines' progress (the other
+pipeline resumes them from their output tokens so far), a stage of a 2-stage pipeline killed (the coordinator
+re-plans over the survivors), and the API and the worker restarted. Either way the batch completes and every
+custom_id appears exactly once in the verified output."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from client_sdk.client import Client
-from coordinator.db.models import PipelineRecord
+from coordinator.db.models import PipelineRecord, WorkUnit
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -38,8 +40,9 @@ def system(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield stack.enter_context(LocalSystem(tmp_path_factory.mktemp("system"), config))
 
 
-def submit(client: Client, tag: str) -> str:
-    lines = [chat_line(f"{tag}-{i}", f"tell me about the number {i}", max_tokens=24) for i in range(REQUESTS)]
+def submit(client: Client, tag: str, max_tokens: int = 24) -> str:
+    prompts = [f"tell me about the number {i}" for i in range(REQUESTS)]
+    lines = [chat_line(f"{tag}-{i}", prompt, max_tokens=max_tokens) for i, prompt in enumerate(prompts)]
     file = client.files.create(file=jsonl(lines), purpose="batch")
     return client.batches.create(
         input_file_id=file.id, endpoint="/v1/chat/completions", max_price=5 * UNIT
@@ -68,6 +71,45 @@ def test_a_killed_miner_loses_no_line(system: LocalSystem) -> None:
     wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
     system.start_miner(0)  # back from the crash: it signs what it served before, from its journal
     assert_exactly_once(client, batch_id, "kill")
+
+
+def head_halfway_through_a_unit(system: LocalSystem, max_tokens: int) -> tuple[str, int] | None:
+    """The head of a pipeline holding a leased unit whose stored progress is at most halfway through its
+    lines' outputs (so far from done), and how many of its lines have progress stored; None if none."""
+    engine = sa.create_engine(system.database_url)
+    try:
+        with Session(engine) as session:
+            for unit in session.scalars(sa.select(WorkUnit).where(WorkUnit.status == "leased")):
+                pipeline = session.get(PipelineRecord, unit.pipeline_id)
+                partials = (unit.partial_outputs or {}).values()
+                if partials and max(map(len, partials)) <= max_tokens // 2 and pipeline is not None:
+                    return pipeline.head, len(partials)
+            return None
+    finally:
+        engine.dispose()
+
+
+def resumed_lines(system: LocalSystem) -> float:
+    """The lines the coordinator handed out to resume from output tokens, from its /metrics."""
+    metrics = httpx.get(f"{system.api_url}/metrics", timeout=10).text
+    [line] = [line for line in metrics.splitlines() if line.startswith("batchmarket_resumed_lines_total ")]
+    return float(line.split()[1])
+
+
+def test_a_head_killed_mid_unit_has_its_lines_resumed_from_their_tokens(system: LocalSystem) -> None:
+    """Long outputs keep a unit in flight for a second or more (the tiny model decodes a step in a few ms):
+    the head is killed once the coordinator holds its unit's progress, and the other pipeline resumes those
+    lines from it."""
+    client = system.client()
+    max_tokens = 400  # of the tiny model's 512 positions; the prompts take 33 at most
+    batch_id = submit(client, "resume", max_tokens)
+    head, with_progress = wait_for(lambda: head_halfway_through_a_unit(system, max_tokens), poll=0.05)
+    victim = [m.address for m in system.miner_accounts].index(head)
+    system.stop(f"miner{victim}", kill=True)
+    wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
+    system.start_miner(victim)  # it signs the lines it finished before the crash
+    assert_exactly_once(client, batch_id, "resume")
+    assert resumed_lines(system) >= with_progress >= 1  # the unit's next head got them all
 
 
 def test_restarting_the_api_and_the_worker_loses_no_line(system: LocalSystem) -> None:

@@ -1,7 +1,8 @@
 """`miner serve`'s stages across nodes: stage hosts wired by an assignment serve a unit exactly as one
 whole-model stage does; every stage journals the lines it helped produce under the task and line the
 request id names; each stage checks a line before signing (the request's prompt, the result line, the leaf
-in the root); a new assignment rebuilds the stage on the same endpoint."""
+in the root); a new assignment rebuilds the stage on the same endpoint; the head publishes its lines'
+progress, which the node reports per unit, and a head given a unit with lines' output so far resumes them."""
 
 from __future__ import annotations
 
@@ -11,20 +12,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zmq
 from eth_account import Account
 
 from client_sdk import openai_batch
+from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
 from client_sdk.merkle import MerkleTree
 from client_sdk.results import ResultLeaf, output_hash
+from miner.engine.sequence import SamplingParams
+from miner.model.shard import StageShard
+from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal, Served
 from miner.node.requests import Reader, request_id, task_and_line
+from miner.node.serve import Node, NodeConfig
 from miner.node.signer import RefusedToSign, check_and_sign, commitment_of
+from miner.node.stage_host import HostSettings
+from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
+from miner.pipeline.stage import Links, StageWorker
 from miner.tiny_checkpoint import build_tiny_model
-from tests.miner.nodes import assignments, ignore, reader_for, stage_hosts
+from tests.miner.nodes import CACHE, assignments, ignore, reader_for, stage_hosts
 
 TASK = 41
 CHAIN_ID = 31337
@@ -51,22 +61,28 @@ def unit_lines(count: int) -> list[dict[str, Any]]:
     return lines
 
 
-@pytest.fixture(scope="module")
-def two_stage_run(checkpoint: Path, reader: Reader, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def run_on_two_stages(
+    checkpoint: Path, reader: Reader, lines: list[dict[str, Any]], journal: Journal
+) -> dict[int, Served]:
     """A unit through a 2-stage pipeline of hosts; the second stage journals what it saw."""
-    journal = Journal(tmp_path_factory.mktemp("second") / "served.jsonl")
 
     def sink(request: int, record: RequestRecord) -> None:
         journal.record(*task_and_line(request), Served(tuple(record.prompt), tuple(record.output)))
 
     with stage_hosts(checkpoint, [(0, 2), (2, 4)], [ignore, sink]) as [head, _]:
         assert head.driver is not None
-        served = dict(HeadExecutor(reader).run(TASK, unit_lines(12), head.driver))
+        served = dict(HeadExecutor(reader).run(TASK, lines, head.driver))
         # the last finish notices reach the second stage with the head's next step, a moment later
         deadline = time.monotonic() + 30
         while len(journal.served) < len(served) and time.monotonic() < deadline:
             time.sleep(0.05)
-    return served, journal
+    return served
+
+
+@pytest.fixture(scope="module")
+def two_stage_run(checkpoint: Path, reader: Reader, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    journal = Journal(tmp_path_factory.mktemp("second") / "served.jsonl")
+    return run_on_two_stages(checkpoint, reader, unit_lines(12), journal), journal
 
 
 def test_request_ids_carry_the_task_and_the_line() -> None:
@@ -92,6 +108,115 @@ def test_every_stage_journals_the_lines_it_served(two_stage_run: Any) -> None:
     assert journal.served == {(TASK, index): line for index, line in served.items()}
     reloaded = Journal(journal.path)  # after a crash, the node signs from the file
     assert reloaded.served == journal.served
+
+
+def test_lines_resumed_from_their_first_tokens_end_as_uninterrupted(
+    checkpoint: Path, reader: Reader, two_stage_run: Any, tmp_path: Path
+) -> None:
+    """Another head takes the unit over with the tokens its lines had so far (1 to all but one): its 2-stage
+    pipeline re-prefills them and samples the same rest; every stage records the whole output. Line 0 comes
+    with a token its first run did not draw, and its output starts with it: resumed tokens are not redrawn."""
+    served, _ = two_stage_run
+    lines = unit_lines(12)
+    for item in lines:
+        output = served[item["index"]].output
+        item["resume"] = list(output[: item["index"] % len(output)])
+    first = served[0].output[0]
+    forged = next(t for t in range(10, reader.config.vocab_size) if t != first and t not in reader.stops)
+    lines[0]["resume"] = [forged]
+    journal = Journal(tmp_path / "served.jsonl")
+    resumed = run_on_two_stages(checkpoint, reader, lines, journal)
+    assert sum(1 for item in lines if item["resume"]) > len(lines) // 2
+    assert {i: line for i, line in resumed.items() if i != 0} == {
+        i: line for i, line in served.items() if i != 0
+    }
+    assert resumed[0].prompt == served[0].prompt and resumed[0].output[0] == forged
+    assert journal.served == {(TASK, index): line for index, line in resumed.items()}
+
+
+def test_a_line_that_cannot_resume_from_what_it_came_with_runs_from_its_prompt(
+    checkpoint: Path, reader: Reader, two_stage_run: Any
+) -> None:
+    served, _ = two_stage_run
+    vocab, stop = reader.config.vocab_size, reader.stops[0]
+    bad = [[vocab], [-1], "tokens", [1] * 64, [1, stop], [True]]
+    lines = unit_lines(len(bad))
+    for item, resume in zip(lines, bad, strict=True):
+        item["resume"] = resume
+    with stage_hosts(checkpoint, [(0, 4)]) as [whole]:
+        assert whole.driver is not None
+        rerun = dict(HeadExecutor(reader).run(TASK, lines, whole.driver))
+    assert rerun == {index: served[index] for index in range(len(bad))}
+
+
+def test_the_head_stage_publishes_each_steps_progress_as_a_new_snapshot(checkpoint: Path) -> None:
+    """The node reads the head's progress from another thread: after each step's tokens the stage replaces
+    the snapshot whole, so one already read never changes. Both stages are stepped by hand, one message at a
+    time."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    driver = PipelineDriver(context)
+    head = StageWorker(StageShard.load(checkpoint, 0, 2), CACHE, context)
+    tail = StageWorker(StageShard.load(checkpoint, 2, 4), CACHE, context)
+    try:
+        head.connect(Links(next_stage=tail.inbox.endpoint, driver=driver.endpoint))
+        tail.connect(Links(first_stage=head.inbox.endpoint))
+        driver.connect(head.inbox.endpoint)
+        driver.submit([(1, [5, 6, 7], SamplingParams(max_tokens=3))], resume={1: [11]})
+
+        def one_message(worker: StageWorker) -> None:
+            worker.serve(keep_going=iter([True, False]).__next__, poll_ms=30_000)
+
+        one_message(head)  # the submit: the first step goes to the tail
+        assert head.progress == {}  # nothing sampled yet
+        one_message(tail)
+        one_message(head)  # the first step's token
+        first = head.progress
+        assert list(first) == [1] and len(first[1]) == 2 and first[1][0] == 11
+        one_message(tail)
+        one_message(head)  # the last token: the request finished
+        assert head.progress == {} and len(first[1]) == 2
+        assert driver.wait_for([1])[1][:2] == first[1]
+    finally:
+        for closeable in (head, tail, driver):
+            closeable.close()
+        context.term()
+
+
+class ProgressLog:
+    """A coordinator client that records progress reports; it refuses those of `refused` units."""
+
+    def __init__(self, refused: int) -> None:
+        self.refused = refused
+        self.reports: dict[int, list[dict[str, Any]]] = {}
+
+    def progress(self, unit_id: int, lines: list[dict[str, Any]]) -> int:
+        if unit_id == self.refused:
+            raise CoordinatorError(409, "work unit is not leased to you any more")
+        self.reports[unit_id] = lines
+        return len(lines)
+
+
+def test_a_head_reports_the_progress_of_each_unit_in_hand(
+    checkpoint: Path, reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each unit's lines with tokens so far go to the coordinator under that unit; a refused report does not
+    stop the others."""
+    config = NodeConfig("tiny", "tcp://127.0.0.1:1", "us-east-1", CHAIN_ID, REGISTRY)
+    device = DeviceProfile("cpu", 1.0, 1.0, 1.0, 1.0)
+    client = ProgressLog(refused=3)
+    settings = HostSettings(checkpoint, "tcp://127.0.0.1:1", CACHE)
+    journal = Journal(tmp_path / "served.jsonl")
+    node = Node(config, HEAD, client, device, settings, HeadExecutor(reader), journal)  # type: ignore[arg-type]
+    try:
+        # units 3 (refused), 5 and 8 in hand; unit 8's lines have no tokens yet
+        line = {index: request_id(TASK, index) for index in range(10)}
+        node.serving = {3: [line[0]], 5: [line[4], line[5]], 8: [line[9]]}
+        snapshot = {line[0]: (1,), line[5]: (7, 8), line[6]: (2,)}  # line 6: in no unit of ours
+        monkeypatch.setattr(node.host, "progress", lambda: snapshot)
+        node._report_progress(client)  # type: ignore[arg-type]
+    finally:
+        node.host.close()
+    assert client.reports == {5: [{"index": 5, "output_token_ids": [7, 8]}]}
 
 
 def signing_request(

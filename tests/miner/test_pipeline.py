@@ -134,7 +134,7 @@ def test_live_stages_drop_malformed_messages_and_keep_serving(
             *message("activations", token_ids=(), tensor=torch.zeros(0, hidden))
         ),  # the head never gets these
         encode(*message("tokens", request_ids=(99,), token_ids=(5,))),  # no microbatch waits for them
-        [msgpack.packb({"v": 2}), b""],
+        [msgpack.packb({"v": 3}), b""],
     ]
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     pipeline = StageProcesses(checkpoint, even_split(4, 2), PLAIN)

@@ -1,7 +1,8 @@
 """The pipeline protocol without a model: the first stage's Head drives a StageLedger mirror through real wire
-messages (encoded and decoded), with microbatch steps coming back in any order. The mirror's page tables
-never collide and always fit, preemptions and finishes free its pages, and its per-request records end equal
-to the Head's prompts and outputs."""
+messages (encoded and decoded), with microbatch steps coming back in any order, some requests resumed from
+output tokens generated before. The mirror's page tables never collide and always fit, preemptions and
+finishes free its pages, its per-request records end equal to the Head's prompts and outputs, and the Head's
+progress shows each unfinished request's output so far."""
 
 from __future__ import annotations
 
@@ -27,29 +28,45 @@ def fake_token(request_id: int, position: int) -> int:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    requests=st.lists(st.tuples(st.integers(1, 20), st.integers(1, 8)), min_size=1, max_size=10),
+    # (prompt length, max_tokens, output tokens it resumes from: fewer than max_tokens)
+    requests=st.lists(
+        st.tuples(st.integers(1, 20), st.integers(1, 8), st.integers(0, 7)).map(
+            lambda r: (r[0], r[1], min(r[2], r[1] - 1))
+        ),
+        min_size=1,
+        max_size=10,
+    ),
     pages=st.integers(7, 16),  # 7 pages of 4 tokens hold the longest request (20 + 8)
     microbatches=st.integers(1, 3),
     budget=st.integers(1, 24),
     order=st.randoms(use_true_random=False),
 )
 def test_a_stage_mirror_stays_in_step_with_the_head(
-    requests: list[tuple[int, int]], pages: int, microbatches: int, budget: int, order: object
+    requests: list[tuple[int, int, int]], pages: int, microbatches: int, budget: int, order: object
 ) -> None:
     head = Head(microbatches, pages, PAGE, max_seqs=3, token_budget=budget)
     mirror = StageLedger(microbatches, pages, PAGE)
-    prompts = {i: [(i + k) % 50 for k in range(length)] for i, (length, _) in enumerate(requests)}
+    prompts = {i: [(i + k) % 50 for k in range(length)] for i, (length, _, _) in enumerate(requests)}
+    expected = {
+        i: tuple(fake_token(i, length + k) for k in range(new)) for i, (length, new, _) in enumerate(requests)
+    }
+    runs = {i: prompts[i] + list(expected[i][:resumed]) for i, (_, _, resumed) in enumerate(requests)}
     head.submit(
         wire(
             *message(
                 "submit",
-                request_ids=tuple(prompts),
-                query_lens=tuple(len(p) for p in prompts.values()),
-                token_ids=tuple(t for p in prompts.values() for t in p),
-                new_requests=tuple(RequestSpec(i, len(prompts[i]), n) for i, (_, n) in enumerate(requests)),
+                request_ids=tuple(runs),
+                query_lens=tuple(len(r) for r in runs.values()),
+                token_ids=tuple(t for r in runs.values() for t in r),
+                new_requests=tuple(
+                    RequestSpec(i, len(prompts[i]), n) for i, (_, n, _) in enumerate(requests)
+                ),
             )
         )
     )
+    assert head.progress() == {
+        i: expected[i][:resumed] for i, (_, _, resumed) in enumerate(requests) if resumed
+    }
     in_flight: list[Header] = []
     live: list[dict[int, list[int]]] = [{} for _ in range(microbatches)]  # the mirror's tables per microbatch
     outputs: dict[int, tuple[int, ...]] = {}
@@ -79,14 +96,40 @@ def test_a_stage_mirror_stays_in_step_with_the_head(
         reply = message("tokens", header.microbatch, request_ids=ids, positions=positions, token_ids=tokens)
         for done in head.on_tokens(wire(*reply)):
             outputs[done.request_id] = done.output
+        for request_id, so_far in head.progress().items():
+            assert request_id not in outputs and so_far == expected[request_id][: len(so_far)]
     assert head.idle
     assert sorted(outputs) == sorted(prompts)
-    for request_id, (length, new) in enumerate(requests):
-        record = mirror.records[request_id]
+    assert head.progress() == {}
+    assert sorted(mirror.records) == sorted(prompts)
+    for request_id, record in mirror.records.items():
         assert record.finished and record.prompt == prompts[request_id]
-        assert tuple(record.output) == outputs[request_id]
-        assert outputs[request_id] == tuple(fake_token(request_id, length + k) for k in range(new))
+        assert tuple(record.output) == outputs[request_id] == expected[request_id]
     assert all(blocks.free_pages == pages for blocks in mirror.blocks)
+
+
+def test_the_head_resumes_a_request_only_from_an_unfinished_output() -> None:
+    runs = {  # request id: (prompt + output so far, its spec)
+        1: ((1, 2, 3), RequestSpec(1, 4, 4)),  # a prompt longer than the run
+        2: ((1, 2, 3), RequestSpec(2, 0, 4)),  # no prompt
+        3: ((1, 2, 3, 4, 5), RequestSpec(3, 2, 3)),  # max_tokens of output already
+        4: ((1, 2, 9, 4), RequestSpec(4, 2, 8, stop_token_ids=(9,))),  # an output past its stop token
+        5: ((1, 2, 3, 4), RequestSpec(5, 2, 8)),  # 2 prompt tokens, 2 output tokens so far
+    }
+    head = Head(1, 8, PAGE)
+    head.submit(
+        wire(
+            *message(
+                "submit",
+                request_ids=tuple(runs),
+                query_lens=tuple(len(run) for run, _ in runs.values()),
+                token_ids=tuple(t for run, _ in runs.values() for t in run),
+                new_requests=tuple(spec for _, spec in runs.values()),
+            )
+        )
+    )
+    assert list(head.sequences) == [5]
+    assert (head.sequences[5].prompt, head.sequences[5].output) == ([1, 2], [3, 4])
 
 
 def test_a_mirror_rejects_headers_that_do_not_fit() -> None:

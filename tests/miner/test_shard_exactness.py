@@ -3,6 +3,7 @@ stage split, on batches of prompts of different lengths."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,21 @@ def test_seeded_sampling_is_reproducible_across_runs_and_splits(checkpoint: Path
         PROMPTS, [SamplingParams(max_tokens=10)] * len(PROMPTS)
     )
     assert runs[0] != greedy, "sampling at temperature 0.8 should differ from greedy somewhere"
+
+
+def test_a_sampled_request_resumed_after_k_tokens_ends_as_uninterrupted(checkpoint: Path) -> None:
+    """Re-prefilled from prompt + its first k output tokens (as another pipeline resumes it), a sampled
+    request draws the same rest: each draw is seeded by the request's seed and the token's position."""
+    params = [SamplingParams(max_tokens=10, temperature=0.8, top_p=0.9, seed=s) for s in range(len(PROMPTS))]
+    shards = [StageShard.load(checkpoint, start, end) for start, end in SPLITS[2]]
+    engine = Engine(shards, page_size=4, local_pages=64)
+    whole = engine.generate(PROMPTS, params)
+    for cut in (1, 4, 9):
+        rest = engine.generate(
+            [prompt + output[:cut] for prompt, output in zip(PROMPTS, whole, strict=True)],
+            [replace(p, max_tokens=p.max_tokens - cut) for p in params],
+        )
+        assert [output[:cut] + more for output, more in zip(whole, rest, strict=True)] == whole
 
 
 @pytest.mark.parametrize(("stages", "microbatches"), [(2, 2), (3, 3), (4, 2)])
