@@ -17,6 +17,7 @@ from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import Batch
 from coordinator.db.session import Database
+from coordinator.nudge import ADVANCE
 from coordinator.services import lifecycle
 from coordinator.services.live import LiveMembership
 
@@ -51,7 +52,7 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
         worker_hijack_root_logger=False,
     )
 
-    @app.task(name="batchmarket.advance")
+    @app.task(name=ADVANCE)
     def advance(batch_id: str) -> str | None:
         _settings, database, ctx, redis = runtime()
         lock = redis.lock(f"lock:batch:{batch_id}", timeout=LOCK_TIMEOUT_S, blocking=False)
@@ -64,6 +65,7 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
                 status = lifecycle.advance(session, ctx, batch_id)
             if status != status_before:
                 log.info("batch %s: %s -> %s", batch_id, status_before, status)
+                advance.delay(batch_id)  # the next step may be ready at once: do not wait for the sweep
             return status
         finally:
             lock.release()

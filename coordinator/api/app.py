@@ -16,6 +16,7 @@ from coordinator.api.errors import service_error_handler, validation_error_handl
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.session import Database
+from coordinator.nudge import Nudger
 from coordinator.services.errors import ServiceError
 from coordinator.services.live import LiveMembership
 
@@ -46,6 +47,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
     metrics.install(app, database, app.state.live)
     app.state.chain = chain
+    app.state.nudge = Nudger(settings.redis_url)
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     routers = (files.router, batches.router, miners.router, disputes.router, audits.router, health.router)

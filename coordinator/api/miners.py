@@ -7,11 +7,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
 from client_sdk.device import DeviceProfile
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.chain import CoordinatorChain
+from coordinator.nudge import Nudger
 from coordinator.services import dispatch, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
@@ -127,12 +129,16 @@ def progress(unit_id: int, body: UnitProgress, miner: Caller, db: DbSession) -> 
 
 
 @router.post("/work/{unit_id}/results", summary="Return the results of a leased work unit")
-def results(unit_id: int, body: UnitResults, miner: Caller, db: DbSession) -> dict[str, int]:
+def results(
+    unit_id: int, body: UnitResults, request: Request, miner: Caller, db: DbSession
+) -> dict[str, int]:
     lines = [
         dispatch.LineResult(r.index, r.text, tuple(r.output_token_ids), r.prompt_tokens, r.finish_reason)
         for r in body.results
     ]
-    return {"stored": dispatch.submit(db, miner, unit_id, lines, int(time.time()))}
+    stored = dispatch.submit(db, miner, unit_id, lines, int(time.time()))
+    _nudge(request, db, dispatch.batch_of_unit(db, unit_id))
+    return {"stored": stored}
 
 
 @router.get("/signing", summary="Result commitments waiting for this miner's signature")
@@ -141,6 +147,16 @@ def pending(miner: Caller, db: DbSession) -> list[dict[str, Any]]:
 
 
 @router.post("/signing/{batch_id}", summary="Sign a batch's result commitment (EIP-712)")
-def sign(batch_id: str, body: SignatureBody, miner: Caller, db: DbSession, chain: Chain) -> dict[str, str]:
+def sign(
+    batch_id: str, body: SignatureBody, request: Request, miner: Caller, db: DbSession, chain: Chain
+) -> dict[str, str]:
     signing.accept(db, chain, miner, batch_id, body.signature, int(time.time()))
+    _nudge(request, db, batch_id)
     return {"status": "ok"}
+
+
+def _nudge(request: Request, db: Session, batch_id: str) -> None:
+    """Commits first, so that the worker the nudge wakes sees what this request stored."""
+    db.commit()
+    nudge: Nudger = request.app.state.nudge
+    nudge(batch_id)

@@ -366,6 +366,13 @@ def _close(unit: WorkUnit) -> None:
     unit.status, unit.partial_outputs = "done", None
 
 
+def batch_of_unit(session: Session, unit_id: int) -> str:
+    unit = session.get(WorkUnit, unit_id)
+    if unit is None:
+        raise NotFound("work unit", str(unit_id))
+    return unit.batch_id
+
+
 def result_count(session: Session, batch_id: str) -> int:
     return int(
         session.scalar(select(func.count()).select_from(Result).where(Result.batch_id == batch_id)) or 0
