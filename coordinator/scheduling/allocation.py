@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, chain, islice
 from typing import Literal
 
 from coordinator.scheduling.cluster import Cluster, Gpu
@@ -25,8 +26,8 @@ from coordinator.scheduling.plan import Pipeline, Plan, Stage
 from coordinator.scheduling.stages import DEFAULT_WIDTH, PatternCache, StagePlan, StageSearch
 from coordinator.scheduling.waterfill import water_fill
 
-# Water-filling results by the (capacity, speed) of each stage.
-Splits = dict[tuple[tuple[int, float], ...], list[int]]
+# Water-filling results by the units (capacities clipped to a replica) and then the speeds of the stages.
+Splits = dict[tuple[float, ...], list[int]]
 
 
 @dataclass(frozen=True)
@@ -58,15 +59,19 @@ class GroupChoice:
     pipelines: tuple[tuple[Gpu, ...], ...]
 
 
+DEFAULT_OPTIONS = AllocationOptions()
+
+
 def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | None = None) -> Plan:
     """Parallax Phase 1 as the paper describes it; raises SchedulingError when no pipeline can be formed."""
-    options = options or AllocationOptions()
+    options = options or DEFAULT_OPTIONS
     caps = capacities(cluster, model, options.kv_reserve)
     step_ms = step_times(cluster.gpus, model)
-    eligible = stage_capable(cluster, caps, model)
     regions: dict[str, list[Gpu]] = defaultdict(list)
-    for gpu in eligible:
+    room: dict[str, int] = defaultdict(int)  # layer units per region
+    for gpu in stage_capable(cluster, caps, model):
         regions[gpu.region].append(gpu)
+        room[gpu.region] += caps[gpu.id]
     chosen: list[GroupChoice] = []
     patterns: PatternCache = {}
     pool: list[Gpu] = []
@@ -74,7 +79,7 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
     need = model.units_needed
     for region in sorted(regions):
         group = regions[region]
-        if sum(min(caps[g.id], need) for g in group) < need:  # cannot complete a pipeline on its own
+        if room[region] < need:  # cannot complete a pipeline on its own
             per_region[region] = 0
             pool.extend(group)
             continue
@@ -86,14 +91,17 @@ def allocate(cluster: Cluster, model: ModelSpec, options: AllocationOptions | No
         if choice is not None:
             chosen.append(choice)
     cross = 0
-    if pool:
+    if sum(caps[g.id] for g in pool) >= need:  # less room than one replica forms no pipeline
         rank = region_tour(pool, cluster)
-        ordered = sorted(pool, key=lambda g: rank[g.region])
+
+        def tour_order(gpu: Gpu) -> int:
+            return rank[gpu.region]
+
+        ordered = sorted(pool, key=tour_order)
         rtt = mean_rtt(ordered, cluster)
-        choice = choose_pipelines(ordered, caps, step_ms, model, rtt, options, patterns)
+        choice = choose_pipelines(ordered, caps, step_ms, model, rtt, options, patterns, tour_order)
         if choice is not None:
-            ordered_pipes = tuple(tuple(sorted(p, key=lambda g: rank[g.region])) for p in choice.pipelines)
-            chosen.append(GroupChoice(choice.k, choice.stages, choice.exact, ordered_pipes))
+            chosen.append(choice)
             cross = choice.k
     if not chosen:
         total = sum(caps[g.id] for g in cluster.gpus)
@@ -134,7 +142,8 @@ def capacities(cluster: Cluster, model: ModelSpec, kv_reserve: float) -> dict[st
 
 def stage_capable(cluster: Cluster, caps: dict[str, int], model: ModelSpec) -> list[Gpu]:
     """GPUs that can be any stage of a pipeline: room for a layer next to the embedding or the head."""
-    return [g for g in cluster.gpus if caps[g.id] >= 1 + max(model.embedding_units, model.head_units)]
+    least = 1 + max(model.embedding_units, model.head_units)
+    return [g for g in cluster.gpus if caps[g.id] >= least]
 
 
 def choose_pipelines(
@@ -145,8 +154,10 @@ def choose_pipelines(
     rtt_ms: float,
     options: AllocationOptions,
     shared: PatternCache,
+    stage_order: Callable[[Gpu], int] | None = None,
 ) -> GroupChoice | None:
-    """The k maximizing Z(k) over this group, with its minimal-stage pipelines (None: not even one)."""
+    """The k maximizing Z(k) over this group, with its minimal-stage pipelines (None: not even one); the
+    stages of each in capacity order, or sorted (stably) by `stage_order` when given."""
     search = StageSearch([caps[g.id] for g in gpus], model.units_needed, options.width, shared)
     t_comp = model.num_layers * sum(step_ms[g.id] for g in gpus) / len(gpus)
 
@@ -170,22 +181,23 @@ def choose_pipelines(
         return None
     plan = search.plan(best[1])
     assert plan is not None
-    k = best[1]
-    return GroupChoice(k, plan.stages, exact, assign(gpus, caps, search, plan))
+    pipelines = assign(gpus, caps, search, plan)
+    if stage_order is not None:
+        pipelines = tuple(tuple(sorted(p, key=stage_order)) for p in pipelines)
+    return GroupChoice(best[1], plan.stages, exact, pipelines)
 
 
 def assign(
     gpus: Sequence[Gpu], caps: dict[str, int], search: StageSearch, plan: StagePlan
 ) -> tuple[tuple[Gpu, ...], ...]:
     """Real GPUs for each pattern: within a capacity class, in the order given (fastest or nearest first)."""
-    by_size: dict[int, list[Gpu]] = defaultdict(list)
+    need = search.need
+    by_size: dict[int, list[Gpu]] = {size: [] for size in search.sizes}
     for gpu in gpus:
-        by_size[min(caps[gpu.id], search.need)].append(gpu)
-    queues = [by_size[size][::-1] for size in search.sizes]  # pop() takes from the front of the order
-    return tuple(
-        tuple(queue.pop() for queue, n in zip(queues, pattern, strict=True) for _ in range(n))
-        for pattern in plan.patterns
-    )
+        by_size[min(caps[gpu.id], need)].append(gpu)
+    queues = [iter(by_size[size]) for size in search.sizes]
+    # each pipeline takes the next n GPUs of each class (islice draws exactly n from the class's queue)
+    return tuple(tuple(chain.from_iterable(map(islice, queues, pattern))) for pattern in plan.patterns)
 
 
 def balance(
@@ -193,20 +205,20 @@ def balance(
 ) -> Pipeline:
     """Water-fills a pipeline's layer units over its GPUs, in the given stage order, by `speed`."""
     need = model.units_needed
-    key = tuple([(caps[g.id], speed[g.id]) for g in gpus])
+    units = [min(caps[g.id], need) for g in gpus]
+    speeds = [speed[g.id] for g in gpus]
+    key = (*units, *speeds)
     shares = splits.get(key)
     if shares is None:
         lows = [need]
         if len(gpus) > 1:
             lows = [model.embedding_units + 1, *[1] * (len(gpus) - 2), model.head_units + 1]
-        speeds = [f for _, f in key]
-        shares = splits[key] = water_fill([min(c, need) for c, _ in key], speeds, need, lows)
+        shares = splits[key] = water_fill(units, speeds, need, lows)
     stages: list[Stage] = []
-    position = 0
-    for gpu, share in zip(gpus, shares, strict=True):
-        start, end = model.layers_of_units(position, position + share)
-        stages.append(Stage(gpu.id, start, end))
-        position += share
+    start = 0
+    for gpu, end in zip(gpus, accumulate(shares), strict=True):
+        stages.append(Stage(gpu.id, *model.layers_of_units(start, end)))
+        start = end
     return Pipeline(tuple(stages))
 
 
@@ -253,7 +265,8 @@ def mean_rtt(gpus: Sequence[Gpu], cluster: Cluster) -> float:
     total = 0.0
     for a, ca in counts.items():
         for b, cb in counts.items():
-            pairs = ca * (cb if a != b else ca - 1)
-            if pairs:  # a region with one GPU has no pair inside it
-                total += pairs * cluster.rtt(a, b)
+            if a != b:
+                total += ca * cb * cluster.rtt(a, b)
+            elif ca > 1:  # a region with one GPU has no pair inside it
+                total += ca * (ca - 1) * cluster.rtt(a, a)
     return total / (n * (n - 1))

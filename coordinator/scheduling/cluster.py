@@ -71,8 +71,10 @@ class Cluster:
 
     def rtt(self, a: str, b: str) -> float:
         """Round trip between regions a and b (the reverse direction when only that one is known)."""
-        row = self.rtt_ms.get(a, {})
-        return row[b] if b in row else self.rtt_ms[b][a]
+        try:
+            return self.rtt_ms[a][b]
+        except KeyError:
+            return self.rtt_ms[b][a]
 
     def one_way_ms(self, a: str, b: str) -> float:
         """One-way latency between GPUs `a` and `b` (ids): half the regions' round trip, zero for one GPU."""

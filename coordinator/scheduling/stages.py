@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from operator import ge, le, mul, neg, sub
+from operator import attrgetter, ge, le, mul, sub
 from typing import NamedTuple
 
 import numpy as np
@@ -60,6 +60,10 @@ class _State(NamedTuple):
     path: Path
 
 
+_USED = attrgetter("used")
+_REM = attrgetter("rem")
+
+
 class StageSearch:
     """Exact minimal-stage pipeline formation over integer capacities (GPUs of equal capacity merged)."""
 
@@ -76,8 +80,9 @@ class StageSearch:
         clipped = [min(c, need) for c in capacities if c > 0]
         self.need = need
         self.sizes: tuple[int, ...] = tuple(sorted(set(clipped), reverse=True))
-        self.counts: Counts = tuple(clipped.count(s) for s in self.sizes)
-        self._thresholds = tuple(-(-need // size) for size in self.sizes)  # most of a class one pipeline uses
+        self.counts: Counts = tuple(map(clipped.count, self.sizes))
+        self._thresholds = tuple([-(-need // size) for size in self.sizes])  # most of a class a pipeline uses
+        self._usable: Counts = tuple(map(min, self.counts, self._thresholds))  # what patterns can draw on
         self._patterns: dict[tuple[int, Counts], list[tuple[Counts, int]]] = {}
         self._whole: dict[int, list[tuple[Counts, int]] | None] = {}  # per lead; None: cut at PATTERN_LIMIT
         self._shared: PatternCache = {} if shared is None else shared
@@ -172,7 +177,8 @@ class StageSearch:
             if not frontier:
                 break
             self._best.append(frontier[0])
-            if previous is not None and len(frontier) == 1:
+            # a repeat needs room for one more pipeline, so none past `most`
+            if previous is not None and len(frontier) == 1 and len(self._best) <= most:
                 self._best.extend(self._repeat(frontier[0]))
                 frontier = [self._best[-1]]
             if not truncated:
@@ -186,8 +192,8 @@ class StageSearch:
         expands the same way, shifted: those levels need no search."""
         pattern: Counts = current.path[1]  # type: ignore[assignment]
         steps = min(
-            (have - -(-self.need // size)) // n + 1
-            for have, size, n in zip(current.rem, self.sizes, pattern, strict=True)
+            (have - threshold) // n + 1
+            for have, threshold, n in zip(current.rem, self._thresholds, pattern, strict=True)
             if n
         )
         out = []
@@ -219,18 +225,21 @@ class StageSearch:
 
         Minimality does not depend on what is left, so they are the whole cluster's patterns that fit in
         `rem`; only when that list was cut short are they generated for `rem` itself."""
-        key = (lead, tuple(map(min, rem, self._thresholds)))
+        usable = tuple(map(min, rem, self._thresholds))
+        key = (lead, usable)
         found = self._patterns.get(key)
         if found is None:
             if lead not in self._whole:
-                patterns, cut = self._padded_patterns(lead, tuple(map(min, self.counts, self._thresholds)))
+                patterns, cut = self._padded_patterns(lead, self._usable)
                 self._whole[lead] = None if cut else patterns
             whole = self._whole[lead]
-            if whole is not None:
-                found = [pc for pc in whole if all(map(le, pc[0], key[1]))]
-            else:
-                found, cut = self._padded_patterns(lead, key[1])
+            if whole is None:
+                found, cut = self._padded_patterns(lead, usable)
                 self._incomplete = self._incomplete or cut
+            elif usable == self._usable:  # all of them fit: nothing a pattern can use is used up yet
+                found = whole
+            else:
+                found = [pc for pc in whole if all(map(le, pc[0], usable))]
             self._patterns[key] = found
         return found
 
@@ -385,16 +394,18 @@ def _pareto(states: list[_State], limit: int | None) -> tuple[list[_State], bool
     at most `limit` of them, and whether more existed."""
     if len(states) < 2:
         return states, False
-    # fewest stages first, then the largest prefixes (rem is unique per state, so no ties reach the state)
-    keyed = []
-    for state in states:
-        prefix = tuple(accumulate(state.rem))  # GPUs left at or above each capacity class
-        keyed.append((state.used, tuple(map(neg, prefix)), prefix, state))
-    keyed.sort()
+    # fewest stages first, then the largest prefixes; prefixes compare as the counts do (equal prefixes up to
+    # a class mean equal counts up to it), and rem is unique per state, so two stable sorts order them
+    states.sort(key=_REM, reverse=True)
+    states.sort(key=_USED)
     kept: list[tuple[int, ...]] = []
     out: list[_State] = []
-    for _, _, prefix, state in keyed:
-        if not any(all(map(ge, other, prefix)) for other in kept):
+    for state in states:
+        prefix = tuple(accumulate(state.rem))  # GPUs left at or above each capacity class
+        for other in kept:
+            if all(map(ge, other, prefix)):
+                break  # dominated
+        else:
             if limit is not None and len(out) == limit:
                 return out, True
             kept.append(prefix)
@@ -429,24 +440,26 @@ def _one_pipeline(sizes: Sequence[int], counts: Counts, need: int) -> list[_Stat
     left = _capacity_bound(sizes, counts, need)
     if left is None:
         return []
-    pattern: list[int] = []
+    pattern = [0] * len(sizes)
     for i, size in enumerate(sizes):
+        if need <= 0:  # full: the smaller classes give nothing
+            break
         take = 1 if i == 0 else 0  # the smallest count that still lets the smaller classes finish
-        while take * size + _largest_sum(sizes[i + 1 :], counts[i + 1 :], left - take) < need:
+        while take * size + _largest_sum(sizes, counts, i + 1, left - take) < need:
             take += 1
-        pattern.append(take)
+        pattern[i] = take
         left -= take
         need -= take * size
     rem = tuple(map(sub, counts, pattern))
     return [_State(sum(pattern), rem, ((), tuple(pattern)))]
 
 
-def _largest_sum(sizes: Sequence[int], counts: Sequence[int], gpus: int) -> int:
-    """Capacity of the `gpus` largest GPUs."""
+def _largest_sum(sizes: Sequence[int], counts: Sequence[int], first: int, gpus: int) -> int:
+    """Capacity of the `gpus` largest GPUs of the classes from `first` on."""
     total = 0
-    for size, n in zip(sizes, counts, strict=True):
-        take = min(n, gpus)
-        total += take * size
+    for i in range(first, len(sizes)):
+        take = min(counts[i], gpus)
+        total += take * sizes[i]
         gpus -= take
     return total
 

@@ -21,7 +21,7 @@ def water_fill(
     """Whole shares low_i <= x_i <= cap_i summing to `total`, proportional to `speeds` where bounds allow."""
     n = len(caps)
     lo = list(lows) if lows is not None else [0] * n
-    if not (n == len(speeds) == len(lo)) or min(speeds, default=1.0) <= 0:
+    if not (n == len(speeds) == len(lo)) or (n and min(speeds) <= 0):
         raise ValueError("caps, speeds and lows must align and speeds must be positive")
     if sum(lo) > total or sum(caps) < total or any(map(gt, lo, caps)):
         raise ValueError(f"cannot split {total} within bounds {lo} .. {list(caps)}")
@@ -66,9 +66,10 @@ def hamilton_round(shares: Sequence[float], total: int, caps: Sequence[int]) -> 
         if whole[i] < caps[i]:
             whole[i] += 1
             short -= 1
-    for i in range(len(whole)):  # only float error can leave units over; give them to any room left
-        room = min(short, caps[i] - whole[i])
-        if room > 0:
-            whole[i] += room
-            short -= room
+    if short:  # only float error can leave units over; give them to any room left
+        for i in range(len(whole)):
+            room = min(short, caps[i] - whole[i])
+            if room > 0:
+                whole[i] += room
+                short -= room
     return whole

@@ -76,3 +76,28 @@ def test_one_pipeline_leaves_the_largest_gpus_over() -> None:
     assert plan is not None and plan.exact
     assert search.sizes == (30, 18) and plan.patterns == ((2, 1),)
     assert search.exact(2) is None
+
+
+def level_search_first_pick(sizes: tuple[int, ...], counts: tuple[int, ...], need: int) -> tuple[int, ...]:
+    """The pipeline the level search takes first, by its definition: of the minimal patterns (dropping a GPU
+    of the smallest class used leaves it short) with a GPU of the largest class, the one with the fewest GPUs
+    and then the most large GPUs left over (the lexicographically smallest pattern); () when there is none."""
+    picks = []
+    for pattern in itertools.product(range(1, counts[0] + 1), *(range(n + 1) for n in counts[1:])):
+        held = sum(size * n for size, n in zip(sizes, pattern, strict=True))
+        smallest = min(size for size, n in zip(sizes, pattern, strict=True) if n)
+        if held >= need and held - smallest < need:
+            picks.append((sum(pattern), pattern))
+    return min(picks)[1] if picks else ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_one_pipeline_shortcut_is_the_level_searchs_first_pick(data: st.DataObject) -> None:
+    """GPUs that cannot hold two pipelines skip the level search; the shortcut must pick what it would."""
+    capacities = data.draw(st.lists(st.integers(1, 20), min_size=1, max_size=7))
+    need = data.draw(st.integers(max(2, sum(capacities) // 2 + 1), sum(capacities) + 3))  # fewer than two
+    search = StageSearch(capacities, need)
+    plan = search.plan(1)
+    expected = level_search_first_pick(search.sizes, search.counts, need)
+    assert (plan.patterns if plan else ()) == ((expected,) if expected else ())
