@@ -39,7 +39,13 @@ def db_upgrade(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    workers: Annotated[int, typer.Option(min=1, help="HTTP worker processes.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="HTTP worker processes (default: one per CPU core; 200 pollers need two for p99 < 50 ms).",
+        ),
+    ] = os.cpu_count() or 1,
 ) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs)."""
     import uvicorn

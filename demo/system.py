@@ -204,7 +204,8 @@ class LocalSystem:
 
     def start_api(self) -> None:
         port = self.api_url.rsplit(":", 1)[1]
-        self._spawn("api", ["coordinator", "serve", "--port", port])
+        # one worker process: the tests' machine also runs the miners, and the polling load here is light
+        self._spawn("api", ["coordinator", "serve", "--port", port, "--workers", "1"])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             self._check_alive("api")

@@ -46,8 +46,15 @@ class CoordinatorClient:
         result: dict[str, Any] = self._call("POST", "/v1/miners/join", body)
         return result
 
-    def heartbeat(self, layer_latency_ms: float, queue_depth: int, units: list[int]) -> None:
-        body = {"layer_latency_ms": layer_latency_ms, "queue_depth": queue_depth, "units": units}
+    def heartbeat(
+        self, layer_latency_ms: float, queue_depth: int, units: list[int], rtt_ms: dict[str, float]
+    ) -> None:
+        body = {
+            "layer_latency_ms": layer_latency_ms,
+            "queue_depth": queue_depth,
+            "units": units,
+            "rtt_ms": rtt_ms,
+        }
         self._call("POST", "/v1/miners/heartbeat", body)
 
     def assignment(self) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from client_sdk.device import DeviceProfile
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
+from miner.node.links import tcp_rtt_ms
 from miner.node.requests import SCRATCH_IDS, task_and_line
 from miner.node.signer import RefusedToSign, check_and_sign
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
@@ -91,7 +92,8 @@ class Node:
                 try:
                     driver = self.host.driver
                     queued = driver.pending if driver is not None else 0  # requests in flight at the head
-                    client.heartbeat(self.device.layer_latency_ms, queued, list(self.serving))
+                    rtt = self._measure_link()
+                    client.heartbeat(self.device.layer_latency_ms, queued, list(self.serving), rtt)
                     self._report_progress(client)
                     latest = client.assignment()
                     self.wanted = StageAssignment.from_json(latest) if latest is not None else None
@@ -117,6 +119,16 @@ class Node:
                 client.progress(unit_id, lines)
             except CoordinatorError as exc:  # e.g. the unit's results just went in: nothing left to resume
                 log.warning("progress of unit %s: %s", unit_id, exc)
+
+    def _measure_link(self) -> dict[str, float]:
+        """The round trip to the stage this node sends to, by miner address (the router's link latency)."""
+        assignment = self.host.assignment
+        peer = assignment.sends_to if assignment is not None else None
+        if peer is None:
+            return {}
+        miner, endpoint = peer
+        rtt = tcp_rtt_ms(endpoint)
+        return {} if rtt is None else {miner: rtt}
 
     def journal_finished(self, request: int, record: RequestRecord) -> None:
         """A finished request of this node's stage (not the head): journaled, so this node can check the line

@@ -38,6 +38,7 @@ class StageAssignment:
     start: int
     end: int
     endpoints: tuple[str, ...]  # every stage's inbox, first stage first
+    miners: tuple[str, ...] = ()  # every stage's miner address, in the same order
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StageAssignment:
@@ -48,7 +49,17 @@ class StageAssignment:
             start=int(data["start"]),
             end=int(data["end"]),
             endpoints=tuple(str(s["endpoint"]) for s in data["stages"]),
+            miners=tuple(str(s["miner"]) for s in data["stages"]),
         )
+
+    @property
+    def sends_to(self) -> tuple[str, str] | None:
+        """(miner, endpoint) of the stage this one sends to: the next one, or the head closing the ring; None
+        for a pipeline of one."""
+        if self.stages == 1 or not self.miners:
+            return None
+        target = (self.position + 1) % self.stages
+        return self.miners[target], self.endpoints[target]
 
     @property
     def is_head(self) -> bool:

@@ -6,6 +6,7 @@ progress, which the node reports per unit, and a head given a unit with lines' o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal, Served
+from miner.node.links import tcp_rtt_ms
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
 from miner.node.signer import RefusedToSign, check_and_sign, commitment_of
@@ -317,3 +319,19 @@ def test_units_in_flight_together_finish_in_any_order(
         later = dict(executor.finish(second, head.driver))  # the first unit's completions wait meanwhile
         earlier = dict(executor.finish(first, head.driver))
     assert earlier | later == served
+
+
+def test_a_stage_measures_its_link_to_the_stage_it_sends_to(checkpoint: Path) -> None:
+    with stage_hosts(checkpoint, [(0, 2), (2, 4)]) as [head, last]:
+        assert head.assignment is not None and last.assignment is not None
+        miners = ("0xhead", "0xlast")
+        first = dataclasses.replace(head.assignment, miners=miners)
+        second = dataclasses.replace(last.assignment, miners=miners)
+        assert first.sends_to == ("0xlast", head.assignment.endpoints[1])
+        assert second.sends_to == ("0xhead", head.assignment.endpoints[0])  # the ring back to the head
+        second_inbox = head.assignment.endpoints[1]
+        rtt = tcp_rtt_ms(second_inbox)
+        assert rtt is not None and rtt > 0
+    assert tcp_rtt_ms(second_inbox, timeout_s=0.5) is None  # nobody listens any more
+    assert tcp_rtt_ms("ipc:///tmp/stage") is None
+    assert dataclasses.replace(first, endpoints=first.endpoints[:1], miners=miners[:1]).sends_to is None
