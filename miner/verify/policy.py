@@ -56,8 +56,9 @@ STRUCTURAL_REASONS = ("too_long", "past_stop", "truncated")
 # seeded per position). Honest greedy tokens sat at most 0.10 below the top logit and every corrupted greedy
 # line had a token at least 0.77 below it: epsilon 0.5 leaves 5x room for larger numeric differences (other
 # GPUs, bigger models) and is still 1.5x under the smallest corrupted gap. Honest sampled tokens sat at most
-# 0.007 beyond top_p: a slack of 0.05 is 7x that. Honest |z| reached 3.2; the bound 5 is a false-flag rate choice (|z| > 5 has probability 6e-7 for a normal
-# statistic), since a false flag slashes an honest miner while a miss only fails to catch one cheat.
+# 0.007 beyond top_p: a slack of 0.05 is 7x that. Honest |z| reached 3.2; the bound 5 is a false-flag rate
+# choice (|z| > 5 has probability 6e-7 for a normal statistic), since a false flag slashes an honest miner
+# while a miss only fails to catch one cheat.
 DEFAULT_TOLERANCES = Tolerances(greedy_logit_gap=0.5, top_p_slack=0.05, logprob_z=5.0)
 
 
