@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
+from sqlalchemy.orm import Session
+
+from coordinator.db.models import Batch, File, FileContent
 from tests.coordinator.conftest import MODEL_NAME
 
 
@@ -28,3 +32,38 @@ def jsonl(lines: list[dict[str, Any]]) -> bytes:
 
 def batch_file(count: int) -> bytes:
     return jsonl([chat_line(f"req-{i}", f"question number {i}?") for i in range(count)])
+
+
+def running_batch(session: Session, owner: str, requests: int, now: int, content: bytes = b"") -> Batch:
+    """An input file (with `content` if given) and an in-progress batch over it, flushed; the request rows and
+    work units are the caller's."""
+    file = File(
+        id="file-" + secrets.token_hex(4),
+        owner=owner,
+        purpose="batch",
+        filename="in.jsonl",
+        bytes=len(content) or 1,
+        created_at=now,
+        line_count=requests,
+    )
+    session.add(file)
+    session.flush()  # no ORM relationship orders the inserts: the batch refers to the file
+    if content:
+        session.add(FileContent(file_id=file.id, data=content))
+    batch = Batch(
+        id="batch-" + secrets.token_hex(4),
+        owner=owner,
+        input_file_id=file.id,
+        endpoint="/v1/chat/completions",
+        model=MODEL_NAME,
+        completion_window="24h",
+        task_id=secrets.randbelow(2**32),
+        status="in_progress",
+        created_at=now,
+        expires_at=now + 86_400,
+        in_progress_at=now,
+        request_total=requests,
+    )
+    session.add(batch)
+    session.flush()
+    return batch

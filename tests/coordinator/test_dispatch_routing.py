@@ -12,11 +12,12 @@ from redis import Redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from coordinator.db.models import Batch, File, Miner, PipelineRecord, WorkUnit
+from coordinator.db.models import Batch, Miner, PipelineRecord, WorkUnit
 from coordinator.db.session import Database
 from coordinator.services import dispatch
 from coordinator.services.live import Heartbeat, LiveMembership
 from tests.coordinator.conftest import MODEL_NAME
+from tests.coordinator.helpers import running_batch
 
 NOW = 1_000
 UNIT = 4
@@ -73,33 +74,7 @@ def add_pipeline(session: Session, live: LiveMembership, *, alive: bool = True) 
 
 
 def add_batch(session: Session, requests: int) -> Batch:
-    file = File(
-        id="file-" + secrets.token_hex(4),
-        owner=address(),
-        purpose="batch",
-        filename="in.jsonl",
-        bytes=1,
-        created_at=NOW,
-        line_count=requests,
-    )
-    session.add(file)
-    session.flush()  # no ORM relationship orders the inserts: the batch refers to the file
-    batch = Batch(
-        id="batch-" + secrets.token_hex(4),
-        owner=file.owner,
-        input_file_id=file.id,
-        endpoint="/v1/chat/completions",
-        model=MODEL_NAME,
-        completion_window="24h",
-        task_id=secrets.randbelow(2**32),
-        status="in_progress",
-        created_at=NOW,
-        expires_at=NOW + 86_400,
-        request_total=requests,
-    )
-    session.add(batch)
-    session.flush()
-    return batch
+    return running_batch(session, address(), requests, NOW)
 
 
 def units_per_pipeline(session: Session, batch: Batch) -> Counter[int]:

@@ -4,7 +4,6 @@ them. Migration 0004 adds and removes their column."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +14,10 @@ from eth_account import Account
 
 from coordinator.config import Settings
 from coordinator.db.migrate import downgrade, upgrade
-from coordinator.db.models import Batch, File, FileContent, PipelineRecord, Request, WorkUnit
+from coordinator.db.models import PipelineRecord, Request, WorkUnit
 from coordinator.db.session import Database
 from tests.coordinator.conftest import MODEL_NAME, ApiServer
-from tests.coordinator.helpers import chat_line, jsonl
+from tests.coordinator.helpers import chat_line, jsonl, running_batch
 
 NOW = 1_000
 MAX_TOKENS = 8
@@ -39,22 +38,11 @@ def add_unit(database: Database) -> tuple[int, int]:
     unit's id and that of another pipeline, headed by SECOND_HEAD."""
     content = jsonl(LINES)
     with database.session() as session:
-        file = File(
-            id="file-" + secrets.token_hex(4),
-            owner=STRANGER.address,
-            purpose="batch",
-            filename="in.jsonl",
-            bytes=len(content),
-            created_at=NOW,
-            line_count=len(LINES),
-        )
-        session.add(file)
-        session.flush()  # no ORM relationship orders the inserts
-        session.add(FileContent(file_id=file.id, data=content))
+        batch = running_batch(session, STRANGER.address, len(LINES), NOW, content)
         for index, line in enumerate(LINES):
             session.add(
                 Request(
-                    file_id=file.id,
+                    file_id=batch.input_file_id,
                     line_index=index,
                     custom_id=line["custom_id"],
                     line_hash="0x" + "00" * 32,
@@ -62,20 +50,6 @@ def add_unit(database: Database) -> tuple[int, int]:
                     max_tokens=MAX_TOKENS,
                 )
             )
-        batch = Batch(
-            id="batch-" + secrets.token_hex(4),
-            owner=file.owner,
-            input_file_id=file.id,
-            endpoint="/v1/chat/completions",
-            model=MODEL_NAME,
-            completion_window="24h",
-            task_id=secrets.randbelow(2**32),
-            status="in_progress",
-            created_at=NOW,
-            expires_at=NOW + 86_400,
-            in_progress_at=NOW,
-            request_total=len(LINES),
-        )
         pipelines = [
             PipelineRecord(
                 model=MODEL_NAME,
@@ -87,7 +61,7 @@ def add_unit(database: Database) -> tuple[int, int]:
             )
             for head in (FIRST_HEAD, SECOND_HEAD)
         ]
-        session.add_all([batch, *pipelines])
+        session.add_all(pipelines)
         session.flush()
         unit = WorkUnit(
             batch_id=batch.id,
