@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 from typing import Annotated
 
-import torch
 import typer
 
 from client_sdk.cli_support import (
@@ -23,6 +22,7 @@ from client_sdk.cli_support import (
 from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
 from miner.model.config import ModelConfig
+from miner.model.dtypes import dtype_named
 from miner.node.coordinator_client import CoordinatorClient
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal
@@ -34,7 +34,6 @@ from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
 from miner.verify import corrupt
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 KV_PAGES = 512  # per microbatch, 16 tokens each
 MAX_BATCH_SIZE = 32  # sequences per microbatch
 
@@ -82,8 +81,7 @@ def serve(
 ) -> None:
     """Profile the device, join the coordinator, serve the assigned pipeline stage (and, as a pipeline's
     head, its work units), and sign the results after checking them, until Ctrl-C."""
-    if dtype not in DTYPES:
-        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    torch_dtype = dtype_named(dtype)
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json")
     market = open_market(rpc_url, deployment, keystore, signing=True)
@@ -95,7 +93,7 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     console.print("profiling the device ...")
-    measured = profile(model_dir, DTYPES[dtype], device, memory_gb)
+    measured = profile(model_dir, torch_dtype, device, memory_gb)
     tokenizer = load_tokenizer(model_dir)
     reader = Reader(tokenizer, ModelConfig.load(model_dir), stop_token_ids(tokenizer, model_dir))
     config = NodeConfig(
@@ -114,7 +112,7 @@ def serve(
         model_dir,
         listen or registered.endpoint,
         CacheSettings(local_pages=kv_pages, max_seqs=max_batch_size),
-        DTYPES[dtype],
+        torch_dtype,
         device,
     )
     executor = HeadExecutor(reader, corrupt.from_environment())

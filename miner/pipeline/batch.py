@@ -23,7 +23,8 @@ from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchLine
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
-from miner.pipeline.local import DTYPES, StageProcesses, even_split
+from miner.model.dtypes import dtype_named
+from miner.pipeline.local import StageProcesses, even_split
 from miner.pipeline.plan import decode_step_ms, microbatches_for
 from miner.pipeline.stage import CacheSettings
 
@@ -150,9 +151,8 @@ def plan_microbatches(
         start, end = even_split(config.num_layers, settings.stages)[-1]  # holds the LM head: the slowest
         context = max(len(r.prompt) for r in requests)
         batch = min(settings.max_batch_size, len(requests))
-        stage_ms = decode_step_ms(
-            model_dir, start, end, batch, context, DTYPES[settings.dtype], settings.device
-        )
+        dtype = dtype_named(settings.dtype)
+        stage_ms = decode_step_ms(model_dir, start, end, batch, context, dtype, settings.device)
         count = min(microbatches_for(stage_ms, settings.stages, settings.latency_ms), len(requests))
     if settings.offload and count < 2:
         count = 2  # offloading alternates two pools between microbatches
@@ -173,8 +173,7 @@ def run_batch(
         raise UserError(f"cannot read {input_path}: {exc.strerror}") from None
     lines, problems = openai_batch.read_batch(data, max_lines=MAX_LINES)
     config = ModelConfig.load(model_dir)
-    if settings.dtype not in DTYPES:
-        raise UserError(f"dtype {settings.dtype!r} is not one of {', '.join(DTYPES)}")
+    dtype_named(settings.dtype)  # an unknown dtype fails before any work
     tokenizer = load_tokenizer(model_dir)
     stops = stop_token_ids(tokenizer, model_dir)
     requests, errors = prepare(lines, tokenizer, config, stops)

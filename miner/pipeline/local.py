@@ -26,12 +26,11 @@ import torch
 import zmq
 
 from client_sdk.errors import UserError
+from miner.model.dtypes import DTYPES
 from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver, Request
 from miner.pipeline.head import Completion
 from miner.pipeline.stage import CacheSettings, Links, StageWorker
-
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def even_split(num_layers: int, stages: int) -> list[tuple[int, int]]:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import httpx
-import torch
 import typer
 
 from client_sdk.batch_cli import DEFAULT_COORDINATOR, CoordinatorOption
@@ -27,9 +26,8 @@ from client_sdk.cli_support import (
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner
 from client_sdk.units import format_amount, parse_amount
+from miner.model.dtypes import dtype_named
 from miner.verify.daemon import LineJudge, Verifier
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def ensure_registered(market: Market, stake: int | None) -> None:
@@ -77,8 +75,7 @@ def verify(
 ) -> None:
     """Register as a staked verifier (once), then until Ctrl-C: vote on every open dispute by re-scoring its
     evidence, and audit randomly selected lines of committed tasks, opening a dispute when one fails."""
-    if dtype not in DTYPES:
-        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    torch_dtype = dtype_named(dtype)
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json")
     market = open_market(rpc_url, deployment, keystore, signing=True)
@@ -86,7 +83,7 @@ def verify(
     ensure_registered(market, None if stake is None else parse_amount(stake))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    judge = LineJudge.load(model_dir, device, DTYPES[dtype])
+    judge = LineJudge.load(model_dir, device, torch_dtype)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with httpx.Client(base_url=coordinator, auth=WalletSigner(market.transactor.account), timeout=60) as http:
