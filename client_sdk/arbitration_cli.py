@@ -57,11 +57,6 @@ def _when(timestamp: int) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _chain_now(market: Market) -> int:
-    """Chain time: what the challenge window and the voting deadline are measured against."""
-    return int(market.w3.eth.get_block("latest")["timestamp"])
-
-
 def _existing(market: Market, dispute_id: int) -> Dispute:
     record = market.arbitration.get_dispute(dispute_id)
     if record.status == DisputeStatus.NONE:
@@ -95,7 +90,7 @@ def _check_disputable(market: Market, task_id: int) -> None:
         )
     task = market.tasks.get_task(task_id)
     closes = task.committed_at + market.tasks.challenge_window()
-    if task.committed_at and _chain_now(market) >= closes:
+    if task.committed_at and market.chain_time() >= closes:
         raise UserError(f"the challenge window of task {task_id} closed at {_when(closes)}")
     if task.status != TaskStatus.RESULTS_COMMITTED:
         raise UserError(
@@ -120,8 +115,7 @@ def _allow_bond(market: Market, owner: str) -> None:
         raise UserError(
             f"the dispute bond is {format_amount(bond)} but {owner} holds {format_amount(balance)}"
         )
-    if market.token.allowance(owner, market.escrow.address) < bond:
-        market.token.approve(market.escrow.address, bond)
+    market.token.allow(owner, market.escrow.address, bond)
 
 
 @dispute_app.command("open")
@@ -249,7 +243,7 @@ def resolve(
     record = _existing(market, dispute_id)
     if record.status != DisputeStatus.OPEN:
         raise UserError(f"dispute {dispute_id} is already resolved: {record.status.name.lower()}")
-    now = _chain_now(market)
+    now = market.chain_time()
     if now < record.voting_deadline:
         raise UserError(
             f"verifiers vote on dispute {dispute_id} until {_when(record.voting_deadline)} (chain time is "

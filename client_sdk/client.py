@@ -203,9 +203,8 @@ class Batches:
         owner = self._client.account.address
         if market.token.balance_of(owner) < max_price:
             raise UserError(f"the wallet {owner} holds less than the max price {max_price}")
-        if market.token.allowance(owner, market.escrow.address) < max_price:
-            market.token.approve(market.escrow.address, max_price)
-        now = int(market.w3.eth.get_block("latest")["timestamp"])
+        market.token.allow(owner, market.escrow.address, max_price)
+        now = market.chain_time()
         task_id = market.tasks.create_task(
             model_id(file.model),
             bytes.fromhex(file.input_root.removeprefix("0x")),

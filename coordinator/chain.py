@@ -27,7 +27,7 @@ class CoordinatorChain:
 
     def now(self) -> int:
         """Chain time: what deadlines and windows are measured against."""
-        return int(self.market.w3.eth.get_block("latest")["timestamp"])
+        return self.market.chain_time()
 
     def task(self, task_id: int) -> Task:
         return self.market.tasks.get_task(task_id)

@@ -173,7 +173,7 @@ def cli_env(rpc_url: str, deployment_file: Path, account: LocalAccount) -> dict[
 def create_task(user_market: Market, config: DemoConfig) -> int:
     """The user approves the escrow and creates the task with its maximum price."""
     user_market.token.approve(user_market.escrow.address, config.max_price)
-    now = user_market.w3.eth.get_block("latest")["timestamp"]
+    now = user_market.chain_time()
     return user_market.tasks.create_task(
         model_id=model_id(MODEL),
         input_root=keccak(text="demo input file"),

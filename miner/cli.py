@@ -78,8 +78,8 @@ def register(
     me = market.address
     profile = replace(profile, signer=market.w3.to_checksum_address(signer or me))
     _check_can_register(market, me, amount, approve)
-    if approve and market.token.allowance(me, market.registry.address) < amount:
-        market.token.approve(market.registry.address, amount)
+    if approve:
+        market.token.allow(me, market.registry.address, amount)
     market.registry.register(profile, amount)
     console.print(f"registered {me} with a stake of {format_amount(amount)}")
 
@@ -184,7 +184,7 @@ def withdraw(
     """Withdraw earnings and any stake whose unbonding period has passed."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
-    now = market.w3.eth.get_block("latest")["timestamp"]
+    now = market.chain_time()
     stake = market.registry.stake_of(me)
     earnings = market.escrow.balance_of(me)
     stake_ready = stake.unbonding > 0 and now >= stake.unbonding_release_at

@@ -53,7 +53,7 @@ def test_a_verifier_stakes_exits_and_withdraws(
 
     mine.arbitration.request_verifier_exit()
     exiting = admin_market.arbitration.verifier_of(verifier.address)
-    now = admin_market.w3.eth.get_block("latest")["timestamp"]
+    now = admin_market.chain_time()
     assert exiting.release_at == now + admin_market.arbitration.verifier_unbonding_period()
     assert exiting.registered and not exiting.active
     assert not admin_market.arbitration.is_verifier(verifier.address)
@@ -138,7 +138,7 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.DISPUTED
 
     auditor.arbitration.vote(dispute_id, Vote.MINERS_AT_FAULT)
-    chain.advance_time(dispute.voting_deadline - admin_market.w3.eth.get_block("latest")["timestamp"])
+    chain.advance_time(dispute.voting_deadline - admin_market.chain_time())
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_AT_FAULT
     assert admin_market.escrow.audit_pool() == 2 * bond
     slashed = 2 * config.stake_lock

@@ -49,6 +49,12 @@ class Token(_Bound):
     def approve(self, spender: str, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.approve(spender, amount))
 
+    def allow(self, owner: str, spender: str, amount: int) -> None:
+        """Lets `spender` pull `amount` of `owner`'s tokens (`owner` signs), approving only if the allowance
+        falls short."""
+        if self.allowance(owner, spender) < amount:
+            self.approve(spender, amount)
+
     def transfer(self, to: str, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.transfer(to, amount))
 
@@ -285,6 +291,10 @@ class Market:
         if self.transactor is None:
             raise UserError("this action needs a key: set BATCHMARKET_PRIVATE_KEY or pass --keystore")
         return self.transactor.address
+
+    def chain_time(self) -> int:
+        """The latest block's timestamp, which deadlines, windows and unbonding periods are measured in."""
+        return int(self.w3.eth.get_block("latest")["timestamp"])
 
     def as_account(self, account: LocalAccount) -> Market:
         """The same deployment, signing as another account."""

@@ -48,8 +48,7 @@ def ensure_registered(market: Market, stake: int | None) -> None:
         raise UserError(
             f"staking {format_amount(amount)} needs that much; {me} holds {format_amount(balance)}"
         )
-    if market.token.allowance(me, arbitration.address) < amount:
-        market.token.approve(arbitration.address, amount)
+    market.token.allow(me, arbitration.address, amount)
     arbitration.register_verifier(amount)
     console.print(f"registered {me} as a verifier with {format_amount(amount)} staked")
 

@@ -115,16 +115,13 @@ class Verifier:
             w.tasks.update(range(w.next_task, last_task + 1))
             w.next_task = last_task + 1
 
-    def _now(self) -> int:
-        return int(self.market.w3.eth.get_block("latest")["timestamp"])
-
     # -- disputes
 
     def _dispute_settled(self, dispute_id: int) -> bool:
         """Votes on the dispute once its evidence is published; True when there is nothing more to do."""
         arbitration = self.market.arbitration
         record = arbitration.get_dispute(dispute_id)
-        if record.status != DisputeStatus.OPEN or self._now() >= record.voting_deadline:
+        if record.status != DisputeStatus.OPEN or self.market.chain_time() >= record.voting_deadline:
             return True
         if arbitration.vote_of(dispute_id, self.address) != Vote.NONE:
             return True
@@ -171,7 +168,7 @@ class Verifier:
         if task.status != TaskStatus.RESULTS_COMMITTED:
             return False  # not committed yet
         arbitration = self.market.arbitration
-        if self._now() >= task.committed_at + self.market.tasks.challenge_window():
+        if self.market.chain_time() >= task.committed_at + self.market.tasks.challenge_window():
             return True
         if arbitration.dispute_of_task(task_id):
             return True  # one dispute per task: its owner's, or another verifier's audit

@@ -195,9 +195,7 @@ def test_after_the_window_a_line_cannot_be_disputed(system: LocalSystem, batches
 def test_with_no_votes_the_dispute_resolves_to_no_decision(system: LocalSystem, batches: Batches) -> None:
     market, a = system.market, batches.disputed
     record = market.arbitration.get_dispute(1)
-    system.advance_chain_time(
-        record.voting_deadline - int(market.w3.eth.get_block("latest")["timestamp"]) + 1
-    )
+    system.advance_chain_time(record.voting_deadline - market.chain_time() + 1)
     owed = market.escrow.balance_of(system.user.address)
     resolved = arbitration(system, "resolve", "1")
     assert resolved.exit_code == 0, resolved.output

@@ -80,9 +80,7 @@ def voted(system: LocalSystem, dispute_id: int) -> Dispute:
 
 
 def resolve(system: LocalSystem, record: Dispute, dispute_id: int) -> DisputeStatus:
-    system.advance_chain_time(
-        record.voting_deadline - system.anvil.w3.eth.get_block("latest")["timestamp"] + 1
-    )
+    system.advance_chain_time(record.voting_deadline - system.market.chain_time() + 1)
     return system.market.arbitration.resolve(dispute_id)
 
 
