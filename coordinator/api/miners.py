@@ -136,9 +136,9 @@ def results(
         dispatch.LineResult(r.index, r.text, tuple(r.output_token_ids), r.prompt_tokens, r.finish_reason)
         for r in body.results
     ]
-    stored = dispatch.submit(db, miner, unit_id, lines, int(time.time()))
-    _nudge(request, db, dispatch.batch_of_unit(db, unit_id))
-    return {"stored": stored}
+    submitted = dispatch.submit(db, miner, unit_id, lines, int(time.time()))
+    _nudge(request, db, submitted.batch_id)
+    return {"stored": submitted.stored}
 
 
 @router.get("/signing", summary="Result commitments waiting for this miner's signature")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -220,8 +220,13 @@ def _requests(session: Session, batch: Batch, indices: list[int]) -> dict[int, R
     return {r.line_index: r for r in session.scalars(query)}
 
 
-def submit(session: Session, miner: str, unit_id: int, results: list[LineResult], now: int) -> int:
-    """Stores the results of a unit leased to a pipeline this miner heads; returns how many were new."""
+class Submitted(NamedTuple):
+    batch_id: str
+    stored: int  # results that were new
+
+
+def submit(session: Session, miner: str, unit_id: int, results: list[LineResult], now: int) -> Submitted:
+    """Stores the results of a unit leased to a pipeline this miner heads."""
     unit, pipeline, batch = _headed_unit(session, miner, unit_id)
     allowed = set(unit.line_indices)
     requests = _requests(session, batch, unit.line_indices)
@@ -282,7 +287,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
         stored += 1
     if allowed <= seen:
         _close(unit)
-    return stored
+    return Submitted(batch.id, stored)
 
 
 def _result_row(
@@ -364,13 +369,6 @@ def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now:
 def _close(unit: WorkUnit) -> None:
     """Every line has its result: the unit is done, and its partial outputs are of no more use."""
     unit.status, unit.partial_outputs = "done", None
-
-
-def batch_of_unit(session: Session, unit_id: int) -> str:
-    unit = session.get(WorkUnit, unit_id)
-    if unit is None:
-        raise NotFound("work unit", str(unit_id))
-    return unit.batch_id
 
 
 def result_count(session: Session, batch_id: str) -> int:

@@ -30,7 +30,6 @@ log = logging.getLogger("batchmarket.miner")
 class Started:
     """A unit's servable lines, submitted to the pipeline."""
 
-    task_id: int
     ready: list[Prepared]
     ids: list[int]
 
@@ -47,14 +46,14 @@ class HeadExecutor:
         parsed = [openai_batch.parse_line(item["line"], item["index"] + 1) for item in lines]
         partials = {item["index"]: item.get("resume") for item in lines}
         ready = self.reader.prepare(parsed)
-        ids = [request_id(task_id, r.line.line_number - 1) for r in ready]
-        resume = {}
-        for i, r in zip(ids, ready, strict=True):
+        ids, resume = [], {}
+        for r in ready:
             index = r.line.line_number - 1
+            ids.append(request_id(task_id, index))
             if output := self._resumable(index, partials[index], r):
-                resume[i] = output
+                resume[ids[-1]] = output
         driver.submit([(i, r.prompt, r.params) for i, r in zip(ids, ready, strict=True)], resume)
-        return Started(task_id, ready, ids)
+        return Started(ready, ids)
 
     def _resumable(self, index: int, partial: object, prepared: Prepared) -> tuple[int, ...]:
         """The output tokens a line resumes from: what the coordinator sent when it can be an unfinished

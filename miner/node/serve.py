@@ -64,7 +64,6 @@ class Node:
         self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
-        self.units_served = 0
 
     def run(self, stop: threading.Event) -> None:
         self.client.join(self.config.model, self.config.endpoint, self.config.region, self.device.as_dict())
@@ -194,7 +193,6 @@ class Node:
             stored = self.client.submit(unit_id, results)
         finally:
             self.serving.pop(unit_id, None)
-        self.units_served += 1
         log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
 
     def _sign_pending(self) -> bool:

@@ -87,13 +87,7 @@ class PipelineDriver:
         """Yields each submitted request's completion as it finishes, until none is pending. `check` runs
         whenever nothing arrives for a moment and raises to give up (a dead stage, a new assignment);
         TimeoutError if nothing finishes for `idle_timeout_s`."""
-        last_progress = time.monotonic()
-        while self._pending:
-            got = self._receive(check)
-            if got is None:
-                _give_up_if_idle(last_progress, idle_timeout_s)
-                continue
-            last_progress = time.monotonic()
+        for got in self._arrivals(lambda: bool(self._pending), idle_timeout_s, check):
             yield from got
 
     def wait_for(
@@ -101,15 +95,28 @@ class PipelineDriver:
     ) -> dict[int, tuple[int, ...]]:
         """The outputs of the requests `ids` (submitted earlier), once all have finished. Completions of other
         requests that arrive meanwhile are kept for their own wait. Gives up as `completions` does."""
-        last_progress = time.monotonic()
-        while not all(i in self._done for i in ids):
-            got = self._receive(check)
-            if got is None:
-                _give_up_if_idle(last_progress, idle_timeout_s)
-                continue
-            last_progress = time.monotonic()
+
+        def waiting() -> bool:
+            return not all(i in self._done for i in ids)
+
+        for got in self._arrivals(waiting, idle_timeout_s, check):
             self._done.update((c.request_id, c.output) for c in got)
         return {i: self._done.pop(i) for i in ids}
+
+    def _arrivals(
+        self, waiting: Callable[[], bool], idle_timeout_s: float, check: Callable[[], None]
+    ) -> Iterator[list[Completion]]:
+        """The completions of each message that comes in while `waiting()`; `check` runs whenever nothing
+        comes for a moment, and TimeoutError ends the wait after `idle_timeout_s` without a message."""
+        last_progress = time.monotonic()
+        while waiting():
+            got = self._receive(check)
+            if got is None:
+                if time.monotonic() - last_progress > idle_timeout_s:
+                    raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
+                continue
+            last_progress = time.monotonic()
+            yield got
 
     def _receive(self, check: Callable[[], None]) -> list[Completion] | None:
         """The completions of the next message (None if none came for a moment)."""
@@ -141,8 +148,3 @@ class PipelineDriver:
             self._outbox.close()
             self._outbox = None
         self._inbox.close()
-
-
-def _give_up_if_idle(last_progress: float, idle_timeout_s: float) -> None:
-    if time.monotonic() - last_progress > idle_timeout_s:
-        raise TimeoutError(f"no request finished in {idle_timeout_s:.0f} s")
