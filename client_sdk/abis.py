@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-CONTRACT_NAMES = ("MockStablecoin", "GPURegistry", "PaymentEscrow", "TaskRegistry", "Arbitration")
+CONTRACT_NAMES = ("MockStablecoin", "GPURegistry", "PaymentEscrow", "TaskRegistry", "VerifierRegistry", "Arbitration")
 
 Abi = list[dict[str, Any]]
 

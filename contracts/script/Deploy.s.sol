@@ -8,9 +8,12 @@ import {GPURegistry} from "../src/GPURegistry.sol";
 import {PaymentEscrow} from "../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
+import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {IArbitration} from "../src/interfaces/IArbitration.sol";
 
 /// @title Deploy
-/// @notice Deploys the market (mock token unless TOKEN is set, registry, escrow, task registry, arbitration),
+/// @notice Deploys the market (mock token unless TOKEN is set, GPU registry, escrow, task registry, verifier
+/// registry, arbitration),
 /// wires their roles, and writes a deployment file that every other component reads.
 /// Every parameter has a default and can be overridden by an environment variable of the same name.
 ///
@@ -27,12 +30,17 @@ contract Deploy is Script {
         uint256 challengeWindow;
         uint256 coordinatorFeeBps;
         uint256 minStakeLock;
+        uint256 maxValueAtRisk;
         uint256 disputeBond;
         uint256 votingPeriod;
         uint256 verifierRewardBps;
         uint256 minVerifierStake;
         uint256 verifierUnbondingPeriod;
         uint256 auditRateBps;
+        uint256 jurorPenaltyBps;
+        uint256 noDecisionFeeBps;
+        uint256 baseJury;
+        uint256 auditRewardPerDay;
     }
 
     struct Deployed {
@@ -40,6 +48,7 @@ contract Deploy is Script {
         GPURegistry gpuRegistry;
         PaymentEscrow escrow;
         TaskRegistry taskRegistry;
+        VerifierRegistry verifierRegistry;
         Arbitration arbitration;
     }
 
@@ -69,21 +78,28 @@ contract Deploy is Script {
                 challengeWindow: p.challengeWindow,
                 coordinatorFeeBps: p.coordinatorFeeBps,
                 feeRecipient: p.feeRecipient,
-                minStakeLock: p.minStakeLock
+                minStakeLock: p.minStakeLock,
+                maxValueAtRisk: p.maxValueAtRisk
             })
+        );
+        d.verifierRegistry = new VerifierRegistry(
+            token, address(d.escrow), p.admin, p.minVerifierStake, p.verifierUnbondingPeriod
         );
         d.arbitration = new Arbitration(
             d.taskRegistry,
             d.gpuRegistry,
             d.escrow,
+            d.verifierRegistry,
             p.admin,
-            Arbitration.Config({
+            IArbitration.Config({
                 disputeBond: p.disputeBond,
                 votingPeriod: p.votingPeriod,
                 verifierRewardBps: p.verifierRewardBps,
-                minVerifierStake: p.minVerifierStake,
-                verifierUnbondingPeriod: p.verifierUnbondingPeriod,
-                auditRateBps: p.auditRateBps
+                auditRateBps: p.auditRateBps,
+                jurorPenaltyBps: p.jurorPenaltyBps,
+                noDecisionFeeBps: p.noDecisionFeeBps,
+                baseJury: p.baseJury,
+                auditRewardPerDay: p.auditRewardPerDay
             })
         );
 
@@ -92,6 +108,7 @@ contract Deploy is Script {
         d.escrow.grantRole(d.escrow.TASK_MANAGER_ROLE(), address(d.taskRegistry));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.arbitration));
+        d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
     }
 
@@ -101,16 +118,21 @@ contract Deploy is Script {
         p.feeRecipient = vm.envOr("FEE_RECIPIENT", p.coordinator);
         p.token = vm.envOr("TOKEN", address(0));
         p.minStake = vm.envOr("MIN_STAKE", uint256(100e6));
-        p.unbondingPeriod = vm.envOr("UNBONDING_PERIOD", uint256(3 days));
+        p.unbondingPeriod = vm.envOr("UNBONDING_PERIOD", uint256(14 days));
         p.challengeWindow = vm.envOr("CHALLENGE_WINDOW", uint256(1 days));
         p.coordinatorFeeBps = vm.envOr("COORDINATOR_FEE_BPS", uint256(500));
         p.minStakeLock = vm.envOr("MIN_STAKE_LOCK", uint256(10e6));
+        p.maxValueAtRisk = vm.envOr("MAX_VALUE_AT_RISK", uint256(1_000e6));
         p.disputeBond = vm.envOr("DISPUTE_BOND", uint256(5e6));
-        p.votingPeriod = vm.envOr("VOTING_PERIOD", uint256(1 days));
+        p.votingPeriod = vm.envOr("VOTING_PERIOD", uint256(12 hours));
         p.verifierRewardBps = vm.envOr("VERIFIER_REWARD_BPS", uint256(1_000));
         p.minVerifierStake = vm.envOr("MIN_VERIFIER_STAKE", uint256(100e6));
         p.verifierUnbondingPeriod = vm.envOr("VERIFIER_UNBONDING_PERIOD", uint256(3 days));
         p.auditRateBps = vm.envOr("AUDIT_RATE_BPS", uint256(1_000));
+        p.jurorPenaltyBps = vm.envOr("JUROR_PENALTY_BPS", uint256(5_000));
+        p.noDecisionFeeBps = vm.envOr("NO_DECISION_FEE_BPS", uint256(2_000));
+        p.baseJury = vm.envOr("BASE_JURY", uint256(5));
+        p.auditRewardPerDay = vm.envOr("AUDIT_REWARD_PER_DAY", uint256(50e6));
     }
 
     function _write(Params memory p, Deployed memory d, uint256 startBlock) internal {
@@ -119,6 +141,7 @@ contract Deploy is Script {
         vm.serializeAddress(c, "gpu_registry", address(d.gpuRegistry));
         vm.serializeAddress(c, "payment_escrow", address(d.escrow));
         vm.serializeAddress(c, "task_registry", address(d.taskRegistry));
+        vm.serializeAddress(c, "verifier_registry", address(d.verifierRegistry));
         string memory contracts = vm.serializeAddress(c, "arbitration", address(d.arbitration));
 
         string memory r = "roles";

@@ -2,8 +2,6 @@
 pragma solidity ^0.8.24;
 
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
-import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
-import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IArbitration} from "./interfaces/IArbitration.sol";
@@ -11,228 +9,228 @@ import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "./interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
 import {ResultLeaf} from "./libraries/ResultLeaf.sol";
+import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 
 /// @title Arbitration
-/// @notice The task owner may challenge one result leaf of a committed task during its challenge window, posting a
-/// bond and a Merkle proof that the leaf is in the committed results root. Staked verifiers vote until a
-/// deadline; then anyone resolves:
-/// - more "at fault" votes: the leaf's pipeline miners lose their task lock; the owner gets the whole escrow back,
-///   the bond back, and the slashed stake minus the verifiers' reward;
-/// - more "correct" votes: the task settles normally; the bond pays the verifiers' reward and the rest goes to the
-///   pipeline's miners for their trouble;
-/// - no votes, or a tie (the timeout outcome): the results stand, the task settles normally and the bond goes back
-///   to the owner in full. Nobody is punished when no one checked.
+/// @notice Juries drawn at random, weighted by stake, decide disputes over single result leaves.
 ///
-/// Verifiers: anyone who stakes at least `minVerifierStake` of the payment token. A verifier votes only on
-/// disputes opened in a block after the one it registered in (so no one can register after seeing a dispute to
-/// stuff its votes) and before the block it asked to exit in. Its stake comes back after an unbonding period, at
-/// least the voting period, so that it stays put while the verifier can still vote. In this version verifier
-/// stake is never slashed: it only makes each vote costly to obtain.
+/// Opening: the task owner challenges one leaf of a committed task inside its challenge window (one dispute per
+/// task for the owner), posting a bond and a Merkle proof; or an active verifier opens the random audit of a
+/// selected task's selected line (bond from the audit pool). Audits never use or block the owner's dispute:
+/// the owner may dispute while an audit runs, and the owner's window is extended by the time an audit ran.
 ///
-/// Random audits (proof of sampling): while a committed task is in its challenge window anyone may draw its audit;
-/// the hash of the block the draw lands in seeds it, and anyone seals that seed from the next block on. With `seed` sealed, the task is selected iff
-/// `uint256(seed) % 10_000 < auditRateBps`, and the audited line is
-/// `uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount`. Any active verifier may then open a dispute
-/// on that line (`openAudit`) on the owner's behalf: the owner is the challenger and beneficiary, the bond comes
-/// from the audit pool (funded by anyone, held by the escrow) and goes back to it unless the miners were right,
-/// in which case it is forfeited exactly as an owner's bond. Only selected tasks, one line each, at most one
-/// dispute per task: no one can aim audits at an honest miner, and the owner pays nothing for them.
+/// Each round: the hash of the block after the opening (unknown when the round opens) seeds the draw, and the
+/// candidates are the verifiers registered before the round opened. Anyone draws the jury once that block
+/// exists: `seats` seats, each landing on a verifier with probability proportional to its registered stake.
+/// A landing on a party to the dispute (task owner, opener, coordinator, the task's miners and their signers,
+/// the leaf's pipeline), on an exiting verifier or on one without free stake for another seat is drawn again,
+/// a bounded number of times. Each seat locks `seatStake` of the juror's stake. Jurors commit
+/// `voteCommitment(...)`, then reveal; a side wins a round with more revealed seats.
 ///
-/// Resolution and voting are never paused.
+/// Appeals: after a round's reveal phase, a party on its losing side (the challenger side: owner or opener; the
+/// miner side: the leaf's pipeline) may appeal within the appeal phase for twice the previous bond, to a jury of
+/// 2 * seats + 1. The last round's majority is the outcome (a tie or no reveal: NoDecision). A round whose jury
+/// is never drawn in time leaves the previous round's outcome standing (NoDecision for round 0): whoever asked
+/// for the round bears its failure, and anyone may draw, so no one gains by waiting.
+///
+/// Resolution pays everyone at once: at fault, the pipeline is slashed, the owner refunded and paid the slash
+/// less the jurors' reward; bonds of the winning side come back, bonds of the losing side are forfeited (a
+/// reward share to the coherent jurors, the rest to the other side; an audit-pool bond's rest back to the pool);
+/// NoDecision keeps a fee from the owner's bond for the miners. Jurors of every round who voted against the
+/// outcome or did not reveal lose `penaltyBps` of their seats' stake, which goes, with the reward, to the
+/// coherent seats. What no one can be paid (dust, no coherent juror) goes to the audit pool.
 contract Arbitration is IArbitration, AccessControl {
     using SafeCast for uint256;
-    using SafeERC20 for IERC20;
 
-    uint256 public constant MAX_VOTERS = 15;
+    uint256 public constant MAX_ROUNDS = 3;
     uint256 public constant MAX_PIPELINE = 32;
     uint256 public constant MAX_PROOF_LENGTH = 64;
     uint256 public constant MAX_REWARD_BPS = 5_000;
-    uint256 public constant MIN_VOTING_PERIOD = 1 minutes;
-    uint256 public constant MAX_VERIFIER_UNBONDING = 30 days;
+    uint256 public constant MAX_NO_DECISION_FEE_BPS = 5_000;
+    uint256 public constant MAX_BASE_JURY = 15;
+    uint256 public constant MIN_PHASE = 1 minutes;
     uint256 public constant MAX_AUDIT_RATE_BPS = 10_000;
-    /// @notice Blocks whose hash the EVM still returns: a drawn audit must be sealed within them.
+    /// @notice Draws per seat before a jury is left short (parties and busy verifiers are drawn again).
+    uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
+    /// @notice Blocks whose hash the EVM still returns: a seed must be used within them.
     uint256 public constant BLOCKHASH_WINDOW = 256;
     uint256 private constant BPS = 10_000;
 
     ITaskRegistry public immutable taskRegistry;
     IGPURegistry public immutable gpuRegistry;
     IPaymentEscrow public immutable escrow;
-    /// @notice The payment token (the escrow's): verifier stakes are held here in it.
-    IERC20 public immutable token;
+    /// @notice The verifiers' stake and their weight in jury draws.
+    IVerifierRegistry public immutable verifiers;
 
-    /// @notice Bond the owner posts to open a dispute, token base units.
-    uint256 public disputeBond;
-    /// @notice Seconds verifiers have to vote after a dispute opens.
-    uint256 public votingPeriod;
-    /// @notice Share of the slashed stake (at fault) or of the bond (correct) paid to the winning voters.
-    uint256 public verifierRewardBps;
+    Config private _config;
     /// @notice Number of disputes opened so far; ids start at 1.
     uint256 public disputeCount;
-    /// @notice Smallest stake a verifier registers with, token base units.
-    uint256 public minVerifierStake;
-    /// @notice Seconds between a verifier's exit request and the withdrawal of its stake.
-    uint256 public verifierUnbondingPeriod;
-    /// @notice Share of drawn tasks selected for an audit, in basis points; 0 disables audits.
-    uint256 public auditRateBps;
+    /// @notice Juror rewards the audit pool has paid on each day (`block.timestamp / 1 days`).
+    mapping(uint256 day => uint256) public auditRewardsPaid;
 
     mapping(uint256 disputeId => Dispute) private _disputes;
     mapping(uint256 disputeId => address[]) private _pipelines;
-    mapping(uint256 disputeId => address[]) private _voters;
-    mapping(uint256 disputeId => mapping(address verifier => Vote)) public voteOf;
+    mapping(uint256 disputeId => Round[]) private _rounds;
+    mapping(uint256 disputeId => mapping(uint8 round => address[])) private _jurors;
+    mapping(uint256 disputeId => mapping(uint8 round => mapping(address => Juror))) private _seats;
     /// @inheritdoc IArbitration
     mapping(uint256 taskId => uint256 disputeId) public disputeOfTask;
-    mapping(address account => Verifier) private _verifiers;
     mapping(uint256 taskId => Audit) private _audits;
 
-    struct Config {
-        uint256 disputeBond;
-        uint256 votingPeriod;
-        uint256 verifierRewardBps;
-        uint256 minVerifierStake;
-        uint256 verifierUnbondingPeriod;
-        uint256 auditRateBps;
+    /// @dev What a resolution pays, built in memory and handed to the escrow in one call.
+    struct Ledger {
+        address[] payees;
+        uint256[] amounts;
+        uint256 count;
+        uint256 jurorPot;
+        uint256 penalties;
+        uint256 coherentSeats;
     }
 
-    /// @dev Checks that stake cannot finish unbonding while a dispute about it could still be open.
     constructor(
         ITaskRegistry taskRegistry_,
         IGPURegistry gpuRegistry_,
         IPaymentEscrow escrow_,
+        IVerifierRegistry verifiers_,
         address admin,
-        Config memory config
+        Config memory initialConfig
     ) {
         if (
             address(taskRegistry_) == address(0) || address(gpuRegistry_) == address(0)
-                || address(escrow_) == address(0) || admin == address(0)
+                || address(escrow_) == address(0) || address(verifiers_) == address(0) || admin == address(0)
         ) revert ZeroAddress();
         taskRegistry = taskRegistry_;
         gpuRegistry = gpuRegistry_;
         escrow = escrow_;
-        token = escrow_.token();
+        verifiers = verifiers_;
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
-        _setDisputeBond(config.disputeBond);
-        // The verifier unbonding period first: the voting period is checked against it.
-        _setVerifierUnbondingPeriod(config.verifierUnbondingPeriod);
-        _setVotingPeriod(config.votingPeriod);
-        _setVerifierReward(config.verifierRewardBps);
-        _setMinVerifierStake(config.minVerifierStake);
-        _setAuditRate(config.auditRateBps);
+        _setConfig(initialConfig);
     }
 
     // ---------------------------------------------------------------------------------------------- disputes
 
     /// @inheritdoc IArbitration
-    /// @dev The owner must have approved the escrow for `disputeBond`.
+    /// @dev The owner must have approved the escrow for `disputeBond`. Inside the task's challenge window, or at
+    /// any time while an audit of the task runs.
     function openDispute(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
         external
         returns (uint256 disputeId)
     {
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
         if (task.owner != msg.sender) revert NotTaskOwner(taskId, msg.sender);
+        uint256 existing = disputeOfTask[taskId];
+        if (existing != 0) revert DisputeAlreadyOpen(taskId, existing);
         disputeId = _startDispute(taskId, task, leaf, proof, false);
+        disputeOfTask[taskId] = disputeId;
     }
 
     /// @inheritdoc IArbitration
-    /// @dev Only a verifier registered in a block before the dispute's, and not exiting by then.
-    function vote(uint256 disputeId, Vote choice) external {
-        Verifier storage verifier = _verifiers[msg.sender];
-        if (verifier.stake == 0) revert NotVerifier(msg.sender);
+    function drawJury(uint256 disputeId) external {
         Dispute storage dispute = _open(disputeId);
-        uint256 opened = dispute.openedAtBlock;
-        uint256 exitAt = verifier.exitAtBlock;
-        if (verifier.registeredAtBlock >= opened || (exitAt != 0 && exitAt <= opened)) {
-            revert VerifierNotEligible(disputeId, msg.sender);
+        uint8 r = dispute.round;
+        Round storage round = _rounds[disputeId][r];
+        if (round.commitDeadline != 0) revert JuryAlreadyDrawn(disputeId, r);
+        if (block.number <= round.seedBlock) revert JuryNotDrawable(disputeId, round.seedBlock + 1);
+        if (_drawExpired(round)) revert DrawExpired(disputeId, r);
+        uint256 seed = uint256(keccak256(abi.encode(blockhash(round.seedBlock), disputeId, r)));
+        uint256 drawn =
+            _drawSeats(disputeId, r, seed, round, _parties(disputeId, dispute), dispute.terms.seatStake);
+        uint64 phase = dispute.terms.phase;
+        round.seatsDrawn = uint16(drawn);
+        round.commitDeadline = (block.timestamp + phase).toUint64();
+        round.revealDeadline = round.commitDeadline + phase;
+        round.appealDeadline = round.revealDeadline + phase;
+        address[] storage jurors = _jurors[disputeId][r];
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            emit JurorDrawn(disputeId, r, jurors[i], _seats[disputeId][r][jurors[i]].seats);
         }
-        if (block.timestamp >= dispute.votingDeadline) {
-            revert VotingClosed(disputeId, dispute.votingDeadline);
-        }
-        if (choice == Vote.None) revert InvalidVote();
-        if (voteOf[disputeId][msg.sender] != Vote.None) revert AlreadyVoted(disputeId, msg.sender);
-        address[] storage voters = _voters[disputeId];
-        if (voters.length >= MAX_VOTERS) revert TooManyVotes(disputeId, MAX_VOTERS);
-
-        voteOf[disputeId][msg.sender] = choice;
-        voters.push(msg.sender);
-        if (choice == Vote.MinersAtFault) ++dispute.votesAtFault;
-        else ++dispute.votesCorrect;
-        emit VoteCast(disputeId, msg.sender, choice);
+        emit JuryDrawn(disputeId, r, uint16(drawn), round.commitDeadline);
     }
 
     /// @inheritdoc IArbitration
+    function commitVote(uint256 disputeId, bytes32 commitment) external {
+        Dispute storage dispute = _open(disputeId);
+        uint8 r = dispute.round;
+        Round storage round = _rounds[disputeId][r];
+        if (round.commitDeadline == 0 || block.timestamp >= round.commitDeadline) {
+            revert NotCommitPhase(disputeId, r);
+        }
+        Juror storage juror = _juror(disputeId, r, msg.sender);
+        if (juror.commitment != 0) revert AlreadyCommitted(disputeId, msg.sender);
+        if (commitment == 0) revert InvalidVote();
+        juror.commitment = commitment;
+        emit VoteCommitted(disputeId, r, msg.sender);
+    }
+
+    /// @inheritdoc IArbitration
+    /// @dev Only after the commit phase, so no revealed vote can be copied by a juror still to commit.
+    function revealVote(uint256 disputeId, Vote choice, bytes32 salt) external {
+        Dispute storage dispute = _open(disputeId);
+        uint8 r = dispute.round;
+        Round storage round = _rounds[disputeId][r];
+        if (
+            round.commitDeadline == 0 || block.timestamp < round.commitDeadline
+                || block.timestamp >= round.revealDeadline
+        ) {
+            revert NotRevealPhase(disputeId, r);
+        }
+        Juror storage juror = _juror(disputeId, r, msg.sender);
+        if (juror.vote != Vote.None) revert AlreadyRevealed(disputeId, msg.sender);
+        if (choice == Vote.None) revert InvalidVote();
+        if (voteCommitment(disputeId, r, msg.sender, choice, salt) != juror.commitment) {
+            revert CommitmentMismatch(disputeId, msg.sender);
+        }
+        juror.vote = choice;
+        if (choice == Vote.MinersAtFault) round.votesAtFault += juror.seats;
+        else round.votesCorrect += juror.seats;
+        emit VoteRevealed(disputeId, r, msg.sender, choice, juror.seats);
+    }
+
+    /// @inheritdoc IArbitration
+    /// @dev The appellant must have approved the escrow for twice the current round's bond.
+    function appeal(uint256 disputeId) external {
+        Dispute storage dispute = _open(disputeId);
+        uint8 r = dispute.round;
+        Round storage round = _rounds[disputeId][r];
+        if (
+            round.commitDeadline == 0 || block.timestamp < round.revealDeadline
+                || block.timestamp >= round.appealDeadline || r + 1 >= MAX_ROUNDS
+        ) revert NotAppealable(disputeId, r);
+        bool challengerSide = msg.sender == dispute.challenger || msg.sender == dispute.opener;
+        if (!challengerSide && !_contains(_pipelines[disputeId], msg.sender)) {
+            revert NotAParty(disputeId, msg.sender);
+        }
+        DisputeStatus outcome = _outcome(round);
+        if (
+            (outcome == DisputeStatus.MinersAtFault && challengerSide)
+                || (outcome == DisputeStatus.MinersCorrect && !challengerSide)
+        ) revert AppealByWinner(disputeId, msg.sender);
+
+        uint8 next = r + 1;
+        uint128 bond = round.bond * 2;
+        dispute.round = next;
+        uint64 seedBlock = _openRound(disputeId, dispute.terms, next, bond, msg.sender, challengerSide);
+        escrow.depositBond(_bondId(disputeId, next), msg.sender, bond);
+        emit Appealed(disputeId, next, msg.sender, bond, seedBlock);
+    }
+
+    /// @inheritdoc IArbitration
+    /// @dev After the last round's reveal phase (and its appeal phase, unless no appeal can follow), or once a
+    /// round's jury can no longer be drawn.
     function resolve(uint256 disputeId) external returns (DisputeStatus outcome) {
         Dispute storage dispute = _open(disputeId);
-        if (block.timestamp < dispute.votingDeadline) {
-            revert VotingStillOpen(disputeId, dispute.votingDeadline);
-        }
-
-        address[] storage pipeline = _pipelines[disputeId];
-        uint256 slashed;
-        uint256 reward;
-        uint256 winners;
-        if (dispute.votesAtFault > dispute.votesCorrect) {
-            outcome = DisputeStatus.MinersAtFault;
-            winners = dispute.votesAtFault;
-            slashed = taskRegistry.resolveDispute(dispute.taskId, true, pipeline);
-            reward = slashed * verifierRewardBps / BPS;
-            _payFromSlash(disputeId, dispute.challenger, slashed, reward, Vote.MinersAtFault, winners);
-            _returnBond(disputeId, dispute);
-        } else if (dispute.votesCorrect > dispute.votesAtFault) {
-            outcome = DisputeStatus.MinersCorrect;
-            winners = dispute.votesCorrect;
-            taskRegistry.resolveDispute(dispute.taskId, false, pipeline);
-            reward = uint256(dispute.bond) * verifierRewardBps / BPS;
-            _forfeitBond(disputeId, dispute.bond, reward, winners, pipeline);
+        uint8 r = dispute.round;
+        Round storage round = _rounds[disputeId][r];
+        if (round.commitDeadline == 0) {
+            if (!_drawExpired(round)) revert NotResolvable(disputeId, round.drawDeadline);
+            outcome = r == 0 ? DisputeStatus.NoDecision : _outcome(_rounds[disputeId][r - 1]);
         } else {
-            outcome = DisputeStatus.NoDecision;
-            taskRegistry.resolveDispute(dispute.taskId, false, pipeline);
-            _returnBond(disputeId, dispute);
+            uint256 until = r + 1 < MAX_ROUNDS ? round.appealDeadline : round.revealDeadline;
+            if (block.timestamp < until) revert NotResolvable(disputeId, until);
+            outcome = _outcome(round);
         }
         dispute.status = outcome;
-        emit DisputeResolved(disputeId, outcome, slashed, reward, winners);
-    }
-
-    // ------------------------------------------------------------------------------------------- verifiers
-
-    /// @inheritdoc IArbitration
-    /// @dev The caller must have approved this contract for `stake`. The registration takes effect from the next
-    /// block on: the verifier votes only on disputes opened after the block it registered in.
-    function registerVerifier(uint256 stake) external {
-        Verifier storage verifier = _verifiers[msg.sender];
-        if (verifier.stake != 0) revert VerifierAlreadyRegistered(msg.sender);
-        uint256 minimum = minVerifierStake;
-        if (stake < minimum) revert VerifierStakeTooLow(stake, minimum);
-        verifier.stake = stake.toUint128();
-        verifier.registeredAtBlock = block.number.toUint64();
-        token.safeTransferFrom(msg.sender, address(this), stake);
-        emit VerifierRegistered(msg.sender, stake);
-    }
-
-    /// @inheritdoc IArbitration
-    /// @dev The verifier still votes on disputes opened before this block, until their deadlines; the unbonding
-    /// period is at least the voting period, so its stake stays here meanwhile.
-    function requestVerifierExit() external {
-        Verifier storage verifier = _verifiers[msg.sender];
-        if (verifier.stake == 0) revert NotVerifier(msg.sender);
-        if (verifier.exitAtBlock != 0) revert VerifierExitAlreadyRequested(msg.sender, verifier.releaseAt);
-        uint64 releaseAt = (block.timestamp + verifierUnbondingPeriod).toUint64();
-        verifier.exitAtBlock = block.number.toUint64();
-        verifier.releaseAt = releaseAt;
-        emit VerifierExitRequested(msg.sender, releaseAt);
-    }
-
-    /// @inheritdoc IArbitration
-    /// @dev Verifier stake is never slashed in this version: the whole stake comes back.
-    function withdrawVerifierStake() external returns (uint256 amount) {
-        Verifier storage verifier = _verifiers[msg.sender];
-        amount = verifier.stake;
-        if (amount == 0) revert NotVerifier(msg.sender);
-        if (verifier.exitAtBlock == 0) revert VerifierExitNotRequested(msg.sender);
-        if (block.timestamp < verifier.releaseAt) {
-            revert VerifierUnbondingNotFinished(verifier.releaseAt, block.timestamp);
-        }
-        delete _verifiers[msg.sender];
-        token.safeTransfer(msg.sender, amount);
-        emit VerifierStakeWithdrawn(msg.sender, amount);
+        _settle(disputeId, dispute, outcome);
     }
 
     // ---------------------------------------------------------------------------------------------- audits
@@ -244,106 +242,108 @@ contract Arbitration is IArbitration, AccessControl {
     }
 
     /// @inheritdoc IArbitration
-    /// @dev Anyone, once per task, while the task is committed and inside its challenge window. A draw whose
-    /// seed was never sealed while the hash of block `drawBlock` was available (256 blocks) may be drawn again.
-    /// Grinding: that hash is unknown when drawing (it depends on the whole block the draw lands in), except to
-    /// the proposer of that block, who can only withhold the block at its own cost. Once the block exists everyone can compute the prospective seed, and someone who
-    /// dislikes it can decline to seal; but anyone else (the owner, any verifier) can seal it for 256 blocks, so
-    /// a redraw is only bought when no one who wants the audit seals in time. Sealing itself leaves no choice. On a
-    /// chain whose sequencer can pick block hashes freely, the sequencer could steer selection.
+    /// @dev Anyone, once per task, while the task is committed and inside its challenge window. The hash of the
+    /// block this transaction lands in seeds the audit: unknown to the caller when it sends it (only that block's
+    /// proposer could withhold it, at its own cost). The draw is final: it is never drawn again.
     function drawAudit(uint256 taskId) external {
-        if (auditRateBps == 0) revert AuditsDisabled();
+        if (_config.auditRateBps == 0) revert AuditsDisabled();
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
         if (task.status == ITaskRegistry.TaskStatus.None) revert ITaskRegistry.UnknownTask(taskId);
         if (task.status != ITaskRegistry.TaskStatus.ResultsCommitted) {
             revert ITaskRegistry.WrongStatus(taskId, task.status, ITaskRegistry.TaskStatus.ResultsCommitted);
         }
-        uint256 endsAt = uint256(task.committedAt) + taskRegistry.challengeWindow();
+        uint256 endsAt = taskRegistry.challengeEndsAt(taskId);
         if (block.timestamp >= endsAt) revert ITaskRegistry.ChallengeWindowClosed(taskId, endsAt);
         Audit storage audit = _audits[taskId];
-        uint256 drawn = audit.drawBlock;
-        if (drawn != 0 && (audit.seed != 0 || block.number <= drawn + BLOCKHASH_WINDOW)) {
-            revert AuditAlreadyDrawn(taskId, drawn);
-        }
+        if (audit.drawBlock != 0) revert AuditAlreadyDrawn(taskId, audit.drawBlock);
         audit.drawBlock = block.number.toUint64();
         emit AuditDrawn(taskId, block.number);
     }
 
     /// @inheritdoc IArbitration
-    /// @dev Anyone, from the block after the draw while the hash of block `drawBlock` is available (so a chain
-    /// that mines only on demand can seal with the very next transaction):
-    /// `seed = keccak256(abi.encode(blockhash(drawBlock), taskId))`; selected iff
-    /// `uint256(seed) % 10_000 < auditRateBps` (the rate at sealing time); the audited line is
-    /// `uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount`. All three are fixed from then on.
+    /// @dev Anyone, from the block after the draw: `seed = keccak256(abi.encode(blockhash(drawBlock), taskId))`;
+    /// selected iff `uint256(seed) % 10_000 < auditRateBps`; the line is
+    /// `uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount`. If the hash is no longer available
+    /// (256 blocks passed), the draw seals as not selected: it fails closed, so withholding the seal can never
+    /// buy a second draw.
     function sealAudit(uint256 taskId) external returns (bool selected) {
         Audit storage audit = _audits[taskId];
         uint256 drawn = audit.drawBlock;
         if (drawn == 0) revert AuditNotDrawn(taskId);
-        if (audit.seed != 0) revert AuditAlreadySealed(taskId, audit.seed);
+        if (audit.isSealed) revert AuditAlreadySealed(taskId);
         if (block.number <= drawn) revert AuditSeedNotReady(taskId, drawn + 1);
         bytes32 hash = blockhash(drawn);
-        if (block.number > drawn + BLOCKHASH_WINDOW || hash == 0) revert AuditSeedExpired(taskId, drawn);
-        bytes32 seed = keccak256(abi.encode(hash, taskId));
-        selected = uint256(seed) % BPS < auditRateBps;
-        uint32 index;
-        if (selected) {
-            uint256 requestCount = taskRegistry.getTask(taskId).requestCount;
-            index = (uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount).toUint32();
+        audit.isSealed = true;
+        if (hash != 0) {
+            bytes32 seed = keccak256(abi.encode(hash, taskId));
+            selected = uint256(seed) % BPS < _config.auditRateBps;
+            audit.seed = seed;
+            audit.selected = selected;
+            if (selected) {
+                uint256 requestCount = taskRegistry.getTask(taskId).requestCount;
+                audit.requestIndex =
+                    (uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount).toUint32();
+            }
         }
-        audit.seed = seed;
-        audit.selected = selected;
-        audit.requestIndex = index;
-        emit AuditSealed(taskId, seed, selected, index);
+        emit AuditSealed(taskId, audit.seed, selected, audit.requestIndex);
     }
 
     /// @inheritdoc IArbitration
-    /// @dev Only an active verifier, on the selected line of a selected task, with the same checks as
-    /// `openDispute`. The task owner is the challenger; the bond comes from the audit pool, and when the pool
-    /// cannot cover it the escrow reverts with `AuditPoolTooSmall(pool, bond)`.
+    /// @dev Only an active verifier that is not a party to the task, on the selected line of a selected task.
+    /// The task owner is the challenger; the bond comes from the audit pool (`AuditPoolTooSmall` when it cannot
+    /// cover it). The auditor is never drawn onto the audit's jury.
     function openAudit(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
         external
         returns (uint256 disputeId)
     {
-        if (!isVerifier(msg.sender)) revert NotVerifier(msg.sender);
+        if (!verifiers.isVerifier(msg.sender)) revert NotVerifier(msg.sender);
         Audit storage audit = _audits[taskId];
-        if (audit.seed == 0) revert AuditNotSealed(taskId);
+        if (!audit.isSealed) revert AuditNotSealed(taskId);
         if (!audit.selected) revert TaskNotSelected(taskId);
+        if (audit.disputeId != 0) revert AuditAlreadyOpened(taskId, audit.disputeId);
         if (leaf.requestIndex != audit.requestIndex) {
             revert NotAuditedLine(taskId, leaf.requestIndex, audit.requestIndex);
         }
-        disputeId = _startDispute(taskId, taskRegistry.getTask(taskId), leaf, proof, true);
+        ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
+        if (_isTaskParty(taskId, task.owner, msg.sender)) revert AuditorIsAParty(taskId, msg.sender);
+        disputeId = _startDispute(taskId, task, leaf, proof, true);
+        audit.disputeId = disputeId;
         emit AuditOpened(disputeId, taskId, msg.sender);
     }
 
     // ------------------------------------------------------------------------------------------------ admin
 
-    function setDisputeBond(uint256 bond) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setDisputeBond(bond);
+    /// @notice Replaces the configuration. Disputes already open keep the terms they opened with.
+    function setConfig(Config calldata newConfig) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setConfig(newConfig);
     }
 
-    function setVotingPeriod(uint256 period) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setVotingPeriod(period);
-    }
-
-    function setVerifierReward(uint256 bps) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setVerifierReward(bps);
-    }
-
-    function setMinVerifierStake(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setMinVerifierStake(amount);
-    }
-
-    /// @notice Sets the unbonding period for future exit requests.
-    function setVerifierUnbondingPeriod(uint256 period) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setVerifierUnbondingPeriod(period);
-    }
-
-    /// @notice Sets the audit rate for seeds sealed from now on.
+    /// @notice Sets the audit rate for draws sealed from now on (the rest of the configuration unchanged).
     function setAuditRate(uint256 bps) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        _setAuditRate(bps);
+        Config memory c = _config;
+        c.auditRateBps = bps;
+        _setConfig(c);
     }
 
     // ------------------------------------------------------------------------------------------------ views
+
+    function config() external view returns (Config memory) {
+        return _config;
+    }
+
+    function disputeBond() external view returns (uint256) {
+        return _config.disputeBond;
+    }
+
+    function auditRateBps() external view returns (uint256) {
+        return _config.auditRateBps;
+    }
+
+    /// @notice Longest a dispute can run, opening to resolution: every round's draw, commit, reveal and appeal
+    /// phases.
+    function maxDisputeDuration() public view returns (uint256) {
+        return MAX_ROUNDS * 4 * _config.votingPeriod;
+    }
 
     /// @inheritdoc IArbitration
     function verifyLeaf(bytes32 resultsRoot, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
@@ -355,8 +355,32 @@ contract Arbitration is IArbitration, AccessControl {
     }
 
     /// @inheritdoc IArbitration
+    function voteCommitment(uint256 disputeId, uint8 round, address juror, Vote choice, bytes32 salt)
+        public
+        pure
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(disputeId, round, juror, choice, salt));
+    }
+
+    /// @inheritdoc IArbitration
     function getDispute(uint256 disputeId) external view returns (Dispute memory) {
         return _disputes[disputeId];
+    }
+
+    /// @inheritdoc IArbitration
+    function roundOf(uint256 disputeId, uint8 round) external view returns (Round memory) {
+        return _rounds[disputeId][round];
+    }
+
+    /// @inheritdoc IArbitration
+    function jurorsOf(uint256 disputeId, uint8 round) external view returns (address[] memory) {
+        return _jurors[disputeId][round];
+    }
+
+    /// @inheritdoc IArbitration
+    function jurorOf(uint256 disputeId, uint8 round, address account) external view returns (Juror memory) {
+        return _seats[disputeId][round][account];
     }
 
     /// @inheritdoc IArbitration
@@ -365,31 +389,14 @@ contract Arbitration is IArbitration, AccessControl {
     }
 
     /// @inheritdoc IArbitration
-    function votersOf(uint256 disputeId) external view returns (address[] memory) {
-        return _voters[disputeId];
-    }
-
-    /// @inheritdoc IArbitration
-    function isVerifier(address account) public view returns (bool) {
-        Verifier storage verifier = _verifiers[account];
-        return verifier.stake != 0 && verifier.exitAtBlock == 0;
-    }
-
-    /// @inheritdoc IArbitration
-    function verifierOf(address account) external view returns (Verifier memory) {
-        return _verifiers[account];
-    }
-
-    /// @inheritdoc IArbitration
     function auditOf(uint256 taskId) external view returns (Audit memory) {
         return _audits[taskId];
     }
 
-    // --------------------------------------------------------------------------------------------- internal
+    // --------------------------------------------------------------------------------------------- opening
 
-    /// @dev What `openDispute` and `openAudit` share: one dispute per task; the leaf, bound to the task, proven in
-    /// the committed results root; the task frozen (which reverts unless it is committed and inside its challenge
-    /// window); the bond posted by the owner or out of the audit pool.
+    /// @dev What owner disputes and audits share: the leaf bound to the task and proven in the committed results
+    /// root; the task frozen (the registry checks status and window); round 0 opened and its bond posted.
     function _startDispute(
         uint256 taskId,
         ITaskRegistry.Task memory task,
@@ -397,8 +404,6 @@ contract Arbitration is IArbitration, AccessControl {
         bytes32[] calldata proof,
         bool audit
     ) private returns (uint256 disputeId) {
-        uint256 existing = disputeOfTask[taskId];
-        if (existing != 0) revert DisputeAlreadyOpen(taskId, existing);
         if (leaf.taskId != taskId) revert LeafTaskMismatch(taskId, leaf.taskId);
         if (proof.length > MAX_PROOF_LENGTH) revert ProofTooLong(proof.length, MAX_PROOF_LENGTH);
         if (leaf.pipeline.length > MAX_PIPELINE) revert PipelineTooLong(leaf.pipeline.length, MAX_PIPELINE);
@@ -406,35 +411,281 @@ contract Arbitration is IArbitration, AccessControl {
         if (!MerkleProof.verifyCalldata(proof, task.resultsRoot, leafHash)) revert InvalidProof();
 
         disputeId = ++disputeCount;
-        uint128 bond = disputeBond.toUint128();
-        uint64 votingDeadline = (block.timestamp + votingPeriod).toUint64();
-        _disputes[disputeId] = Dispute({
-            taskId: taskId,
-            challenger: task.owner,
-            votingDeadline: votingDeadline,
-            status: DisputeStatus.Open,
-            votesCorrect: 0,
-            votesAtFault: 0,
-            bond: bond,
-            requestIndex: leaf.requestIndex,
-            openedAtBlock: block.number.toUint64(),
-            audit: audit,
-            leafHash: leafHash
-        });
+        Dispute storage dispute = _record(disputeId, task.owner, leaf, leafHash, audit);
         _pipelines[disputeId] = leaf.pipeline;
-        disputeOfTask[taskId] = disputeId;
-
         taskRegistry.markDisputed(taskId);
-        if (audit) escrow.depositBondFromAuditPool(disputeId, bond);
-        else escrow.depositBond(disputeId, task.owner, bond);
-        emit DisputeOpened(disputeId, taskId, task.owner, leaf.requestIndex, leafHash, bond, votingDeadline);
+        address payer = audit ? address(0) : task.owner;
+        uint64 seedBlock = _openRound(disputeId, dispute.terms, 0, dispute.bond, payer, true);
+        if (audit) escrow.depositBondFromAuditPool(_bondId(disputeId, 0), dispute.bond);
+        else escrow.depositBond(_bondId(disputeId, 0), payer, dispute.bond);
+        emit DisputeOpened(
+            disputeId, taskId, task.owner, leaf.requestIndex, leafHash, dispute.bond, seedBlock
+        );
     }
 
-    /// @dev The whole bond back to whoever posted it: the challenger, or the audit pool.
-    function _returnBond(uint256 disputeId, Dispute storage dispute) private {
-        if (dispute.audit) escrow.returnBondToAuditPool(disputeId);
-        else escrow.settleBond(disputeId, new address[](0), new uint256[](0), dispute.challenger);
+    /// @dev Writes a new dispute with the terms and bond of the configuration in force now.
+    function _record(
+        uint256 disputeId,
+        address owner,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32 leafHash,
+        bool audit
+    ) private returns (Dispute storage dispute) {
+        Config storage c = _config;
+        dispute = _disputes[disputeId];
+        dispute.taskId = leaf.taskId;
+        dispute.challenger = owner;
+        dispute.opener = msg.sender;
+        dispute.status = DisputeStatus.Open;
+        dispute.audit = audit;
+        dispute.requestIndex = leaf.requestIndex;
+        dispute.openedAtBlock = block.number.toUint64();
+        dispute.openedAt = block.timestamp.toUint64();
+        dispute.bond = c.disputeBond.toUint128();
+        dispute.leafHash = leafHash;
+        dispute.terms = Terms({
+            phase: c.votingPeriod.toUint32(),
+            rewardBps: uint16(c.verifierRewardBps),
+            penaltyBps: uint16(c.jurorPenaltyBps),
+            noDecisionFeeBps: uint16(c.noDecisionFeeBps),
+            baseJury: uint16(c.baseJury),
+            seatStake: verifiers.minStake().toUint128()
+        });
     }
+
+    /// @dev Round `r` has `2^r * (baseJury + 1) - 1` seats; its seed is the next block's hash, and only verifiers
+    /// registered by now can sit on it.
+    function _openRound(
+        uint256 disputeId,
+        Terms memory terms,
+        uint8 r,
+        uint128 bond,
+        address bondPayer,
+        bool challengerSide
+    ) private returns (uint64 seedBlock) {
+        seedBlock = (block.number + 1).toUint64();
+        _rounds[disputeId].push(
+            Round({
+                seedBlock: seedBlock,
+                drawDeadline: (block.timestamp + terms.phase).toUint64(),
+                commitDeadline: 0,
+                revealDeadline: 0,
+                appealDeadline: 0,
+                seats: uint16(((uint256(terms.baseJury) + 1) << r) - 1),
+                seatsDrawn: 0,
+                votesCorrect: 0,
+                votesAtFault: 0,
+                weightTotal: verifiers.totalWeight().toUint128(),
+                bond: bond,
+                bondPayer: bondPayer,
+                challengerSide: challengerSide
+            })
+        );
+    }
+
+    /// @dev Fills up to `round.seats` seats from numbers derived from `seed`, skipping parties, exiting verifiers
+    /// and verifiers without `seatStake` free; at most DRAW_ATTEMPTS_PER_SEAT draws per seat.
+    function _drawSeats(
+        uint256 disputeId,
+        uint8 r,
+        uint256 seed,
+        Round storage round,
+        address[] memory parties,
+        uint256 seatStake
+    ) private returns (uint256 drawn) {
+        uint256 total = round.weightTotal;
+        uint256 seats = round.seats;
+        if (total == 0) return 0;
+        uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
+        for (uint256 attempt = 0; drawn < seats && attempt < attempts; ++attempt) {
+            address account =
+                verifiers.candidate(uint256(keccak256(abi.encode(seed, attempt))) % total, total);
+            if (_contains(parties, account) || !verifiers.lockSeat(account, seatStake)) continue;
+            Juror storage juror = _seats[disputeId][r][account];
+            if (juror.seats == 0) _jurors[disputeId][r].push(account);
+            ++juror.seats;
+            ++drawn;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------ resolution
+
+    /// @dev Settles the task, then every bond, stake penalty and reward of the dispute in one escrow call.
+    function _settle(uint256 disputeId, Dispute storage dispute, DisputeStatus outcome) private {
+        uint256 taskId = dispute.taskId;
+        bool atFault = outcome == DisputeStatus.MinersAtFault;
+        address[] storage pipeline = _pipelines[disputeId];
+        // An audit found nothing: the owner keeps the time it ran to dispute in.
+        if (dispute.audit && !atFault) {
+            taskRegistry.extendChallenge(taskId, block.timestamp - dispute.openedAt);
+        }
+        uint256 slashed = taskRegistry.resolveDispute(taskId, atFault, pipeline, disputeOfTask[taskId] != 0);
+
+        uint256 rounds = dispute.round + 1;
+        Ledger memory ledger = _newLedger(disputeId, rounds, pipeline.length);
+        _settleJurors(disputeId, dispute, rounds, outcome, ledger);
+        escrow.absorbReceived();
+        if (atFault) {
+            uint256 reward = slashed * dispute.terms.rewardBps / BPS;
+            ledger.jurorPot += reward;
+            _pay(ledger, dispute.challenger, slashed - reward);
+        }
+        for (uint256 i = 0; i < rounds; ++i) {
+            _settleBond(disputeId, dispute, uint8(i), outcome, pipeline, ledger);
+        }
+        uint256 rewards = _payJurors(disputeId, rounds, outcome, ledger);
+        _trim(ledger);
+        escrow.distribute(ledger.payees, ledger.amounts);
+        emit DisputeResolved(disputeId, outcome, slashed, rewards, ledger.penalties);
+    }
+
+    /// @dev Unlocks every seat; an incoherent or silent seat loses `penaltyBps` of its stake (the verifier
+    /// registry sends it to the escrow). Coherent: the outcome's vote, or any revealed vote when there was no decision.
+    function _settleJurors(
+        uint256 disputeId,
+        Dispute storage dispute,
+        uint256 rounds,
+        DisputeStatus outcome,
+        Ledger memory ledger
+    ) private {
+        uint256 seatStake = dispute.terms.seatStake;
+        uint256 seatPenalty = seatStake * dispute.terms.penaltyBps / BPS;
+        for (uint8 r = 0; r < rounds; ++r) {
+            address[] storage jurors = _jurors[disputeId][r];
+            for (uint256 i = 0; i < jurors.length; ++i) {
+                Juror storage juror = _seats[disputeId][r][jurors[i]];
+                uint256 penalty;
+                if (_coherent(juror.vote, outcome)) {
+                    ledger.coherentSeats += juror.seats;
+                } else {
+                    penalty = seatPenalty * juror.seats;
+                    ledger.penalties += penalty;
+                    emit JurorSettled(disputeId, jurors[i], penalty, 0);
+                }
+                verifiers.releaseSeat(jurors[i], seatStake * juror.seats, penalty);
+            }
+        }
+        ledger.jurorPot += ledger.penalties;
+    }
+
+    /// @dev Round `r`'s bond: back to its payer if its side won; kept in part (NoDecision fee on the owner's
+    /// round-0 bond) or forfeited otherwise. An audit-pool bond's unpaid rest stays in the float, which returns
+    /// to the pool; its juror reward is capped per day.
+    function _settleBond(
+        uint256 disputeId,
+        Dispute storage dispute,
+        uint8 r,
+        DisputeStatus outcome,
+        address[] storage pipeline,
+        Ledger memory ledger
+    ) private {
+        Round storage round = _rounds[disputeId][r];
+        uint256 bond = escrow.releaseBond(_bondId(disputeId, r));
+        address payer = round.bondPayer;
+        if (outcome == DisputeStatus.NoDecision) {
+            uint256 fee = payer != address(0) && r == 0 ? bond * dispute.terms.noDecisionFeeBps / BPS : 0;
+            _payPipeline(ledger, pipeline, fee);
+            if (payer != address(0)) _pay(ledger, payer, bond - fee);
+            return;
+        }
+        bool won = round.challengerSide == (outcome == DisputeStatus.MinersAtFault);
+        if (won) {
+            if (payer != address(0)) _pay(ledger, payer, bond);
+            return;
+        }
+        uint256 reward = bond * dispute.terms.rewardBps / BPS;
+        if (payer == address(0)) {
+            reward = _takeAuditBudget(reward);
+        } else if (round.challengerSide) {
+            _payPipeline(ledger, pipeline, bond - reward);
+        } else {
+            _pay(ledger, dispute.challenger, bond - reward);
+        }
+        ledger.jurorPot += reward;
+    }
+
+    /// @dev The juror pot shared by coherent seats; rounding dust (or the whole pot, with no coherent seat) stays
+    /// in the float for the audit pool. Returns what the jurors got.
+    function _payJurors(uint256 disputeId, uint256 rounds, DisputeStatus outcome, Ledger memory ledger)
+        private
+        returns (uint256 paid)
+    {
+        if (ledger.coherentSeats == 0) return 0;
+        uint256 perSeat = ledger.jurorPot / ledger.coherentSeats;
+        for (uint8 r = 0; r < rounds; ++r) {
+            address[] storage jurors = _jurors[disputeId][r];
+            for (uint256 i = 0; i < jurors.length; ++i) {
+                Juror storage juror = _seats[disputeId][r][jurors[i]];
+                if (!_coherent(juror.vote, outcome)) continue;
+                uint256 reward = perSeat * juror.seats;
+                _pay(ledger, jurors[i], reward);
+                paid += reward;
+                emit JurorSettled(disputeId, jurors[i], 0, reward);
+            }
+        }
+    }
+
+    /// @dev Arrays long enough for every payee: the challenger, each round's bond payer, the pipeline (twice:
+    /// a NoDecision fee and a forfeited bond cannot both happen, but appeals can forfeit once per round), and
+    /// every juror.
+    function _newLedger(uint256 disputeId, uint256 rounds, uint256 pipelineLength)
+        private
+        view
+        returns (Ledger memory ledger)
+    {
+        uint256 size = 1 + rounds * (1 + pipelineLength);
+        for (uint8 r = 0; r < rounds; ++r) {
+            size += _jurors[disputeId][r].length;
+        }
+        ledger.payees = new address[](size);
+        ledger.amounts = new uint256[](size);
+    }
+
+    function _pay(Ledger memory ledger, address payee, uint256 amount) private pure {
+        if (amount == 0) return;
+        ledger.payees[ledger.count] = payee;
+        ledger.amounts[ledger.count] = amount;
+        ++ledger.count;
+    }
+
+    /// @dev Equal parts to the pipeline's miners, dust to the first; a zero address in the pipeline (the miners
+    /// signed whatever the coordinator built) is paid to the coordinator's fee recipient, and so is everything
+    /// when the pipeline is empty.
+    function _payPipeline(Ledger memory ledger, address[] storage pipeline, uint256 amount) private view {
+        uint256 miners = pipeline.length;
+        if (miners == 0) {
+            _pay(ledger, taskRegistry.feeRecipient(), amount);
+            return;
+        }
+        uint256 share = amount / miners;
+        for (uint256 i = 0; i < miners; ++i) {
+            uint256 part = i == 0 ? amount - share * (miners - 1) : share;
+            address miner = pipeline[i];
+            _pay(ledger, miner == address(0) ? taskRegistry.feeRecipient() : miner, part);
+        }
+    }
+
+    /// @dev Shortens the ledger's arrays to the entries written.
+    function _trim(Ledger memory ledger) private pure {
+        address[] memory payees = ledger.payees;
+        uint256[] memory amounts = ledger.amounts;
+        uint256 count = ledger.count;
+        assembly ("memory-safe") {
+            mstore(payees, count)
+            mstore(amounts, count)
+        }
+    }
+
+    /// @dev What is left of today's audit reward budget, up to `wanted`; records it as spent.
+    function _takeAuditBudget(uint256 wanted) private returns (uint256 granted) {
+        uint256 day = block.timestamp / 1 days;
+        uint256 spent = auditRewardsPaid[day];
+        uint256 cap = _config.auditRewardPerDay;
+        granted = spent >= cap ? 0 : (cap - spent < wanted ? cap - spent : wanted);
+        auditRewardsPaid[day] = spent + granted;
+    }
+
+    // --------------------------------------------------------------------------------------------- helpers
 
     function _open(uint256 disputeId) private view returns (Dispute storage dispute) {
         dispute = _disputes[disputeId];
@@ -442,120 +693,97 @@ contract Arbitration is IArbitration, AccessControl {
         if (dispute.status != DisputeStatus.Open) revert DisputeNotOpen(disputeId);
     }
 
-    /// @dev Slashed stake already sits in the escrow: the winning voters share `reward` equally, the owner gets the
-    /// rest (including rounding dust).
-    function _payFromSlash(
-        uint256 disputeId,
-        address challenger,
-        uint256 slashed,
-        uint256 reward,
-        Vote winningVote,
-        uint256 winners
-    ) private {
-        (address[] memory payees, uint256[] memory amounts) =
-            _voterShares(disputeId, winningVote, winners, reward, 1);
-        payees[winners] = challenger;
-        amounts[winners] = slashed - reward / winners * winners;
-        escrow.creditReceived(payees, amounts);
+    function _juror(uint256 disputeId, uint8 r, address account) private view returns (Juror storage juror) {
+        juror = _seats[disputeId][r][account];
+        if (juror.seats == 0) revert NotJuror(disputeId, r, account);
     }
 
-    /// @dev The winning voters share `reward`; the rest of the bond goes to the pipeline's miners in equal parts,
-    /// with rounding dust to the first. A leaf with no pipeline sends the rest to the coordinator's fee recipient.
-    function _forfeitBond(
-        uint256 disputeId,
-        uint256 bond,
-        uint256 reward,
-        uint256 winners,
-        address[] storage pipeline
-    ) private {
-        uint256 miners = pipeline.length;
-        (address[] memory payees, uint256[] memory amounts) =
-            _voterShares(disputeId, Vote.MinersCorrect, winners, reward, miners);
-        uint256 rest = bond - reward / winners * winners;
-        if (miners == 0) {
-            escrow.settleBond(disputeId, payees, amounts, _feeRecipient());
-            return;
-        }
-        for (uint256 i = 0; i < miners; ++i) {
-            payees[winners + i] = _payableOrFeeRecipient(pipeline[i]);
-            amounts[winners + i] = rest / miners;
-        }
-        // Rounding dust is the bond's remainder and goes to the first pipeline miner.
-        escrow.settleBond(disputeId, payees, amounts, _payableOrFeeRecipient(pipeline[0]));
+    /// @dev A round's jury can no longer be drawn: its seed block's hash is gone, or its drawing phase is over.
+    function _drawExpired(Round storage round) private view returns (bool) {
+        return
+            block.number > uint256(round.seedBlock) + BLOCKHASH_WINDOW
+                || block.timestamp >= round.drawDeadline;
     }
 
-    /// @dev A committed leaf may name the zero address in its pipeline (the miners signed whatever the coordinator
-    /// built). Its share goes to the fee recipient, so such a leaf can neither block resolution nor escape disputes.
-    function _payableOrFeeRecipient(address account) private view returns (address) {
-        return account == address(0) ? _feeRecipient() : account;
+    function _outcome(Round storage round) private view returns (DisputeStatus) {
+        if (round.votesAtFault > round.votesCorrect) return DisputeStatus.MinersAtFault;
+        if (round.votesCorrect > round.votesAtFault) return DisputeStatus.MinersCorrect;
+        return DisputeStatus.NoDecision;
     }
 
-    /// @dev Arrays with one equal share of `reward` per winning voter, and `extra` empty slots after them.
-    function _voterShares(uint256 disputeId, Vote winningVote, uint256 winners, uint256 reward, uint256 extra)
+    function _coherent(Vote vote, DisputeStatus outcome) private pure returns (bool) {
+        if (outcome == DisputeStatus.NoDecision) return vote != Vote.None;
+        return
+            outcome == DisputeStatus.MinersAtFault ? vote == Vote.MinersAtFault : vote == Vote.MinersCorrect;
+    }
+
+    /// @dev Bond ids in the escrow: one per dispute round.
+    function _bondId(uint256 disputeId, uint8 r) private pure returns (uint256) {
+        return disputeId << 8 | r;
+    }
+
+    /// @dev Everyone who may not sit on this dispute's jury: the task owner, the opener, the coordinator that
+    /// assigned the task, every assigned miner and its signer, and the leaf's pipeline.
+    function _parties(uint256 disputeId, Dispute storage dispute)
         private
         view
-        returns (address[] memory payees, uint256[] memory amounts)
+        returns (address[] memory parties)
     {
-        payees = new address[](winners + extra);
-        amounts = new uint256[](winners + extra);
-        address[] storage voters = _voters[disputeId];
-        uint256 share = reward / winners;
-        uint256 next;
-        for (uint256 i = 0; i < voters.length; ++i) {
-            // bounded by MAX_VOTERS
-            if (voteOf[disputeId][voters[i]] == winningVote) {
-                payees[next] = voters[i];
-                amounts[next] = share;
-                ++next;
-            }
+        uint256 taskId = dispute.taskId;
+        address[] memory miners = taskRegistry.minersOf(taskId);
+        address[] storage pipeline = _pipelines[disputeId];
+        parties = new address[](3 + 2 * miners.length + pipeline.length);
+        parties[0] = dispute.challenger;
+        parties[1] = dispute.opener;
+        parties[2] = taskRegistry.coordinatorOf(taskId);
+        uint256 next = 3;
+        for (uint256 i = 0; i < miners.length; ++i) {
+            parties[next++] = miners[i];
+            parties[next++] = gpuRegistry.signerOf(miners[i]);
+        }
+        for (uint256 i = 0; i < pipeline.length; ++i) {
+            parties[next++] = pipeline[i];
         }
     }
 
-    function _feeRecipient() private view returns (address) {
-        return taskRegistry.feeRecipient();
+    /// @dev Whether `account` is the task's owner, coordinator, one of its miners or a miner's signer.
+    function _isTaskParty(uint256 taskId, address owner, address account) private view returns (bool) {
+        if (account == owner || account == taskRegistry.coordinatorOf(taskId)) return true;
+        address[] memory miners = taskRegistry.minersOf(taskId);
+        for (uint256 i = 0; i < miners.length; ++i) {
+            if (account == miners[i] || account == gpuRegistry.signerOf(miners[i])) return true;
+        }
+        return false;
     }
 
-    function _setDisputeBond(uint256 bond) private {
-        if (bond == 0) revert ZeroBond();
-        disputeBond = bond;
-        emit DisputeBondChanged(bond);
+    function _contains(address[] memory list, address item) private pure returns (bool) {
+        for (uint256 i = 0; i < list.length; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
     }
 
-    function _setVotingPeriod(uint256 period) private {
-        if (period < MIN_VOTING_PERIOD) revert VotingPeriodTooShort(period, MIN_VOTING_PERIOD);
-        uint256 exposure = taskRegistry.challengeWindow() + period;
+    /// @dev Checks every bound, including that a miner's stake cannot finish unbonding while a dispute that could
+    /// slash it may still open or run: the challenge window, plus an audit's longest run (which extends the
+    /// owner's window), plus the owner's dispute's longest run.
+    function _setConfig(Config memory c) private {
+        if (c.disputeBond == 0) revert ZeroBond();
+        if (c.votingPeriod < MIN_PHASE) revert PhaseTooShort(c.votingPeriod, MIN_PHASE);
+        if (c.verifierRewardBps > MAX_REWARD_BPS) revert RewardTooHigh(c.verifierRewardBps, MAX_REWARD_BPS);
+        if (c.jurorPenaltyBps == 0 || c.jurorPenaltyBps > BPS) revert PenaltyOutOfRange(c.jurorPenaltyBps);
+        if (c.noDecisionFeeBps > MAX_NO_DECISION_FEE_BPS) {
+            revert FeeTooHigh(c.noDecisionFeeBps, MAX_NO_DECISION_FEE_BPS);
+        }
+        // Odd, so that a fully revealed jury cannot tie; every later round stays odd.
+        if (c.baseJury == 0 || c.baseJury > MAX_BASE_JURY || c.baseJury % 2 == 0) {
+            revert JurySizeOutOfRange(c.baseJury);
+        }
+        if (c.auditRateBps > MAX_AUDIT_RATE_BPS) revert AuditRateTooHigh(c.auditRateBps, MAX_AUDIT_RATE_BPS);
+        uint256 longest = MAX_ROUNDS * 4 * c.votingPeriod;
+        uint256 exposure = taskRegistry.challengeWindow() + 2 * longest;
         uint256 unbonding = gpuRegistry.unbondingPeriod();
         if (unbonding <= exposure) revert UnbondingTooShort(unbonding, exposure);
-        uint256 verifierUnbonding = verifierUnbondingPeriod;
-        if (verifierUnbonding < period) revert VerifierUnbondingTooShort(verifierUnbonding, period);
-        votingPeriod = period;
-        emit VotingPeriodChanged(period);
-    }
-
-    function _setVerifierReward(uint256 bps) private {
-        if (bps > MAX_REWARD_BPS) revert RewardTooHigh(bps, MAX_REWARD_BPS);
-        verifierRewardBps = bps;
-        emit VerifierRewardChanged(bps);
-    }
-
-    function _setMinVerifierStake(uint256 amount) private {
-        if (amount == 0) revert ZeroVerifierStake();
-        minVerifierStake = amount;
-        emit MinVerifierStakeChanged(amount);
-    }
-
-    /// @dev At least the voting period, so that a verifier's stake stays while it can still vote; at most
-    /// MAX_VERIFIER_UNBONDING, so that the admin cannot trap stake.
-    function _setVerifierUnbondingPeriod(uint256 period) private {
-        if (period < votingPeriod) revert VerifierUnbondingTooShort(period, votingPeriod);
-        if (period > MAX_VERIFIER_UNBONDING) revert VerifierUnbondingTooLong(period, MAX_VERIFIER_UNBONDING);
-        verifierUnbondingPeriod = period;
-        emit VerifierUnbondingPeriodChanged(period);
-    }
-
-    function _setAuditRate(uint256 bps) private {
-        if (bps > MAX_AUDIT_RATE_BPS) revert AuditRateTooHigh(bps, MAX_AUDIT_RATE_BPS);
-        auditRateBps = bps;
-        emit AuditRateChanged(bps);
+        _config = c;
+        emit ConfigChanged(c);
     }
 }

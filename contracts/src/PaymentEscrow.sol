@@ -31,6 +31,8 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     mapping(address account => uint256) public balanceOf;
     /// @inheritdoc IPaymentEscrow
     uint256 public auditPool;
+    /// @inheritdoc IPaymentEscrow
+    uint256 public arbitrationFloat;
 
     /// @param token_ Payment token.
     /// @param admin Receives the admin role (grants the protocol roles).
@@ -50,7 +52,7 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
         if (escrowOf[taskId] != 0) revert EscrowAlreadyFunded(taskId);
         escrowOf[taskId] = amount;
         totalLiabilities += amount;
-        token.safeTransferFrom(payer, address(this), amount);
+        _pull(payer, amount);
         emit EscrowDeposited(taskId, payer, amount);
     }
 
@@ -82,37 +84,8 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
         if (bondOf[disputeId] != 0) revert BondAlreadyPosted(disputeId);
         bondOf[disputeId] = amount;
         totalLiabilities += amount;
-        token.safeTransferFrom(payer, address(this), amount);
+        _pull(payer, amount);
         emit BondDeposited(disputeId, payer, amount);
-    }
-
-    /// @inheritdoc IPaymentEscrow
-    function settleBond(
-        uint256 disputeId,
-        address[] calldata payees,
-        uint256[] calldata amounts,
-        address remainderTo
-    ) external onlyRole(ARBITER_ROLE) {
-        uint256 bond = bondOf[disputeId];
-        uint256 paid = _creditAll(payees, amounts);
-        if (paid > bond) revert PayoutExceedsBond(paid, bond);
-        uint256 remainder = bond - paid;
-        bondOf[disputeId] = 0;
-        _credit(remainderTo, remainder);
-        emit BondSettled(disputeId, paid, remainderTo, remainder);
-    }
-
-    /// @inheritdoc IPaymentEscrow
-    /// @dev For tokens sent here without a deposit (slashed stake): credits only what the surplus over current
-    /// liabilities backs, so no one can credit money that is not here.
-    function creditReceived(address[] calldata payees, uint256[] calldata amounts)
-        external
-        onlyRole(ARBITER_ROLE)
-    {
-        uint256 surplus = token.balanceOf(address(this)) - totalLiabilities;
-        uint256 total = _creditAll(payees, amounts);
-        if (total > surplus) revert UnbackedCredit(total, surplus);
-        totalLiabilities += total;
     }
 
     /// @inheritdoc IPaymentEscrow
@@ -120,7 +93,7 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
         if (amount == 0) revert ZeroAmount();
         auditPool += amount;
         totalLiabilities += amount;
-        token.safeTransferFrom(payer, address(this), amount);
+        _pull(payer, amount);
         emit AuditPoolFunded(payer, amount);
     }
 
@@ -137,16 +110,38 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     }
 
     /// @inheritdoc IPaymentEscrow
-    /// @dev Leaves the bond empty, like `settleBond`, so a bond settles only once.
-    function returnBondToAuditPool(uint256 disputeId)
+    /// @dev Leaves the bond empty, so a bond is released only once. Liabilities do not change.
+    function releaseBond(uint256 bondId) external onlyRole(ARBITER_ROLE) returns (uint256 amount) {
+        amount = bondOf[bondId];
+        bondOf[bondId] = 0;
+        arbitrationFloat += amount;
+        emit BondReleased(bondId, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Tokens sent here without a deposit (slashed stake, juror penalties) are the surplus of the balance
+    /// over the liabilities; they become owed from now on.
+    function absorbReceived() external onlyRole(ARBITER_ROLE) returns (uint256 amount) {
+        amount = token.balanceOf(address(this)) - totalLiabilities;
+        totalLiabilities += amount;
+        arbitrationFloat += amount;
+        emit Absorbed(amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
+    /// @dev Callers bound the arrays (jury and pipeline limits). Whatever the float holds beyond the payouts
+    /// goes to the audit pool, so nothing ever stays unassigned.
+    function distribute(address[] calldata payees, uint256[] calldata amounts)
         external
         onlyRole(ARBITER_ROLE)
-        returns (uint256 amount)
     {
-        amount = bondOf[disputeId];
-        bondOf[disputeId] = 0;
-        auditPool += amount;
-        emit AuditBondReturned(disputeId, amount);
+        uint256 float = arbitrationFloat;
+        uint256 paid = _creditAll(payees, amounts);
+        if (paid > float) revert PayoutExceedsFloat(paid, float);
+        arbitrationFloat = 0;
+        uint256 rest = float - paid;
+        auditPool += rest;
+        emit Distributed(paid, rest);
     }
 
     /// @inheritdoc IPaymentEscrow
@@ -158,6 +153,15 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
         totalLiabilities -= amount;
         token.safeTransfer(msg.sender, amount);
         emit Withdrawn(msg.sender, amount);
+    }
+
+    /// @dev Pulls exactly `amount` from `payer`: a token that delivers less (a fee on transfer) is refused, so
+    /// the liabilities never exceed the balance.
+    function _pull(address payer, uint256 amount) private {
+        uint256 before = token.balanceOf(address(this));
+        token.safeTransferFrom(payer, address(this), amount);
+        uint256 received = token.balanceOf(address(this)) - before;
+        if (received != amount) revert TransferShortfall(amount, received);
     }
 
     /// @dev Moves amounts into balances; the caller adjusts `totalLiabilities` when new money is involved.

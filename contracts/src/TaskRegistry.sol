@@ -49,16 +49,23 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     uint256 public minStakeLock;
     /// @notice Number of tasks created so far; task ids start at 1.
     uint256 public taskCount;
+    /// @notice Most a task may put at stake in one dispute: its maximum price plus every miner's stake lock. The
+    /// jury parameters are chosen so that corrupting a jury costs more than this (docs/security.md).
+    uint256 public maxValueAtRisk;
 
     mapping(uint256 taskId => Task) private _tasks;
     mapping(uint256 taskId => address[]) private _miners;
     mapping(uint256 taskId => uint256[]) private _minerAmounts;
+    mapping(uint256 taskId => address) private _coordinators;
+    mapping(uint256 taskId => uint256) private _openDisputes;
+    mapping(uint256 taskId => uint256) private _extensions;
 
     struct Config {
         uint256 challengeWindow;
         uint256 coordinatorFeeBps;
         address feeRecipient;
         uint256 minStakeLock;
+        uint256 maxValueAtRisk;
     }
 
     /// @param gpuRegistry_ Registry whose stakes back assignments.
@@ -78,6 +85,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         _setChallengeWindow(config.challengeWindow);
         _setCoordinatorFee(config.coordinatorFeeBps, config.feeRecipient);
         _setMinStakeLock(config.minStakeLock);
+        _setMaxValueAtRisk(config.maxValueAtRisk);
     }
 
     // ------------------------------------------------------------------------------------------ user actions
@@ -133,6 +141,8 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
             revert BadMinerCount(miners.length, MAX_MINERS_PER_TASK);
         }
         if (stakeLock < minStakeLock) revert StakeLockTooLow(stakeLock, minStakeLock);
+        uint256 valueAtRisk = uint256(task.maxPrice) + uint256(stakeLock) * miners.length;
+        if (valueAtRisk > maxValueAtRisk) revert ValueAtRiskTooHigh(valueAtRisk, maxValueAtRisk);
         for (uint256 i = 0; i < miners.length; ++i) {
             address miner = miners[i];
             for (uint256 j = 0; j < i; ++j) {
@@ -145,6 +155,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
             gpuRegistry.lockStake(miner, stakeLock);
         }
         _miners[taskId] = miners;
+        _coordinators[taskId] = msg.sender;
         task.minerCount = uint8(miners.length);
         task.stakeLock = stakeLock;
         task.status = TaskStatus.Assigned;
@@ -216,7 +227,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     function finalizeTask(uint256 taskId) external {
         Task storage task = _existing(taskId);
         _requireStatus(taskId, task, TaskStatus.ResultsCommitted);
-        uint256 endsAt = uint256(task.committedAt) + challengeWindow;
+        uint256 endsAt = challengeEndsAt(taskId);
         if (block.timestamp < endsAt) revert ChallengeWindowOpen(taskId, endsAt);
         _settle(taskId, task);
     }
@@ -240,26 +251,43 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     /// @inheritdoc ITaskRegistry
     function markDisputed(uint256 taskId) external onlyRole(ARBITER_ROLE) {
         Task storage task = _existing(taskId);
-        _requireStatus(taskId, task, TaskStatus.ResultsCommitted);
-        uint256 endsAt = uint256(task.committedAt) + challengeWindow;
-        if (block.timestamp >= endsAt) revert ChallengeWindowClosed(taskId, endsAt);
-        task.status = TaskStatus.Disputed;
-        emit TaskDisputed(taskId);
+        if (task.status != TaskStatus.Disputed) {
+            _requireStatus(taskId, task, TaskStatus.ResultsCommitted);
+            uint256 endsAt = challengeEndsAt(taskId);
+            if (block.timestamp >= endsAt) revert ChallengeWindowClosed(taskId, endsAt);
+            task.status = TaskStatus.Disputed;
+        }
+        uint256 open = ++_openDisputes[taskId];
+        emit TaskDisputed(taskId, open);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function extendChallenge(uint256 taskId, uint256 extension) external onlyRole(ARBITER_ROLE) {
+        _existing(taskId);
+        _extensions[taskId] += extension;
+        emit ChallengeExtended(taskId, _extensions[taskId]);
     }
 
     /// @inheritdoc ITaskRegistry
     /// @dev At fault: the owner gets the whole escrow back, the pipeline's assigned miners lose their task lock
     /// (sent to the escrow for arbitration to distribute), other miners are unlocked. Not at fault: the task
     /// settles as if finalized.
-    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline)
+    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline, bool settle)
         external
         onlyRole(ARBITER_ROLE)
         returns (uint256 slashed)
     {
         Task storage task = _existing(taskId);
-        _requireStatus(taskId, task, TaskStatus.Disputed);
+        uint256 open = _openDisputes[taskId];
+        if (open == 0) revert WrongStatus(taskId, task.status, TaskStatus.Disputed);
+        _openDisputes[taskId] = --open;
+        emit DisputeSettled(taskId, open);
+        // An earlier dispute of this task found the miners at fault: everything is already settled.
+        if (task.status != TaskStatus.Disputed) return 0;
         if (!minersAtFault) {
-            _settle(taskId, task);
+            if (open != 0) return 0;
+            if (settle) _settle(taskId, task);
+            else task.status = TaskStatus.ResultsCommitted;
             return 0;
         }
         task.status = TaskStatus.Finalized;
@@ -291,6 +319,10 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         _setMinStakeLock(amount);
     }
 
+    function setMaxValueAtRisk(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setMaxValueAtRisk(amount);
+    }
+
     /// @notice Stops task creation, assignment and commits. Cancelling, expiring, finalizing, disputes and
     /// withdrawals keep working, so no one's money is trapped by a pause.
     function pause() external onlyRole(PAUSER_ROLE) {
@@ -319,9 +351,19 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     }
 
     /// @inheritdoc ITaskRegistry
-    function challengeEndsAt(uint256 taskId) external view returns (uint256) {
+    function challengeEndsAt(uint256 taskId) public view returns (uint256) {
         uint64 committedAt = _tasks[taskId].committedAt;
-        return committedAt == 0 ? 0 : uint256(committedAt) + challengeWindow;
+        return committedAt == 0 ? 0 : uint256(committedAt) + challengeWindow + _extensions[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function coordinatorOf(uint256 taskId) external view returns (address) {
+        return _coordinators[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function openDisputesOf(uint256 taskId) external view returns (uint256) {
+        return _openDisputes[taskId];
     }
 
     /// @inheritdoc ITaskRegistry
@@ -406,5 +448,11 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     function _setMinStakeLock(uint256 amount) private {
         minStakeLock = amount;
         emit MinStakeLockChanged(amount);
+    }
+
+    function _setMaxValueAtRisk(uint256 amount) private {
+        if (amount == 0) revert ZeroValue();
+        maxValueAtRisk = amount;
+        emit MaxValueAtRiskChanged(amount);
     }
 }

@@ -8,6 +8,7 @@ import {GPURegistry} from "../src/GPURegistry.sol";
 import {PaymentEscrow} from "../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
+import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
@@ -33,13 +34,18 @@ contract DeployHarness is Deploy {
 abstract contract BaseTest is Test {
     // The deploy script's defaults.
     uint256 internal constant MIN_STAKE = 100e6;
-    uint256 internal constant UNBONDING = 3 days;
+    uint256 internal constant UNBONDING = 14 days;
     uint256 internal constant CHALLENGE_WINDOW = 1 days;
     uint256 internal constant FEE_BPS = 500;
     uint256 internal constant MIN_STAKE_LOCK = 10e6;
     uint128 internal constant STAKE_LOCK = 10e6;
     uint256 internal constant DISPUTE_BOND = 5e6;
-    uint256 internal constant VOTING_PERIOD = 1 days;
+    uint256 internal constant VOTING_PERIOD = 12 hours;
+    uint256 internal constant MAX_VALUE_AT_RISK = 1_000e6;
+    uint256 internal constant PENALTY_BPS = 5_000;
+    uint256 internal constant NO_DECISION_FEE_BPS = 2_000;
+    uint256 internal constant BASE_JURY = 5;
+    uint256 internal constant AUDIT_REWARD_PER_DAY = 50e6;
     uint256 internal constant REWARD_BPS = 1_000;
     uint256 internal constant MIN_VERIFIER_STAKE = 100e6;
     uint256 internal constant VERIFIER_UNBONDING = 3 days;
@@ -82,6 +88,7 @@ abstract contract BaseTest is Test {
     GPURegistry internal registry;
     PaymentEscrow internal escrow;
     TaskRegistry internal tasks;
+    VerifierRegistry internal verifierRegistry;
     Arbitration internal arbitration;
 
     address[] internal miners;
@@ -98,6 +105,8 @@ abstract contract BaseTest is Test {
         escrow = d.escrow;
         tasks = d.taskRegistry;
         arbitration = d.arbitration;
+        verifierRegistry = d.verifierRegistry;
+        vm.label(address(verifierRegistry), "VerifierRegistry");
         vm.label(address(token), "token");
         vm.label(address(registry), "GPURegistry");
         vm.label(address(escrow), "PaymentEscrow");
@@ -128,12 +137,17 @@ abstract contract BaseTest is Test {
         p.challengeWindow = CHALLENGE_WINDOW;
         p.coordinatorFeeBps = FEE_BPS;
         p.minStakeLock = MIN_STAKE_LOCK;
+        p.maxValueAtRisk = MAX_VALUE_AT_RISK;
         p.disputeBond = DISPUTE_BOND;
         p.votingPeriod = VOTING_PERIOD;
         p.verifierRewardBps = REWARD_BPS;
         p.minVerifierStake = MIN_VERIFIER_STAKE;
         p.verifierUnbondingPeriod = VERIFIER_UNBONDING;
         p.auditRateBps = AUDIT_RATE_BPS;
+        p.jurorPenaltyBps = PENALTY_BPS;
+        p.noDecisionFeeBps = NO_DECISION_FEE_BPS;
+        p.baseJury = BASE_JURY;
+        p.auditRewardPerDay = AUDIT_REWARD_PER_DAY;
     }
 
     // ---- money
@@ -151,12 +165,15 @@ abstract contract BaseTest is Test {
 
     // ---- verifiers
 
-    /// @dev Stakes the minimum; the verifier votes on disputes opened in later blocks.
+    /// @dev Stakes the minimum (one seat of weight); the verifier can be drawn for rounds opened later.
     function _registerVerifier(address v) internal {
-        uint256 stake = arbitration.minVerifierStake();
-        _fund(v, address(arbitration), stake);
+        _registerVerifier(v, verifierRegistry.minStake());
+    }
+
+    function _registerVerifier(address v, uint256 stake) internal {
+        _fund(v, address(verifierRegistry), stake);
         vm.prank(v);
-        arbitration.registerVerifier(stake);
+        verifierRegistry.register(stake);
     }
 
     // ---- miners
@@ -385,13 +402,89 @@ abstract contract BaseTest is Test {
         return arbitration.openDispute(taskId, leaves[leafIndex], _proofOf(leaves, leafIndex));
     }
 
-    function _vote(uint256 disputeId, uint256 verifier, IArbitration.Vote choice) internal {
-        vm.prank(verifiers[verifier]);
-        arbitration.vote(disputeId, choice);
+    // ---- juries
+
+    function _round(uint256 disputeId) internal view returns (uint8 r, IArbitration.Round memory round) {
+        r = arbitration.getDispute(disputeId).round;
+        round = arbitration.roundOf(disputeId, r);
     }
 
-    function _warpPastVoting(uint256 disputeId) internal {
-        vm.warp(arbitration.getDispute(disputeId).votingDeadline);
+    /// @dev Mines the seed block and draws the current round's jury; returns its jurors.
+    function _drawJury(uint256 disputeId) internal returns (address[] memory jurors) {
+        (uint8 r, IArbitration.Round memory round) = _round(disputeId);
+        if (block.number <= round.seedBlock) vm.roll(round.seedBlock + 1);
+        if (blockhash(round.seedBlock) == 0) {
+            _setSeed(round.seedBlock, keccak256(abi.encode("seed", disputeId, r)));
+        }
+        arbitration.drawJury(disputeId);
+        jurors = arbitration.jurorsOf(disputeId, r);
+    }
+
+    /// @dev The hash of block `number` (forge leaves past hashes empty unless set).
+    function _setSeed(uint256 number, bytes32 hash) internal {
+        vm.setBlockhash(number, hash);
+    }
+
+    function _salt(address juror) internal pure returns (bytes32) {
+        return keccak256(abi.encode("salt", juror));
+    }
+
+    function _commitVote(uint256 disputeId, address juror, IArbitration.Vote choice) internal {
+        uint8 r = arbitration.getDispute(disputeId).round;
+        bytes32 commitment = arbitration.voteCommitment(disputeId, r, juror, choice, _salt(juror));
+        vm.prank(juror);
+        arbitration.commitVote(disputeId, commitment);
+    }
+
+    function _revealVote(uint256 disputeId, address juror, IArbitration.Vote choice) internal {
+        vm.prank(juror);
+        arbitration.revealVote(disputeId, choice, _salt(juror));
+    }
+
+    /// @dev Draws the current round, has every juror commit and reveal `choice` (None: stays silent), and
+    /// warps to the end of the reveal phase.
+    function _runRound(uint256 disputeId, IArbitration.Vote choice)
+        internal
+        returns (address[] memory jurors)
+    {
+        jurors = _drawJury(disputeId);
+        IArbitration.Vote[] memory votes = new IArbitration.Vote[](jurors.length);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            votes[i] = choice;
+        }
+        _runRoundWith(disputeId, jurors, votes);
+    }
+
+    /// @dev Commits and reveals `votes[i]` for `jurors[i]` in the drawn current round, then warps past reveal.
+    function _runRoundWith(uint256 disputeId, address[] memory jurors, IArbitration.Vote[] memory votes)
+        internal
+    {
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            if (votes[i] != IArbitration.Vote.None) _commitVote(disputeId, jurors[i], votes[i]);
+        }
+        (, IArbitration.Round memory round) = _round(disputeId);
+        vm.warp(round.commitDeadline);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            if (votes[i] != IArbitration.Vote.None) _revealVote(disputeId, jurors[i], votes[i]);
+        }
+        vm.warp(round.revealDeadline);
+    }
+
+    /// @dev Warps past the current round's appeal phase, so `resolve` may run.
+    function _warpPastAppeal(uint256 disputeId) internal {
+        (, IArbitration.Round memory round) = _round(disputeId);
+        vm.warp(round.appealDeadline);
+    }
+
+    /// @dev One round with every juror voting `choice`, then resolved.
+    function _decide(uint256 disputeId, IArbitration.Vote choice) internal returns (address[] memory jurors) {
+        jurors = _runRound(disputeId, choice);
+        _warpPastAppeal(disputeId);
+        arbitration.resolve(disputeId);
+    }
+
+    function _seats(uint256 disputeId, uint8 r, address juror) internal view returns (uint256) {
+        return arbitration.jurorOf(disputeId, r, juror).seats;
     }
 
     // ---- views

@@ -6,6 +6,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {BaseTest, DeployHarness} from "./BaseTest.sol";
 import {Deploy} from "../script/Deploy.s.sol";
 import {MockStablecoin} from "../src/MockStablecoin.sol";
+import {IArbitration} from "../src/interfaces/IArbitration.sol";
 
 /// @notice The deploy script wires every role the protocol needs, and only those; the mock token.
 contract DeployTest is BaseTest {
@@ -48,8 +49,8 @@ contract DeployTest is BaseTest {
         assertFalse(tasks.hasRole(tasks.ARBITER_ROLE(), coordinator));
         assertFalse(tasks.hasRole(adminRole, coordinator));
         // Verifiers are not part of the deployment: anyone stakes to become one (setUp registers some).
-        assertFalse(arbitration.isVerifier(coordinator));
-        assertFalse(arbitration.isVerifier(admin));
+        assertFalse(verifierRegistry.isVerifier(coordinator));
+        assertFalse(verifierRegistry.isVerifier(admin));
     }
 
     function test_deploy_linksContractsAndParameters() public view {
@@ -69,16 +70,27 @@ contract DeployTest is BaseTest {
         assertEq(tasks.minStakeLock(), MIN_STAKE_LOCK);
         assertEq(tasks.taskCount(), 0);
         assertEq(arbitration.disputeBond(), DISPUTE_BOND);
-        assertEq(arbitration.votingPeriod(), VOTING_PERIOD);
-        assertEq(arbitration.verifierRewardBps(), REWARD_BPS);
-        assertEq(arbitration.minVerifierStake(), MIN_VERIFIER_STAKE);
-        assertEq(arbitration.verifierUnbondingPeriod(), VERIFIER_UNBONDING);
+        assertEq(tasks.maxValueAtRisk(), MAX_VALUE_AT_RISK);
+        IArbitration.Config memory c = arbitration.config();
+        assertEq(c.votingPeriod, VOTING_PERIOD);
+        assertEq(c.verifierRewardBps, REWARD_BPS);
+        assertEq(verifierRegistry.unbondingPeriod(), VERIFIER_UNBONDING);
+        assertEq(address(arbitration.verifiers()), address(verifierRegistry));
+        assertEq(verifierRegistry.penaltySink(), address(escrow));
+        assertTrue(verifierRegistry.hasRole(verifierRegistry.ARBITER_ROLE(), address(arbitration)));
+        assertEq(c.auditRateBps, AUDIT_RATE_BPS);
+        assertEq(c.jurorPenaltyBps, PENALTY_BPS);
+        assertEq(c.noDecisionFeeBps, NO_DECISION_FEE_BPS);
+        assertEq(c.baseJury, BASE_JURY);
+        assertEq(c.auditRewardPerDay, AUDIT_REWARD_PER_DAY);
+        assertEq(verifierRegistry.minStake(), MIN_VERIFIER_STAKE);
         assertEq(arbitration.auditRateBps(), AUDIT_RATE_BPS);
-        assertEq(address(arbitration.token()), address(token));
+        assertEq(verifierRegistry.totalWeight(), VERIFIER_COUNT);
+        assertEq(address(verifierRegistry.token()), address(token));
         assertEq(arbitration.disputeCount(), 0);
         assertEq(token.decimals(), 6);
         assertEq(token.totalSupply(), VERIFIER_COUNT * MIN_VERIFIER_STAKE); // setUp's verifiers
-        assertEq(token.balanceOf(address(arbitration)), VERIFIER_COUNT * MIN_VERIFIER_STAKE);
+        assertEq(token.balanceOf(address(verifierRegistry)), VERIFIER_COUNT * MIN_VERIFIER_STAKE);
         assertEq(escrow.totalLiabilities(), 0);
         assertEq(escrow.auditPool(), 0);
     }

@@ -11,8 +11,8 @@ import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
 /// is the gas of one task's create, assign, commit and finalize (less same-transaction refunds), plus the test
 /// contract's own selector dispatch, which differs by a few dozen gas at most between test names. The verifier and
 /// audit entries measure one call each the same way (registerVerifier, drawAudit, sealAudit of a selected task, the
-/// dearer case, and openAudit), as do the dispute entries (openDispute, one vote, and resolve of the dearer
-/// "at fault" outcome, which slashes and pays), after making the contracts' storage cold again, as in a
+/// dearer case, and openAudit), as do the dispute entries (openDispute, drawJury, one commitVote and revealVote,
+/// an appeal, and resolve of the dearer "at fault" outcome, which slashes and pays), after making the contracts' storage cold again, as in a
 /// transaction of its own (less the 21,000 base and calldata).
 contract GasTest is BaseTest {
     function setUp() public override {
@@ -114,6 +114,7 @@ contract GasTest is BaseTest {
         vm.cool(address(escrow));
         vm.cool(address(tasks));
         vm.cool(address(arbitration));
+        vm.cool(address(verifierRegistry));
     }
 
     function _drawn(uint256 id) internal {
@@ -124,15 +125,15 @@ contract GasTest is BaseTest {
 
     function registerVerifierGas() external returns (uint256 used) {
         address v = makeAddr("new verifier");
-        _fund(v, address(arbitration), MIN_VERIFIER_STAKE);
+        _fund(v, address(verifierRegistry), MIN_VERIFIER_STAKE);
         _cool();
         vm.prank(v);
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.registerVerifier(MIN_VERIFIER_STAKE);
+        verifierRegistry.register(MIN_VERIFIER_STAKE);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertTrue(arbitration.isVerifier(v));
+        assertTrue(verifierRegistry.isVerifier(v));
     }
 
     function drawAuditGas() external returns (uint256 used) {
@@ -172,7 +173,7 @@ contract GasTest is BaseTest {
         arbitration.openAudit(id, ls[line], proof);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertTrue(arbitration.getDispute(arbitration.disputeOfTask(id)).audit);
+        assertTrue(arbitration.getDispute(arbitration.auditOf(id).disputeId).audit);
     }
 
     // ---- disputes
@@ -214,23 +215,74 @@ contract GasTest is BaseTest {
         assertEq(arbitration.disputeOfTask(id), arbitration.disputeCount());
     }
 
-    function voteGas() external returns (uint256 used) {
-        uint256 disputeId = _opened();
-        _cool();
-        vm.prank(verifiers[0]);
-        vm.resumeGasMetering();
-        uint256 g = gasleft();
-        arbitration.vote(disputeId, IArbitration.Vote.MinersAtFault);
-        used = g - gasleft();
-        vm.pauseGasMetering();
-        assertEq(arbitration.getDispute(disputeId).votesAtFault, 1);
+    /// @dev A drawn round-0 jury (every juror) for an opened dispute.
+    function _drawnJury() internal returns (uint256 disputeId, address[] memory jurors) {
+        disputeId = _opened();
+        jurors = _drawJury(disputeId);
     }
 
+    function drawJuryGas() external returns (uint256 used) {
+        uint256 disputeId = _opened();
+        IArbitration.Round memory round = arbitration.roundOf(disputeId, 0);
+        vm.roll(round.seedBlock + 1);
+        _setSeed(round.seedBlock, keccak256("the seed block"));
+        _cool();
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        arbitration.drawJury(disputeId);
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertGt(arbitration.roundOf(disputeId, 0).seatsDrawn, 0);
+    }
+
+    function commitVoteGas() external returns (uint256 used) {
+        (uint256 disputeId, address[] memory jurors) = _drawnJury();
+        bytes32 c =
+            arbitration.voteCommitment(disputeId, 0, jurors[0], IArbitration.Vote.MinersAtFault, "salt");
+        _cool();
+        vm.prank(jurors[0]);
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        arbitration.commitVote(disputeId, c);
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertEq(arbitration.jurorOf(disputeId, 0, jurors[0]).commitment, c);
+    }
+
+    function revealVoteGas() external returns (uint256 used) {
+        (uint256 disputeId, address[] memory jurors) = _drawnJury();
+        _commitVote(disputeId, jurors[0], IArbitration.Vote.MinersAtFault);
+        vm.warp(arbitration.roundOf(disputeId, 0).commitDeadline);
+        _cool();
+        vm.prank(jurors[0]);
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        arbitration.revealVote(disputeId, IArbitration.Vote.MinersAtFault, _salt(jurors[0]));
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertGt(arbitration.roundOf(disputeId, 0).votesAtFault, 0);
+    }
+
+    /// @dev The miners of line 0's pipeline appeal a round-0 conviction.
+    function appealGas() external returns (uint256 used) {
+        uint256 disputeId = _opened();
+        _runRound(disputeId, IArbitration.Vote.MinersAtFault);
+        _fund(miners[0], address(escrow), 2 * DISPUTE_BOND);
+        _cool();
+        vm.prank(miners[0]);
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        arbitration.appeal(disputeId);
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertEq(arbitration.getDispute(disputeId).round, 1);
+    }
+
+    /// @dev The dearer "at fault" outcome: slashes, refunds, and pays every juror.
     function resolveGas() external returns (uint256 used) {
         uint256 disputeId = _opened();
-        vm.prank(verifiers[0]);
-        arbitration.vote(disputeId, IArbitration.Vote.MinersAtFault);
-        vm.warp(block.timestamp + VOTING_PERIOD);
+        _runRound(disputeId, IArbitration.Vote.MinersAtFault);
+        _warpPastAppeal(disputeId);
         _cool();
         vm.resumeGasMetering();
         uint256 g = gasleft();
@@ -247,9 +299,24 @@ contract GasTest is BaseTest {
         this.openDisputeGas();
     }
 
-    function test_gas_vote() public {
+    function test_gas_drawJury() public {
         vm.pauseGasMetering();
-        this.voteGas();
+        this.drawJuryGas();
+    }
+
+    function test_gas_commitVote() public {
+        vm.pauseGasMetering();
+        this.commitVoteGas();
+    }
+
+    function test_gas_revealVote() public {
+        vm.pauseGasMetering();
+        this.revealVoteGas();
+    }
+
+    function test_gas_appeal() public {
+        vm.pauseGasMetering();
+        this.appealGas();
     }
 
     function test_gas_resolve() public {

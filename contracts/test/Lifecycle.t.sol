@@ -126,12 +126,10 @@ contract LifecycleTest is BaseTest {
         assertEq(_locked(miners[0]), 3 * MIN_STAKE_LOCK);
 
         uint256 d = _openDispute(disputed, 1); // [m2]
-        _vote(d, 0, IArbitration.Vote.MinersAtFault);
-        _vote(d, 1, IArbitration.Vote.MinersAtFault);
-
-        vm.warp(tasks.challengeEndsAt(finalized));
-        tasks.finalizeTask(finalized);
+        _runRound(d, IArbitration.Vote.MinersAtFault);
+        _warpPastAppeal(d);
         arbitration.resolve(d);
+        tasks.finalizeTask(finalized);
         vm.warp(uint256(tasks.getTask(expired).deadline) + 1);
         tasks.expireTask(expired);
 
@@ -141,20 +139,40 @@ contract LifecycleTest is BaseTest {
         assertEq(_free(miners[2]), MINER_STAKE - MIN_STAKE_LOCK);
 
         // alice: refund of the finalized task. bob: expired task, disputed task escrow, bond, slash less reward.
+        // The jurors share the 1,000,000 reward by seat; the dust goes to the audit pool.
         assertEq(_withdraw(alice), 22_222_223);
         assertEq(_withdraw(bob), MAX_PRICE + MAX_PRICE + DISPUTE_BOND + 9_000_000);
-        assertEq(_withdraw(verifiers[0]), 500_000);
-        assertEq(_withdraw(verifiers[1]), 500_000);
+        uint256 seats = arbitration.roundOf(d, 0).seatsDrawn;
+        assertGt(seats, 0);
+        for (uint256 i = 0; i < VERIFIER_COUNT; ++i) {
+            uint256 mine = _seats(d, 0, verifiers[i]);
+            if (mine != 0) assertEq(_withdraw(verifiers[i]), 1_000_000 / seats * mine);
+        }
+        assertEq(escrow.auditPool(), 1_000_000 % seats);
         assertEq(_withdraw(miners[0]), 24_629_631);
         assertEq(_withdraw(feeRecipient), 3_888_888);
-        assertEq(token.balanceOf(address(escrow)), 2 * 24_629_629, "miners 1 and 2 have not withdrawn yet");
+        assertEq(
+            token.balanceOf(address(escrow)),
+            2 * 24_629_629 + 1_000_000 % seats,
+            "miners 1 and 2 have not withdrawn yet; the dust is in the audit pool"
+        );
         _assertEscrowSolvent();
 
         uint256 supply = token.totalSupply();
         uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
-            + token.balanceOf(address(arbitration));
-        address[9] memory people = [
-            alice, bob, verifiers[0], verifiers[1], miners[0], miners[1], miners[2], miners[3], feeRecipient
+            + token.balanceOf(address(verifierRegistry));
+        address[11] memory people = [
+            alice,
+            bob,
+            verifiers[0],
+            verifiers[1],
+            verifiers[2],
+            verifiers[3],
+            miners[0],
+            miners[1],
+            miners[2],
+            miners[3],
+            feeRecipient
         ];
         for (uint256 i = 0; i < people.length; ++i) {
             held += token.balanceOf(people[i]);

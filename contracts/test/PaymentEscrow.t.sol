@@ -69,15 +69,15 @@ contract PaymentEscrowTest is BaseTest {
         vm.expectRevert(notArbiter);
         escrow.depositBond(1, payer, 1);
         vm.expectRevert(notArbiter);
-        escrow.settleBond(1, none, zero, carol);
+        escrow.releaseBond(1);
         vm.expectRevert(notArbiter);
-        escrow.creditReceived(none, zero);
+        escrow.absorbReceived();
+        vm.expectRevert(notArbiter);
+        escrow.distribute(none, zero);
         vm.expectRevert(notArbiter);
         escrow.fundAuditPool(payer, 1);
         vm.expectRevert(notArbiter);
         escrow.depositBondFromAuditPool(1, 1);
-        vm.expectRevert(notArbiter);
-        escrow.returnBondToAuditPool(1);
         vm.stopPrank();
     }
 
@@ -185,37 +185,56 @@ contract PaymentEscrowTest is BaseTest {
         vm.stopPrank();
     }
 
-    function test_settleBond_creditsPayeesAndRemainder() public {
-        _bond(4, 1000);
-        vm.expectEmit(address(escrow));
-        emit IE.Credited(alice, 300);
-        vm.expectEmit(address(escrow));
-        emit IE.Credited(bob, 333);
-        vm.expectEmit(address(escrow));
-        emit IE.Credited(carol, 367);
-        vm.expectEmit(address(escrow));
-        emit IE.BondSettled(4, 633, carol, 367);
-        vm.prank(arbiter);
-        escrow.settleBond(4, _two(alice, bob), _two(300, 333), carol);
-        assertEq(escrow.bondOf(4), 0);
-        assertEq(escrow.balanceOf(alice), 300);
-        assertEq(escrow.balanceOf(bob), 333);
-        assertEq(escrow.balanceOf(carol), 367);
-        _assertEscrowSolvent();
-
-        vm.prank(arbiter);
-        vm.expectRevert(abi.encodeWithSelector(IE.PayoutExceedsBond.selector, 1, 0));
-        escrow.settleBond(4, _two(alice, bob), _two(0, 1), carol);
-    }
-
-    function test_settleBond_reverts() public {
+    /// @dev A released bond joins the float; `distribute` pays out of it and sends the rest to the audit pool.
+    function test_releaseBond_thenDistribute() public {
         _bond(4, 1000);
         vm.startPrank(arbiter);
-        vm.expectRevert(abi.encodeWithSelector(IE.PayoutExceedsBond.selector, 1001, 1000));
-        escrow.settleBond(4, _two(alice, bob), _two(1000, 1), carol);
-        vm.expectRevert(abi.encodeWithSelector(IE.LengthMismatch.selector, 0, 2));
-        escrow.settleBond(4, new address[](0), _two(1, 1), carol);
+        vm.expectEmit(address(escrow));
+        emit IE.BondReleased(4, 1000);
+        assertEq(escrow.releaseBond(4), 1000);
+        assertEq(escrow.bondOf(4), 0);
+        assertEq(escrow.releaseBond(4), 0, "a released bond releases nothing again");
+        assertEq(escrow.arbitrationFloat(), 1000);
+        vm.expectRevert(abi.encodeWithSelector(IE.PayoutExceedsFloat.selector, 1001, 1000));
+        escrow.distribute(_two(alice, bob), _two(1000, 1));
+        vm.expectRevert(abi.encodeWithSelector(IE.LengthMismatch.selector, 2, 0));
+        escrow.distribute(_two(alice, bob), new uint256[](0));
+        vm.expectRevert(IE.ZeroAddress.selector);
+        escrow.distribute(_two(address(0), bob), _two(1, 0));
+        vm.expectEmit(address(escrow));
+        emit IE.Distributed(633, 367);
+        escrow.distribute(_two(alice, bob), _two(300, 333));
         vm.stopPrank();
+        assertEq(escrow.balanceOf(alice), 300);
+        assertEq(escrow.balanceOf(bob), 333);
+        assertEq(escrow.auditPool(), 367);
+        assertEq(escrow.arbitrationFloat(), 0);
+        assertEq(escrow.totalLiabilities(), 1000);
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Tokens sent without a deposit (slashed stake) are absorbed into the float; the pool and escrows are
+    /// liabilities already and cannot be absorbed again.
+    function test_absorbReceived_onlyTheSurplus() public {
+        _deposit(1, 100);
+        _pool(10e6);
+        vm.prank(arbiter);
+        assertEq(escrow.absorbReceived(), 0);
+        _mint(address(escrow), 50);
+        vm.startPrank(arbiter);
+        vm.expectEmit(address(escrow));
+        emit IE.Absorbed(50);
+        assertEq(escrow.absorbReceived(), 50);
+        assertEq(escrow.arbitrationFloat(), 50);
+        vm.expectRevert(abi.encodeWithSelector(IE.PayoutExceedsFloat.selector, 51, 50));
+        escrow.distribute(_two(alice, bob), _two(30, 21));
+        escrow.distribute(_two(alice, bob), _two(30, 20));
+        vm.stopPrank();
+        assertEq(escrow.balanceOf(alice), 30);
+        assertEq(escrow.balanceOf(bob), 20);
+        assertEq(escrow.auditPool(), 10e6);
+        assertEq(escrow.totalLiabilities(), 100 + 10e6 + 50);
+        _assertEscrowSolvent();
     }
 
     // ---- audit pool
@@ -272,61 +291,18 @@ contract PaymentEscrowTest is BaseTest {
         assertEq(escrow.auditPool(), 0);
     }
 
-    function test_returnBondToAuditPool_onceOnly() public {
+    /// @dev A pool bond released and not paid out goes back to the pool whole.
+    function test_poolBond_returnsToPool() public {
         _pool(5e6);
         vm.startPrank(arbiter);
         escrow.depositBondFromAuditPool(4, 5e6);
-        vm.expectEmit(address(escrow));
-        emit IE.AuditBondReturned(4, 5e6);
-        assertEq(escrow.returnBondToAuditPool(4), 5e6);
-        assertEq(escrow.bondOf(4), 0);
-        assertEq(escrow.auditPool(), 5e6);
-        assertEq(escrow.returnBondToAuditPool(4), 0, "a settled bond returns nothing");
-        assertEq(escrow.auditPool(), 5e6);
-        // A pool bond forfeited like any other: paid out of the bond, nothing back to the pool.
-        escrow.depositBondFromAuditPool(6, 5e6);
-        escrow.settleBond(6, _two(alice, bob), _two(1e6, 3e6), carol);
-        vm.stopPrank();
         assertEq(escrow.auditPool(), 0);
-        assertEq(escrow.balanceOf(carol), 1e6);
+        escrow.releaseBond(4);
+        escrow.distribute(new address[](0), new uint256[](0));
+        vm.stopPrank();
+        assertEq(escrow.auditPool(), 5e6);
         assertEq(escrow.totalLiabilities(), 5e6);
         _assertEscrowSolvent();
-    }
-
-    /// @dev The pool is a liability: slashed stake cannot be credited out of it.
-    function test_creditReceived_cannotSpendThePool() public {
-        _pool(10e6);
-        vm.prank(arbiter);
-        vm.expectRevert(abi.encodeWithSelector(IE.UnbackedCredit.selector, 1, 0));
-        escrow.creditReceived(_two(alice, bob), _two(1, 0));
-    }
-
-    // ---- creditReceived
-
-    function test_creditReceived_creditsSurplusOnly() public {
-        _deposit(1, 100);
-        _mint(address(escrow), 50); // e.g. slashed stake sent in
-        vm.startPrank(arbiter);
-        vm.expectRevert(abi.encodeWithSelector(IE.UnbackedCredit.selector, 51, 50));
-        escrow.creditReceived(_two(alice, bob), _two(30, 21));
-        vm.expectRevert(abi.encodeWithSelector(IE.LengthMismatch.selector, 2, 0));
-        escrow.creditReceived(_two(alice, bob), new uint256[](0));
-        vm.expectRevert(IE.ZeroAddress.selector);
-        escrow.creditReceived(_two(address(0), bob), _two(1, 0));
-
-        vm.expectEmit(address(escrow));
-        emit IE.Credited(alice, 30);
-        vm.expectEmit(address(escrow));
-        emit IE.Credited(bob, 20);
-        escrow.creditReceived(_two(alice, bob), _two(30, 20));
-        assertEq(escrow.balanceOf(alice), 30);
-        assertEq(escrow.balanceOf(bob), 20);
-        assertEq(escrow.totalLiabilities(), 150);
-        _assertEscrowSolvent();
-
-        vm.expectRevert(abi.encodeWithSelector(IE.UnbackedCredit.selector, 1, 0));
-        escrow.creditReceived(_two(alice, bob), _two(1, 0));
-        vm.stopPrank();
     }
 
     // ---- withdraw

@@ -25,7 +25,7 @@ contract TaskRegistryTest is BaseTest {
     }
 
     function _config() internal view returns (TaskRegistry.Config memory) {
-        return TaskRegistry.Config(CHALLENGE_WINDOW, FEE_BPS, feeRecipient, MIN_STAKE_LOCK);
+        return TaskRegistry.Config(CHALLENGE_WINDOW, FEE_BPS, feeRecipient, MIN_STAKE_LOCK, MAX_VALUE_AT_RISK);
     }
 
     function _pause() internal {
@@ -671,7 +671,7 @@ contract TaskRegistryTest is BaseTest {
 
         vm.warp(block.timestamp + CHALLENGE_WINDOW - 1);
         vm.expectEmit(address(tasks));
-        emit IT.TaskDisputed(id);
+        emit IT.TaskDisputed(id, 1);
         tasks.markDisputed(id);
         vm.stopPrank();
         assertEq(uint8(_status(id)), uint8(DISPUTED));
@@ -698,13 +698,13 @@ contract TaskRegistryTest is BaseTest {
         bytes memory err = _unauthorized(coordinator, tasks.ARBITER_ROLE());
         vm.prank(coordinator);
         vm.expectRevert(err);
-        tasks.resolveDispute(id, true, _miners(1));
+        tasks.resolveDispute(id, true, _miners(1), true);
 
         vm.startPrank(address(arbitration));
         vm.expectRevert(abi.encodeWithSelector(IT.UnknownTask.selector, 42));
-        tasks.resolveDispute(42, true, _miners(1));
+        tasks.resolveDispute(42, true, _miners(1), true);
         vm.expectRevert(_wrongStatus(id, COMMITTED, DISPUTED));
-        tasks.resolveDispute(id, true, _miners(1));
+        tasks.resolveDispute(id, true, _miners(1), true);
         vm.stopPrank();
     }
 
@@ -730,7 +730,7 @@ contract TaskRegistryTest is BaseTest {
         vm.expectEmit(address(tasks));
         emit IT.TaskRefunded(id, MIN_STAKE_LOCK);
         vm.prank(address(arbitration));
-        assertEq(tasks.resolveDispute(id, true, pipeline), MIN_STAKE_LOCK);
+        assertEq(tasks.resolveDispute(id, true, pipeline, true), MIN_STAKE_LOCK);
 
         assertEq(uint8(_status(id)), uint8(FINALIZED));
         assertEq(_free(miners[1]), MINER_STAKE - MIN_STAKE_LOCK);

@@ -4,12 +4,15 @@ pragma solidity ^0.8.24;
 import {ResultLeaf} from "../libraries/ResultLeaf.sol";
 
 /// @title IArbitration
-/// @notice Disputes over single result leaves, decided by staked verifiers: opened by the task owner, or by a
-/// verifier as a random audit of a task the chain selected, with the bond paid from the audit pool.
+/// @notice Disputes over single result leaves, decided by juries drawn at random from the staked verifiers,
+/// weighted by stake. A dispute is opened by the task owner, or by a verifier as the random audit of a task the
+/// chain selected (bond from the audit pool). Each round: a future block's hash is fixed at opening as the seed;
+/// anyone draws the jury from it; jurors commit, then reveal; the losing side may appeal to a larger jury for a
+/// larger bond. The last round decides; jurors of every round who voted against the final outcome, or did not
+/// reveal, lose part of their seat stake to the coherent ones.
 interface IArbitration {
-    /// @notice Open: voting runs. MinersAtFault: the leaf was wrong, its pipeline was slashed.
-    /// MinersCorrect: the leaf was right, the bond was forfeited. NoDecision: no votes or a tie by the deadline;
-    /// results stand and the bond goes back to whoever posted it (the challenger, or the audit pool).
+    /// @notice Open: rounds run. MinersAtFault: the leaf was wrong, its pipeline was slashed. MinersCorrect: the
+    /// leaf was right. NoDecision: the last round had no majority, or its jury was never drawn; results stand.
     enum DisputeStatus {
         None,
         Open,
@@ -24,41 +27,70 @@ interface IArbitration {
         MinersAtFault
     }
 
-    /// @notice `challenger` is the task owner, who gets the refund and the slash share if the miners were at
-    /// fault; for an audit it posted nothing (`audit`: the bond came from the audit pool and goes back there).
-    /// Only verifiers registered before `openedAtBlock` (and not exiting by then) may vote.
+    /// @notice `challenger` is the task owner (refund and slash share if the miners were at fault); `opener` is
+    /// whoever opened it (the owner, or for an audit the verifier). `bond` is round 0's bond (from the audit pool
+    /// when `audit`). The terms below are fixed when the dispute opens.
     struct Dispute {
         uint256 taskId;
         address challenger;
-        uint64 votingDeadline;
+        address opener;
         DisputeStatus status;
-        uint8 votesCorrect;
-        uint8 votesAtFault;
-        uint128 bond;
+        bool audit;
+        uint8 round;
         uint32 requestIndex;
         uint64 openedAtBlock;
-        bool audit;
+        uint64 openedAt;
+        uint128 bond;
         bytes32 leafHash;
+        Terms terms;
     }
 
-    /// @notice A staked verifier. Votes on disputes opened in blocks strictly after `registeredAtBlock` and, once
-    /// it asked to exit, strictly before `exitAtBlock` (0 while active); `releaseAt` is when its stake can be
-    /// withdrawn (0 while active).
-    struct Verifier {
-        uint128 stake;
-        uint64 registeredAtBlock;
-        uint64 exitAtBlock;
-        uint64 releaseAt;
+    /// @notice What a dispute runs under, copied from the configuration when it opens.
+    struct Terms {
+        uint32 phase; // seconds for each of: drawing, committing, revealing, appealing
+        uint16 rewardBps; // share of slashed stake or a forfeited bond paid to coherent jurors
+        uint16 penaltyBps; // share of a seat's stake an incoherent or silent juror loses
+        uint16 noDecisionFeeBps; // share of the opener's bond kept when the dispute ends undecided
+        uint16 baseJury; // seats in round 0; round r has 2^r * (baseJury + 1) - 1
+        uint128 seatStake; // stake locked per seat: the verifier registry's minimum stake at opening
     }
 
-    /// @notice A task's audit draw. `drawBlock`: 0 if never drawn. `seed`: 0 until sealed. `selected` and
-    /// `requestIndex` (the audited line, 0 unless selected) are fixed when the seed is sealed. Packed: the first
-    /// three fields share one storage slot.
+    /// @notice One round. `seedBlock`: the future block whose hash seeds the draw. `weightTotal`: the sortition
+    /// total when the round opened (later verifiers cannot be drawn). Deadlines are 0 until the jury is drawn.
+    /// `bond` was posted by `bondPayer` (for round 0 of an audit: the audit pool, `bondPayer` = 0) on the
+    /// challenger's side or not (`challengerSide`).
+    struct Round {
+        uint64 seedBlock;
+        uint64 drawDeadline;
+        uint64 commitDeadline;
+        uint64 revealDeadline;
+        uint64 appealDeadline;
+        uint16 seats;
+        uint16 seatsDrawn;
+        uint16 votesCorrect;
+        uint16 votesAtFault;
+        uint128 weightTotal;
+        uint128 bond;
+        address bondPayer;
+        bool challengerSide;
+    }
+
+    /// @notice A juror's place in one round: its seats (votes), its commitment and, once revealed, its vote.
+    struct Juror {
+        uint16 seats;
+        Vote vote;
+        bytes32 commitment;
+    }
+
+    /// @notice A task's audit draw. `drawBlock`: 0 if never drawn. `isSealed`: the draw is final (selected or
+    /// not; an expired seed seals as not selected). `disputeId`: the audit's dispute, 0 if none was opened.
     struct Audit {
         uint64 drawBlock;
+        bool isSealed;
         bool selected;
         uint32 requestIndex;
         bytes32 seed;
+        uint256 disputeId;
     }
 
     error ZeroAddress();
@@ -71,35 +103,41 @@ interface IArbitration {
     error DisputeAlreadyOpen(uint256 taskId, uint256 disputeId);
     error UnknownDispute(uint256 disputeId);
     error DisputeNotOpen(uint256 disputeId);
-    error VotingClosed(uint256 disputeId, uint256 deadline);
-    error VotingStillOpen(uint256 disputeId, uint256 deadline);
-    error AlreadyVoted(uint256 disputeId, address verifier);
-    error TooManyVotes(uint256 disputeId, uint256 maximum);
-    error InvalidVote();
+    error OwnerWindowClosed(uint256 taskId, uint256 endedAt);
     error RewardTooHigh(uint256 bps, uint256 maximum);
-    error VotingPeriodTooShort(uint256 period, uint256 minimum);
-    error UnbondingTooShort(uint256 unbondingPeriod, uint256 challengeWindowPlusVoting);
+    error PenaltyOutOfRange(uint256 bps);
+    error FeeTooHigh(uint256 bps, uint256 maximum);
+    error JurySizeOutOfRange(uint256 seats);
+    error PhaseTooShort(uint256 period, uint256 minimum);
+    error UnbondingTooShort(uint256 unbondingPeriod, uint256 exposure);
 
-    error ZeroVerifierStake();
+    error JuryNotDrawable(uint256 disputeId, uint256 readyAtBlock);
+    error JuryAlreadyDrawn(uint256 disputeId, uint8 round);
+    error DrawExpired(uint256 disputeId, uint8 round);
+    error NotJuror(uint256 disputeId, uint8 round, address account);
+    error NotCommitPhase(uint256 disputeId, uint8 round);
+    error NotRevealPhase(uint256 disputeId, uint8 round);
+    error AlreadyCommitted(uint256 disputeId, address juror);
+    error AlreadyRevealed(uint256 disputeId, address juror);
+    error CommitmentMismatch(uint256 disputeId, address juror);
+    error InvalidVote();
+    error NotAppealable(uint256 disputeId, uint8 round);
+    error NotAParty(uint256 disputeId, address account);
+    error AppealByWinner(uint256 disputeId, address account);
+    error NotResolvable(uint256 disputeId, uint256 atTime);
+
     error NotVerifier(address account);
-    error VerifierAlreadyRegistered(address verifier);
-    error VerifierStakeTooLow(uint256 stake, uint256 minimum);
-    error VerifierExitAlreadyRequested(address verifier, uint256 releaseAt);
-    error VerifierExitNotRequested(address verifier);
-    error VerifierUnbondingNotFinished(uint256 releaseAt, uint256 nowTime);
-    error VerifierNotEligible(uint256 disputeId, address verifier);
-    error VerifierUnbondingTooShort(uint256 verifierUnbondingPeriod, uint256 votingPeriod);
-    error VerifierUnbondingTooLong(uint256 verifierUnbondingPeriod, uint256 maximum);
+    error AuditorIsAParty(uint256 taskId, address auditor);
 
     error AuditsDisabled();
     error AuditRateTooHigh(uint256 bps, uint256 maximum);
     error AuditAlreadyDrawn(uint256 taskId, uint256 drawBlock);
     error AuditNotDrawn(uint256 taskId);
-    error AuditAlreadySealed(uint256 taskId, bytes32 seed);
+    error AuditAlreadySealed(uint256 taskId);
     error AuditSeedNotReady(uint256 taskId, uint256 readyAtBlock);
-    error AuditSeedExpired(uint256 taskId, uint256 drawBlock);
     error AuditNotSealed(uint256 taskId);
     error TaskNotSelected(uint256 taskId);
+    error AuditAlreadyOpened(uint256 taskId, uint256 disputeId);
     error NotAuditedLine(uint256 taskId, uint256 requestIndex, uint256 selectedIndex);
 
     event DisputeOpened(
@@ -109,49 +147,60 @@ interface IArbitration {
         uint32 requestIndex,
         bytes32 leafHash,
         uint128 bond,
-        uint64 votingDeadline
+        uint64 seedBlock
     );
-    event VoteCast(uint256 indexed disputeId, address indexed verifier, Vote vote);
+    event JuryDrawn(uint256 indexed disputeId, uint8 round, uint16 seats, uint64 commitDeadline);
+    event JurorDrawn(uint256 indexed disputeId, uint8 round, address indexed juror, uint16 seats);
+    event VoteCommitted(uint256 indexed disputeId, uint8 round, address indexed juror);
+    event VoteRevealed(
+        uint256 indexed disputeId, uint8 round, address indexed juror, Vote vote, uint16 seats
+    );
+    event Appealed(
+        uint256 indexed disputeId, uint8 round, address indexed appellant, uint128 bond, uint64 seedBlock
+    );
+    event JurorSettled(uint256 indexed disputeId, address indexed juror, uint256 penalty, uint256 reward);
     event DisputeResolved(
         uint256 indexed disputeId,
         DisputeStatus outcome,
         uint256 slashed,
-        uint256 verifierReward,
-        uint256 voters
+        uint256 jurorRewards,
+        uint256 penalties
     );
-    event DisputeBondChanged(uint256 bond);
-    event VotingPeriodChanged(uint256 period);
-    event VerifierRewardChanged(uint256 bps);
-
-    event VerifierRegistered(address indexed verifier, uint256 stake);
-    event VerifierExitRequested(address indexed verifier, uint256 releaseAt);
-    event VerifierStakeWithdrawn(address indexed verifier, uint256 amount);
-    event MinVerifierStakeChanged(uint256 minimum);
-    event VerifierUnbondingPeriodChanged(uint256 period);
+    event ConfigChanged(Config config);
 
     event AuditDrawn(uint256 indexed taskId, uint256 drawBlock);
     event AuditSealed(uint256 indexed taskId, bytes32 seed, bool selected, uint32 requestIndex);
     event AuditOpened(uint256 indexed disputeId, uint256 indexed taskId, address indexed auditor);
-    event AuditRateChanged(uint256 bps);
+
+    /// @notice The arbitration configuration; a dispute copies its `Terms` from it when it opens.
+    struct Config {
+        uint256 disputeBond;
+        uint256 votingPeriod; // seconds per phase
+        uint256 verifierRewardBps;
+        uint256 auditRateBps;
+        uint256 jurorPenaltyBps;
+        uint256 noDecisionFeeBps;
+        uint256 baseJury;
+        uint256 auditRewardPerDay; // most the audit pool pays jurors per day
+    }
 
     function openDispute(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
         external
         returns (uint256 disputeId);
-    function vote(uint256 disputeId, Vote choice) external;
+    /// @notice Draws the current round's jury from the hash of its seed block; anyone, once that block exists.
+    function drawJury(uint256 disputeId) external;
+    /// @notice A juror's sealed vote: `voteCommitment(disputeId, round, juror, vote, salt)`.
+    function commitVote(uint256 disputeId, bytes32 commitment) external;
+    function revealVote(uint256 disputeId, Vote choice, bytes32 salt) external;
+    /// @notice A party on the losing side of the current round asks for a larger jury, posting a larger bond.
+    function appeal(uint256 disputeId) external;
     function resolve(uint256 disputeId) external returns (DisputeStatus outcome);
-
-    /// @notice Stakes `stake` (at least `minVerifierStake`) and becomes a verifier from the next block on.
-    function registerVerifier(uint256 stake) external;
-    /// @notice Stops voting on disputes opened from now on and starts the unbonding period.
-    function requestVerifierExit() external;
-    /// @notice After the unbonding period: returns the whole stake and forgets the verifier.
-    function withdrawVerifierStake() external returns (uint256 amount);
 
     /// @notice Adds `amount` to the audit pool (held by the escrow), which posts the bonds of audits.
     function fundAuditPool(uint256 amount) external;
     /// @notice Starts a task's audit draw: its seed will come from the hash of this transaction's block.
     function drawAudit(uint256 taskId) external;
-    /// @notice Fixes the seed of a drawn audit, and with it whether the task is selected and which line.
+    /// @notice Fixes the drawn audit: selected or not, and which line; final (an expired seed: not selected).
     function sealAudit(uint256 taskId) external returns (bool selected);
     /// @notice Opens a dispute, as an audit, on the selected line of a selected task.
     function openAudit(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
@@ -163,12 +212,16 @@ interface IArbitration {
         external
         pure
         returns (bool);
+    function voteCommitment(uint256 disputeId, uint8 round, address juror, Vote choice, bytes32 salt)
+        external
+        pure
+        returns (bytes32);
     function getDispute(uint256 disputeId) external view returns (Dispute memory);
+    function roundOf(uint256 disputeId, uint8 round) external view returns (Round memory);
+    function jurorsOf(uint256 disputeId, uint8 round) external view returns (address[] memory);
+    function jurorOf(uint256 disputeId, uint8 round, address account) external view returns (Juror memory);
     function pipelineOf(uint256 disputeId) external view returns (address[] memory);
-    function votersOf(uint256 disputeId) external view returns (address[] memory);
+    /// @notice The task owner's dispute of the task, 0 if none (an owner disputes at most one line per task).
     function disputeOfTask(uint256 taskId) external view returns (uint256);
-    /// @notice Whether `account` is a verifier now: registered and not exiting (it may open audits).
-    function isVerifier(address account) external view returns (bool);
-    function verifierOf(address account) external view returns (Verifier memory);
     function auditOf(uint256 taskId) external view returns (Audit memory);
 }

@@ -11,24 +11,23 @@ interface IPaymentEscrow {
     error ZeroAmount();
     error LengthMismatch(uint256 payees, uint256 amounts);
     error PayoutExceedsEscrow(uint256 payout, uint256 escrow);
-    error PayoutExceedsBond(uint256 payout, uint256 bond);
+    error PayoutExceedsFloat(uint256 payout, uint256 float);
+    error TransferShortfall(uint256 expected, uint256 received);
     error EscrowAlreadyFunded(uint256 taskId);
     error BondAlreadyPosted(uint256 disputeId);
-    error UnbackedCredit(uint256 amount, uint256 surplus);
     error NothingToWithdraw(address account);
     error AuditPoolTooSmall(uint256 pool, uint256 amount);
 
     event EscrowDeposited(uint256 indexed taskId, address indexed payer, uint256 amount);
     event EscrowSettled(uint256 indexed taskId, uint256 paidOut, address indexed refundTo, uint256 refund);
     event BondDeposited(uint256 indexed disputeId, address indexed payer, uint256 amount);
-    event BondSettled(
-        uint256 indexed disputeId, uint256 paidOut, address indexed remainderTo, uint256 remainder
-    );
+    event BondReleased(uint256 indexed bondId, uint256 amount);
+    event Absorbed(uint256 amount);
+    event Distributed(uint256 paidOut, uint256 toAuditPool);
     event Credited(address indexed account, uint256 amount);
     event Withdrawn(address indexed account, uint256 amount);
     event AuditPoolFunded(address indexed payer, uint256 amount);
     event AuditBondPosted(uint256 indexed disputeId, uint256 amount);
-    event AuditBondReturned(uint256 indexed disputeId, uint256 amount);
 
     function depositEscrow(uint256 taskId, address payer, uint256 amount) external;
     function settleEscrow(
@@ -38,20 +37,16 @@ interface IPaymentEscrow {
         address refundTo
     ) external;
     function depositBond(uint256 disputeId, address payer, uint256 amount) external;
-    function settleBond(
-        uint256 disputeId,
-        address[] calldata payees,
-        uint256[] calldata amounts,
-        address remainderTo
-    ) external;
-    function creditReceived(address[] calldata payees, uint256[] calldata amounts) external;
+    /// @notice Moves bond `bondId` into the arbitration float, to be shared out by `distribute`.
+    function releaseBond(uint256 bondId) external returns (uint256 amount);
+    /// @notice Moves tokens received without a deposit (slashed stake, juror penalties) into the float.
+    function absorbReceived() external returns (uint256 amount);
+    /// @notice Credits `amounts` to `payees` out of the float; the rest of the float goes to the audit pool.
+    function distribute(address[] calldata payees, uint256[] calldata amounts) external;
     /// @notice Pulls `amount` from `payer` into the audit pool.
     function fundAuditPool(address payer, uint256 amount) external;
-    /// @notice Posts dispute `disputeId`'s bond out of the audit pool; `settleBond` or `returnBondToAuditPool`
-    /// settles it.
-    function depositBondFromAuditPool(uint256 disputeId, uint256 amount) external;
-    /// @notice Puts dispute `disputeId`'s whole bond back into the audit pool.
-    function returnBondToAuditPool(uint256 disputeId) external returns (uint256 amount);
+    /// @notice Posts bond `bondId` out of the audit pool; `releaseBond` releases it.
+    function depositBondFromAuditPool(uint256 bondId, uint256 amount) external;
     function withdraw() external returns (uint256 amount);
 
     function escrowOf(uint256 taskId) external view returns (uint256);
@@ -60,5 +55,7 @@ interface IPaymentEscrow {
     function totalLiabilities() external view returns (uint256);
     /// @notice Tokens in the audit pool, owed to future audit bonds (part of `totalLiabilities`).
     function auditPool() external view returns (uint256);
+    /// @notice Tokens a dispute's resolution is sharing out; 0 between transactions.
+    function arbitrationFloat() external view returns (uint256);
     function token() external view returns (IERC20);
 }

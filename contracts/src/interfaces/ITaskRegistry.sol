@@ -76,6 +76,7 @@ interface ITaskRegistry {
     error InvalidSignature(address miner, address recovered);
     error FeeTooHigh(uint256 feeBps, uint256 maximum);
     error ChallengeWindowTooShort(uint256 window, uint256 minimum);
+    error ValueAtRiskTooHigh(uint256 value, uint256 maximum);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -98,13 +99,16 @@ interface ITaskRegistry {
         uint128 fee,
         uint256[] minerAmounts
     );
-    event TaskDisputed(uint256 indexed taskId);
+    event TaskDisputed(uint256 indexed taskId, uint256 openDisputes);
+    event DisputeSettled(uint256 indexed taskId, uint256 openDisputes);
+    event ChallengeExtended(uint256 indexed taskId, uint256 extension);
     event TaskFinalized(uint256 indexed taskId, uint128 payment, uint128 refund);
     event TaskRefunded(uint256 indexed taskId, uint256 slashed);
     event TaskExpired(uint256 indexed taskId);
     event ChallengeWindowChanged(uint256 window);
     event CoordinatorFeeChanged(uint256 feeBps, address feeRecipient);
     event MinStakeLockChanged(uint256 minStakeLock);
+    event MaxValueAtRiskChanged(uint256 maxValueAtRisk);
 
     function createTask(CreateTaskParams calldata params) external returns (uint256 taskId);
     function cancelTask(uint256 taskId) external;
@@ -114,10 +118,18 @@ interface ITaskRegistry {
     function finalizeTask(uint256 taskId) external;
     function expireTask(uint256 taskId) external;
 
+    /// @notice Freezes payment while one more dispute of the task runs: from ResultsCommitted inside the
+    /// challenge window, or while the task is already Disputed (an audit runs and the owner disputes too).
     function markDisputed(uint256 taskId) external;
-    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline)
+    /// @notice Ends one of the task's disputes. At fault: the pipeline's assigned miners are slashed and the
+    /// owner refunded, whatever else is open (later resolutions of the same task then change nothing and return
+    /// 0). Otherwise, once no dispute is left: the task settles now if `settle`, or goes back to ResultsCommitted
+    /// to finalize at the end of its (extended) challenge window.
+    function resolveDispute(uint256 taskId, bool minersAtFault, address[] calldata pipeline, bool settle)
         external
         returns (uint256 slashed);
+    /// @notice Lengthens the task's challenge window by `extension` seconds (the time an audit ran).
+    function extendChallenge(uint256 taskId, uint256 extension) external;
 
     function getTask(uint256 taskId) external view returns (Task memory);
     function minersOf(uint256 taskId) external view returns (address[] memory);
@@ -125,5 +137,9 @@ interface ITaskRegistry {
     function commitmentDigest(uint256 taskId, Commitment calldata commitment) external view returns (bytes32);
     function challengeWindow() external view returns (uint256);
     function feeRecipient() external view returns (address);
+    /// @notice End of the task's challenge window, extensions included; 0 before results are committed.
     function challengeEndsAt(uint256 taskId) external view returns (uint256);
+    /// @notice The coordinator account that assigned the task (it may not sit on the task's juries).
+    function coordinatorOf(uint256 taskId) external view returns (address);
+    function openDisputesOf(uint256 taskId) external view returns (uint256);
 }

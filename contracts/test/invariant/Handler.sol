@@ -9,6 +9,7 @@ import {GPURegistry} from "../../src/GPURegistry.sol";
 import {PaymentEscrow} from "../../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../../src/TaskRegistry.sol";
 import {Arbitration} from "../../src/Arbitration.sol";
+import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
 import {IGPURegistry as IG} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
 import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
@@ -28,6 +29,7 @@ contract Handler is Test {
         PaymentEscrow escrow;
         TaskRegistry tasks;
         Arbitration arbitration;
+        VerifierRegistry verifierRegistry;
         address admin;
         address coordinator;
         address feeRecipient;
@@ -40,6 +42,7 @@ contract Handler is Test {
     PaymentEscrow internal escrow;
     TaskRegistry internal tasks;
     Arbitration internal arbitration;
+    VerifierRegistry internal verifierRegistry;
     address internal admin;
     address internal coordinator;
     address internal feeRecipient;
@@ -78,8 +81,8 @@ contract Handler is Test {
     uint256 internal _resolvingStakeLock;
 
     constructor(Deployment memory d, address[] memory miners_, uint256[] memory keys) {
-        (token, registry, escrow, tasks, arbitration) =
-        (d.token, d.registry, d.escrow, d.tasks, d.arbitration);
+        (token, registry, escrow, tasks, arbitration, verifierRegistry) =
+        (d.token, d.registry, d.escrow, d.tasks, d.arbitration, d.verifierRegistry);
         (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
         miners = miners_;
         signerKeys = keys;
@@ -118,7 +121,7 @@ contract Handler is Test {
                     ++ghostSettleCount[topic1];
                     ghostPaidOut[topic1] += paidOut;
                     ghostRefunded[topic1] += refund;
-                } else if (sig == IE.BondSettled.selector || sig == IE.AuditBondReturned.selector) {
+                } else if (sig == IE.BondReleased.selector && abi.decode(logs[i].data, (uint256)) != 0) {
                     ++ghostBondSettleCount[topic1];
                 }
             } else if (logs[i].emitter == address(registry)) {
@@ -399,19 +402,70 @@ contract Handler is Test {
         } catch {}
     }
 
-    function vote(uint256 disputeSeed, uint256 verifierSeed, bool atFault) external track {
-        uint256 id = _pickDispute(disputeSeed);
-        if (id == 0) return;
-        vm.prank(verifiers[verifierSeed % verifiers.length]);
-        try arbitration.vote(id, atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect) {} catch {}
+    function _currentRound(uint256 id) internal view returns (uint8 r, IA.Round memory round) {
+        r = arbitration.getDispute(id).round;
+        round = arbitration.roundOf(id, r);
     }
 
-    /// @dev One time in two waits for the voting deadline first.
+    /// @dev Gives the seed block a hash (forge leaves it empty) and draws.
+    function drawJury(uint256 disputeSeed) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        (, IA.Round memory round) = _currentRound(id);
+        if (blockhash(round.seedBlock) == 0 && round.seedBlock < block.number) {
+            vm.setBlockhash(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
+        }
+        try arbitration.drawJury(id) {} catch {}
+    }
+
+    function _salt(address juror) internal pure returns (bytes32) {
+        return keccak256(abi.encode("salt", juror));
+    }
+
+    /// @dev A random verifier (juror or not) commits a random vote in the current round.
+    function commitVote(uint256 disputeSeed, uint256 verifierSeed, bool atFault) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        (uint8 r,) = _currentRound(id);
+        address v = verifiers[verifierSeed % verifiers.length];
+        IA.Vote choice = atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect;
+        vm.prank(v);
+        try arbitration.commitVote(id, arbitration.voteCommitment(id, r, v, choice, _salt(v))) {} catch {}
+    }
+
+    /// @dev One time in two waits for the commit deadline first; reveals either vote (a wrong one fails).
+    function revealVote(uint256 disputeSeed, uint256 verifierSeed, bool atFault, uint8 wait) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        (, IA.Round memory round) = _currentRound(id);
+        if (wait % 2 == 0 && round.commitDeadline > block.timestamp) vm.warp(round.commitDeadline);
+        address v = verifiers[verifierSeed % verifiers.length];
+        vm.prank(v);
+        try arbitration.revealVote(id, atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect, _salt(v)) {}
+            catch {}
+    }
+
+    /// @dev The owner or a miner appeals, after waiting for the reveal deadline one time in two.
+    function appeal(uint256 disputeSeed, uint256 partySeed, uint8 wait) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        IA.Dispute memory d = arbitration.getDispute(id);
+        (, IA.Round memory round) = _currentRound(id);
+        if (wait % 2 == 0 && round.revealDeadline > block.timestamp) vm.warp(round.revealDeadline);
+        address party = partySeed % 2 == 0 ? d.challenger : miners[partySeed % miners.length];
+        _mintTo(party, address(escrow), round.bond * 2);
+        vm.prank(party);
+        try arbitration.appeal(id) {} catch {}
+    }
+
+    /// @dev One time in two waits for the round's last deadline first.
     function resolve(uint256 disputeSeed, uint8 wait) external track {
         uint256 id = _pickDispute(disputeSeed);
         if (id == 0) return;
         IA.Dispute memory d = arbitration.getDispute(id);
-        if (wait % 2 == 0 && d.votingDeadline > block.timestamp) vm.warp(d.votingDeadline);
+        (, IA.Round memory round) = _currentRound(id);
+        uint256 until = round.commitDeadline == 0 ? round.drawDeadline : round.appealDeadline;
+        if (wait % 2 == 0 && until > block.timestamp) vm.warp(until);
         _resolvingStakeLock = tasks.getTask(d.taskId).stakeLock;
         try arbitration.resolve(id) returns (IA.DisputeStatus outcome) {
             ++resolvedAs[uint8(outcome)];
@@ -430,27 +484,27 @@ contract Handler is Test {
     /// @dev A verifier that is not registered (never, or withdrawn) stakes.
     function registerVerifier(uint256 verifierSeed, uint256 stake) public track {
         address v = verifiers[verifierSeed % verifiers.length];
-        if (arbitration.verifierOf(v).stake != 0) return;
-        stake = _bound(stake, arbitration.minVerifierStake(), 1_000e6);
-        _mintTo(v, address(arbitration), stake);
+        if (verifierRegistry.verifierOf(v).registeredAtBlock != 0) return;
+        stake = _bound(stake, verifierRegistry.minStake(), 1_000e6);
+        _mintTo(v, address(verifierRegistry), stake);
         vm.prank(v);
-        arbitration.registerVerifier(stake);
+        verifierRegistry.register(stake);
     }
 
     function requestVerifierExit(uint256 verifierSeed) external track {
         address v = verifiers[verifierSeed % verifiers.length];
-        if (!arbitration.isVerifier(v)) return;
+        if (!verifierRegistry.isVerifier(v)) return;
         vm.prank(v);
-        arbitration.requestVerifierExit();
+        verifierRegistry.requestExit();
     }
 
     /// @dev One time in two waits for the release time first.
     function withdrawVerifierStake(uint256 verifierSeed, uint8 wait) external track {
         address v = verifiers[verifierSeed % verifiers.length];
-        uint256 releaseAt = arbitration.verifierOf(v).releaseAt;
+        uint256 releaseAt = verifierRegistry.verifierOf(v).releaseAt;
         if (wait % 2 == 0 && releaseAt > block.timestamp) vm.warp(releaseAt);
         vm.prank(v);
-        try arbitration.withdrawVerifierStake() {} catch {}
+        try verifierRegistry.withdraw() {} catch {}
     }
 
     // ---- audits
@@ -479,16 +533,20 @@ contract Handler is Test {
         for (uint256 i = 0; i < count; ++i) {
             uint256 id = ((seed >> 2) % count + i) % count + 1;
             IA.Audit memory a = arbitration.auditOf(id);
-            if (a.drawBlock != 0 && (selected ? a.selected : a.seed == 0)) return id;
+            if (a.drawBlock != 0 && (selected ? a.selected : !a.isSealed)) return id;
         }
         return 0;
     }
 
-    /// @dev Sometimes lets the seed's block hash expire first (a redraw is then allowed).
+    /// @dev Sometimes lets the seed's block hash expire first (the audit then seals as not selected).
     function sealAudit(uint256 taskSeed, uint16 blocks) external track {
         uint256 id = _pickAudit(taskSeed, false);
         if (id == 0) return;
+        uint256 drawBlock = arbitration.auditOf(id).drawBlock;
         vm.roll(block.number + (blocks % 8 == 0 ? 300 : blocks % 3));
+        if (block.number <= drawBlock + 256 && blockhash(drawBlock) == 0 && drawBlock < block.number) {
+            vm.setBlockhash(drawBlock, keccak256(abi.encode(taskSeed, drawBlock)));
+        }
         try arbitration.sealAudit(id) {} catch {}
     }
 

@@ -21,7 +21,17 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             (ms[i], keys[i]) = makeAddrAndKey(string.concat("invariant miner", vm.toString(i)));
         }
         handler = new Handler(
-            Handler.Deployment(token, registry, escrow, tasks, arbitration, admin, coordinator, feeRecipient),
+            Handler.Deployment(
+                token,
+                registry,
+                escrow,
+                tasks,
+                arbitration,
+                verifierRegistry,
+                admin,
+                coordinator,
+                feeRecipient
+            ),
             ms,
             keys
         );
@@ -45,18 +55,18 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         }
         handler.openDispute(1, 0);
         assertEq(arbitration.disputeCount(), 1);
-        // ... and audited: drawn, sealed, one audit open with a vote on it.
+        // ... and audited: drawn, sealed, one audit open with its jury drawn.
         for (uint256 i = 0; i < 3; ++i) {
             handler.drawAudit(4 * i + 1);
             handler.sealAudit(4 * i + 1, 1);
         }
         handler.openAudit(1, 0, 1);
         assertEq(handler.audited(), 1);
-        handler.vote(5, 1, true); // on dispute 2, the audit
-        assertEq(arbitration.getDispute(2).votesAtFault, 1);
+        handler.drawJury(5); // dispute 2, the audit
+        assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[34] memory s = [
+        bytes4[38] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -74,9 +84,13 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.openDispute.selector,
             Handler.openDispute.selector,
             Handler.openDispute.selector,
-            Handler.vote.selector,
-            Handler.vote.selector,
-            Handler.vote.selector,
+            Handler.drawJury.selector,
+            Handler.drawJury.selector,
+            Handler.commitVote.selector,
+            Handler.commitVote.selector,
+            Handler.revealVote.selector,
+            Handler.revealVote.selector,
+            Handler.appeal.selector,
             Handler.resolve.selector,
             Handler.resolve.selector,
             Handler.registerVerifier.selector,
@@ -198,10 +212,10 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     function invariant_arbitrationBalanceEqualsVerifierStakes() public view {
         uint256 sum;
         for (uint256 i = 0; i < 4; ++i) {
-            sum += arbitration.verifierOf(handler.verifiers(i)).stake;
-            sum += arbitration.verifierOf(verifiers[i]).stake;
+            sum += verifierRegistry.verifierOf(handler.verifiers(i)).stake;
+            sum += verifierRegistry.verifierOf(verifiers[i]).stake;
         }
-        assertEq(token.balanceOf(address(arbitration)), sum);
+        assertEq(token.balanceOf(address(verifierRegistry)), sum);
     }
 
     /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at
@@ -225,7 +239,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// @dev No token is created or destroyed by the market.
     function invariant_tokensConserved() public view {
         uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
-            + token.balanceOf(address(arbitration));
+            + token.balanceOf(address(verifierRegistry));
         address[] memory accounts = handler.allAccounts();
         for (uint256 i = 0; i < accounts.length; ++i) {
             held += token.balanceOf(accounts[i]);

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
+import {Sortition} from "./libraries/Sortition.sol";
+
+/// @title VerifierRegistry
+/// @notice The verifiers' stake and their weight in jury draws, as GPURegistry is the miners'. Voting power comes
+/// from stake, not from addresses: a registration's weight is its stake in whole seats, fixed when it registers,
+/// and a draw bounded by an earlier total can only land on registrations that existed then. Only Arbitration
+/// (ARBITER_ROLE) locks seats and takes penalties; a verifier's locked stake cannot leave until its seats are
+/// released.
+contract VerifierRegistry is IVerifierRegistry, AccessControl {
+    using SafeCast for uint256;
+    using SafeERC20 for IERC20;
+    using Sortition for Sortition.Pool;
+
+    /// @notice Role of the arbitration contract: locks seats and releases them with penalties.
+    bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
+    uint256 public constant MAX_UNBONDING = 30 days;
+
+    IERC20 public immutable token;
+    /// @notice Where penalties go (the payment escrow, which shares them out to coherent jurors).
+    address public immutable penaltySink;
+
+    /// @inheritdoc IVerifierRegistry
+    uint256 public minStake;
+    /// @inheritdoc IVerifierRegistry
+    uint256 public unbondingPeriod;
+
+    Sortition.Pool private _pool;
+    mapping(address account => Verifier) private _verifiers;
+
+    constructor(
+        IERC20 token_,
+        address penaltySink_,
+        address admin,
+        uint256 minStake_,
+        uint256 unbondingPeriod_
+    ) {
+        if (address(token_) == address(0) || penaltySink_ == address(0) || admin == address(0)) {
+            revert ZeroAddress();
+        }
+        token = token_;
+        penaltySink = penaltySink_;
+        _grantRole(DEFAULT_ADMIN_ROLE, admin);
+        _setMinStake(minStake_);
+        _setUnbondingPeriod(unbondingPeriod_);
+    }
+
+    // ------------------------------------------------------------------------------------------ verifiers
+
+    /// @inheritdoc IVerifierRegistry
+    /// @dev A token that delivers less than `stake` (a fee on transfer) is refused.
+    function register(uint256 stake) external {
+        Verifier storage verifier = _verifiers[msg.sender];
+        if (verifier.registeredAtBlock != 0) revert VerifierAlreadyRegistered(msg.sender);
+        uint256 seat = minStake;
+        if (stake < seat) revert VerifierStakeTooLow(stake, seat);
+        verifier.stake = stake.toUint128();
+        verifier.registeredAtBlock = block.number.toUint64();
+        uint256 before = token.balanceOf(address(this));
+        token.safeTransferFrom(msg.sender, address(this), stake);
+        uint256 received = token.balanceOf(address(this)) - before;
+        if (received != stake) revert TransferShortfall(stake, received);
+        _pool.append(msg.sender, stake / seat);
+        emit VerifierRegistered(msg.sender, stake, stake / seat);
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function requestExit() external {
+        Verifier storage verifier = _verifiers[msg.sender];
+        if (verifier.stake == 0) revert NotVerifier(msg.sender);
+        if (verifier.exitAtBlock != 0) revert VerifierExitAlreadyRequested(msg.sender, verifier.releaseAt);
+        uint64 releaseAt = (block.timestamp + unbondingPeriod).toUint64();
+        verifier.exitAtBlock = block.number.toUint64();
+        verifier.releaseAt = releaseAt;
+        emit VerifierExitRequested(msg.sender, releaseAt);
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    /// @dev The address keeps its registration block, so it can never register again (its old sortition entry
+    /// would otherwise count twice).
+    function withdraw() external returns (uint256 amount) {
+        Verifier storage verifier = _verifiers[msg.sender];
+        amount = verifier.stake;
+        if (amount == 0) revert NotVerifier(msg.sender);
+        if (verifier.exitAtBlock == 0) revert VerifierExitNotRequested(msg.sender);
+        if (block.timestamp < verifier.releaseAt) {
+            revert VerifierUnbondingNotFinished(verifier.releaseAt, block.timestamp);
+        }
+        if (verifier.locked != 0) revert VerifierStakeLocked(msg.sender, verifier.locked);
+        verifier.stake = 0;
+        token.safeTransfer(msg.sender, amount);
+        emit VerifierStakeWithdrawn(msg.sender, amount);
+    }
+
+    // ------------------------------------------------------------------------------------------ arbitration
+
+    /// @inheritdoc IVerifierRegistry
+    function lockSeat(address account, uint256 amount) external onlyRole(ARBITER_ROLE) returns (bool) {
+        Verifier storage verifier = _verifiers[account];
+        if (verifier.exitAtBlock != 0 || verifier.stake - verifier.locked < amount) return false;
+        verifier.locked += amount.toUint128();
+        emit SeatLocked(account, amount);
+        return true;
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    /// @dev `penalty <= amount`, so stake never falls below what is still locked.
+    function releaseSeat(address account, uint256 amount, uint256 penalty) external onlyRole(ARBITER_ROLE) {
+        Verifier storage verifier = _verifiers[account];
+        verifier.locked -= amount.toUint128();
+        if (penalty > amount) penalty = amount;
+        verifier.stake -= penalty.toUint128();
+        if (penalty != 0) token.safeTransfer(penaltySink, penalty);
+        emit SeatReleased(account, amount, penalty);
+    }
+
+    // ------------------------------------------------------------------------------------------------ admin
+
+    /// @notice Sets the minimum stake (the seat unit) for registrations from now on.
+    function setMinStake(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setMinStake(amount);
+    }
+
+    /// @notice Sets the unbonding period for exit requests from now on.
+    function setUnbondingPeriod(uint256 period) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        _setUnbondingPeriod(period);
+    }
+
+    // ------------------------------------------------------------------------------------------------ views
+
+    /// @inheritdoc IVerifierRegistry
+    function candidate(uint256 number, uint256 bound) external view returns (address) {
+        return _pool.select(number, bound);
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function verifierOf(address account) external view returns (Verifier memory) {
+        return _verifiers[account];
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function isVerifier(address account) external view returns (bool) {
+        Verifier storage verifier = _verifiers[account];
+        return verifier.stake != 0 && verifier.exitAtBlock == 0;
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function totalWeight() external view returns (uint256) {
+        return _pool.total();
+    }
+
+    function _setMinStake(uint256 amount) private {
+        if (amount == 0) revert ZeroAmount();
+        minStake = amount;
+        emit MinStakeChanged(amount);
+    }
+
+    function _setUnbondingPeriod(uint256 period) private {
+        if (period > MAX_UNBONDING) revert UnbondingTooLong(period, MAX_UNBONDING);
+        unbondingPeriod = period;
+        emit UnbondingPeriodChanged(period);
+    }
+}

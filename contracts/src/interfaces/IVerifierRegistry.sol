@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// @title IVerifierRegistry
+/// @notice Verifiers stake the payment token here to sit on dispute juries. Each registration adds selection
+/// weight `stake / seatStake` to an append-only sortition list; Arbitration draws jurors from it, locks one seat
+/// stake per seat a juror holds, and releases it when the dispute ends, less a penalty for an incoherent or
+/// silent juror (sent to the escrow).
+interface IVerifierRegistry {
+    /// @notice `locked`: stake held by the seats the verifier sits on. Drawable while active (not exiting);
+    /// `releaseAt` is when its stake can be withdrawn (0 while active).
+    struct Verifier {
+        uint128 stake;
+        uint128 locked;
+        uint64 registeredAtBlock;
+        uint64 exitAtBlock;
+        uint64 releaseAt;
+    }
+
+    error ZeroAddress();
+    error ZeroAmount();
+    error NotVerifier(address account);
+    error VerifierAlreadyRegistered(address verifier);
+    error VerifierStakeTooLow(uint256 stake, uint256 minimum);
+    error VerifierExitAlreadyRequested(address verifier, uint256 releaseAt);
+    error VerifierExitNotRequested(address verifier);
+    error VerifierUnbondingNotFinished(uint256 releaseAt, uint256 nowTime);
+    error VerifierStakeLocked(address verifier, uint256 locked);
+    error UnbondingTooLong(uint256 period, uint256 maximum);
+    error TransferShortfall(uint256 expected, uint256 received);
+
+    event VerifierRegistered(address indexed verifier, uint256 stake, uint256 weight);
+    event VerifierExitRequested(address indexed verifier, uint256 releaseAt);
+    event VerifierStakeWithdrawn(address indexed verifier, uint256 amount);
+    event SeatLocked(address indexed verifier, uint256 amount);
+    event SeatReleased(address indexed verifier, uint256 amount, uint256 penalty);
+    event MinStakeChanged(uint256 minStake);
+    event UnbondingPeriodChanged(uint256 period);
+
+    /// @notice Stakes `stake` (at least `minStake`, approved to this contract): weight `stake / minStake` in
+    /// every jury round opened after this transaction. An address registers once.
+    function register(uint256 stake) external;
+    /// @notice Leaves every future draw and starts the unbonding period; seats already held stay.
+    function requestExit() external;
+    /// @notice After the unbonding period, once no seat holds it: returns the stake.
+    function withdraw() external returns (uint256 amount);
+
+    /// @notice The account whose sortition range holds `number` (below `bound`, a total the list had).
+    function candidate(uint256 number, uint256 bound) external view returns (address);
+    /// @notice Locks `amount` of `verifier`'s stake for one seat if it is active and has that much free;
+    /// returns whether it did. Arbiter only.
+    function lockSeat(address verifier, uint256 amount) external returns (bool);
+    /// @notice Releases `amount` of locked stake, taking `penalty` of it to the escrow. Arbiter only.
+    function releaseSeat(address verifier, uint256 amount, uint256 penalty) external;
+
+    function verifierOf(address account) external view returns (Verifier memory);
+    /// @notice Registered, with stake, and not exiting.
+    function isVerifier(address account) external view returns (bool);
+    /// @notice Sortition weight of every registration so far.
+    function totalWeight() external view returns (uint256);
+    /// @notice Smallest stake, and the unit of weight: one seat.
+    function minStake() external view returns (uint256);
+    function unbondingPeriod() external view returns (uint256);
+}
