@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {BaseTest} from "./BaseTest.sol";
+import {PaymentEscrow} from "../src/PaymentEscrow.sol";
+import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
+import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
+import {IPaymentEscrow as IE} from "../src/interfaces/IPaymentEscrow.sol";
+import {IVerifierRegistry as IV} from "../src/interfaces/IVerifierRegistry.sol";
+import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+
+/// @notice A token that keeps 1% of every transfer: the escrow and the verifier registry must refuse it.
+contract FeeOnTransferToken is ERC20 {
+    constructor() ERC20("Fee", "FEE") {}
+
+    function mint(address to, uint256 amount) external {
+        _mint(to, amount);
+    }
+
+    function _update(address from, address to, uint256 value) internal override {
+        if (from == address(0) || to == address(0)) return super._update(from, to, value);
+        super._update(from, to, value - value / 100);
+        super._update(from, address(0xdead), value / 100);
+    }
+}
+
+/// @notice Every attack of the security review, written as the attacker's attempt: each fails, and the honest
+/// parties end with exactly what they are owed.
+contract AttacksTest is BaseTest {
+    IA.Vote internal constant AT_FAULT = IA.Vote.MinersAtFault;
+    IA.Vote internal constant CORRECT = IA.Vote.MinersCorrect;
+    uint256 internal constant SEAT_PENALTY = MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
+    /// @dev The miners' committed shares of PAYMENT (fee taken), dust to the first.
+    uint256 internal constant SHARE_0 = 24_629_631;
+    uint256 internal constant SHARE = 24_629_629;
+    uint256 internal constant REFUND = 22_222_223;
+
+    address[] internal honest;
+    address[] internal sybils;
+
+    function setUp() public override {
+        super.setUp();
+        _registerAll();
+    }
+
+    // ---- helpers
+
+    function _newVerifiers(string memory name, uint256 count, uint256 seatsEach)
+        internal
+        returns (address[] memory list)
+    {
+        list = new address[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            list[i] = makeAddr(string.concat(name, vm.toString(i)));
+            _registerVerifier(list[i], seatsEach * MIN_VERIFIER_STAKE);
+        }
+        vm.roll(block.number + 1);
+    }
+
+    function _in(address[] memory list, address item) internal pure returns (bool) {
+        for (uint256 i = 0; i < list.length; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
+    }
+
+    /// @dev Draws the current round; jurors in `liars` vote `lie`, everyone else votes `truth`.
+    function _round(uint256 disputeId, address[] memory liars, IA.Vote lie, IA.Vote truth)
+        internal
+        returns (address[] memory jurors)
+    {
+        jurors = _drawJury(disputeId);
+        IA.Vote[] memory votes = new IA.Vote[](jurors.length);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            votes[i] = _in(liars, jurors[i]) ? lie : truth;
+        }
+        _runRoundWith(disputeId, jurors, votes);
+    }
+
+    function _outcomeOf(uint256 disputeId) internal view returns (IA.DisputeStatus) {
+        return arbitration.getDispute(disputeId).status;
+    }
+
+    /// @dev Seats `who` held over every round of the dispute.
+    function _seatsOver(uint256 disputeId, address who) internal view returns (uint256 seats) {
+        uint8 last = arbitration.getDispute(disputeId).round;
+        for (uint8 r = 0; r <= last; ++r) {
+            seats += _seats(disputeId, r, who);
+        }
+    }
+
+    function _appeal(uint256 disputeId, address who) internal returns (uint256 bond) {
+        (, IA.Round memory round) = _round(disputeId);
+        bond = round.bond * 2;
+        _fund(who, address(escrow), bond);
+        vm.prank(who);
+        arbitration.appeal(disputeId);
+    }
+
+    function _stakeOf(address v) internal view returns (uint256) {
+        return verifierRegistry.verifierOf(v).stake;
+    }
+
+    function _assertMinersWhole() internal view {
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE, "an honest miner's stake is whole");
+            assertEq(_locked(miners[i]), 0);
+        }
+    }
+
+    // ---- 1. vote stuffing
+
+    /// @dev Twenty sybil verifiers, registered first at the minimum stake, try to convict honest miners. Honest
+    /// verifiers hold five times their stake. The miners appeal each conviction; the last jury, weighted by
+    /// stake, acquits. Every sybil seat loses half its stake; the honest miners lose nothing.
+    function test_attack_sybilStuffing_cannotOutvoteStake() public {
+        sybils = _newVerifiers("sybil", 20, 1);
+        honest = _newVerifiers("honest", 10, 10);
+        uint256 id = _committedTask(alice);
+        uint256 d = _openDispute(id, 0); // leaf 0: [m0, m1], a correct line
+        uint256 appealBonds;
+        while (true) {
+            _round(d, sybils, AT_FAULT, CORRECT);
+            (uint8 r, IA.Round memory round) = _round(d);
+            bool convicted = round.votesAtFault > round.votesCorrect;
+            if (!convicted || r == 2) break;
+            appealBonds += _appeal(d, miners[0]);
+        }
+        _warpPastAppeal(d);
+        arbitration.resolve(d);
+        assertEq(uint8(_outcomeOf(d)), uint8(IA.DisputeStatus.MinersCorrect));
+
+        uint256 sybilSeats;
+        for (uint256 i = 0; i < sybils.length; ++i) {
+            uint256 seats = _seatsOver(d, sybils[i]);
+            sybilSeats += seats;
+            assertEq(_stakeOf(sybils[i]), MIN_VERIFIER_STAKE - seats * SEAT_PENALTY, "a lying sybil pays");
+            assertEq(escrow.balanceOf(sybils[i]), 0);
+        }
+        uint256 honestSeats;
+        for (uint256 i = 0; i < honest.length; ++i) {
+            honestSeats += _seatsOver(d, honest[i]);
+        }
+        for (uint256 i = 0; i < VERIFIER_COUNT; ++i) {
+            honestSeats += _seatsOver(d, verifiers[i]);
+        }
+        uint256 perSeat = (sybilSeats * SEAT_PENALTY + DISPUTE_BOND / 10) / honestSeats;
+        for (uint256 i = 0; i < honest.length; ++i) {
+            assertEq(escrow.balanceOf(honest[i]), perSeat * _seatsOver(d, honest[i]));
+            assertEq(_stakeOf(honest[i]), 10 * MIN_VERIFIER_STAKE);
+        }
+        _assertMinersWhole();
+        assertEq(escrow.balanceOf(miners[0]), SHARE_0 + DISPUTE_BOND * 9 / 20 + appealBonds);
+        assertEq(escrow.balanceOf(miners[1]), SHARE + DISPUTE_BOND * 9 / 20);
+        assertEq(escrow.balanceOf(miners[2]), SHARE);
+        assertEq(escrow.balanceOf(alice), REFUND);
+        _assertEscrowSolvent();
+    }
+
+    // ---- 2. parties on their own dispute
+
+    /// @dev The owner, the coordinator, every assigned miner and a miner's signer stake heavily as verifiers;
+    /// none of them is ever drawn, in any round.
+    function test_attack_partiesNeverSitOnTheirJury() public {
+        address[] memory parties = new address[](6);
+        (parties[0], parties[1], parties[2], parties[3], parties[4], parties[5]) =
+        (alice, coordinator, miners[0], miners[1], miners[2], _signer(0));
+        for (uint256 i = 0; i < parties.length; ++i) {
+            _registerVerifier(parties[i], 50 * MIN_VERIFIER_STAKE);
+        }
+        honest = _newVerifiers("honest", 10, 10);
+        uint256 d = _openDispute(_committedTask(alice), 0);
+        for (uint8 r = 0; r < 3; ++r) {
+            address[] memory jurors = _runRound(d, AT_FAULT);
+            assertGt(jurors.length, 0);
+            for (uint256 i = 0; i < parties.length; ++i) {
+                assertFalse(_in(jurors, parties[i]), "a party sat on its own jury");
+            }
+            if (r < 2) _appeal(d, miners[0]);
+        }
+    }
+
+    // ---- 3. wrong votes cost stake
+
+    /// @dev One juror votes against the majority and one stays silent: each loses half its seat's stake, which
+    /// the coherent jurors share with the reward.
+    function test_attack_incoherentJurorsLoseStake() public {
+        honest = _newVerifiers("juror", 12, 1);
+        uint256 d = _openDispute(_committedTask(alice), 1); // leaf 1: [m2], a wrong line
+        address[] memory jurors = _drawJury(d);
+        assertEq(jurors.length, 5, "one seat each");
+        IA.Vote[] memory votes = new IA.Vote[](5);
+        (votes[0], votes[1], votes[2], votes[3], votes[4]) =
+        (AT_FAULT, AT_FAULT, AT_FAULT, CORRECT, IA.Vote.None);
+        _runRoundWith(d, jurors, votes);
+        _warpPastAppeal(d);
+        arbitration.resolve(d);
+        assertEq(uint8(_outcomeOf(d)), uint8(IA.DisputeStatus.MinersAtFault));
+
+        uint256 reward = STAKE_LOCK / 10;
+        uint256 perSeat = (2 * SEAT_PENALTY + reward) / 3;
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(jurors[i]), perSeat);
+            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE);
+            assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
+        }
+        for (uint256 i = 3; i < 5; ++i) {
+            assertEq(escrow.balanceOf(jurors[i]), 0);
+            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE - SEAT_PENALTY);
+            assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
+        }
+        assertEq(escrow.auditPool(), (2 * SEAT_PENALTY + reward) % 3, "dust");
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + STAKE_LOCK - reward);
+        assertEq(_free(miners[2]), MINER_STAKE - STAKE_LOCK, "the wrong line's miner is slashed");
+        assertEq(_free(miners[0]), MINER_STAKE, "miners of other lines are untouched");
+        _assertEscrowSolvent();
+    }
+
+    // ---- 4. copying votes
+
+    /// @dev No one reveals while others still commit, commits late, or reveals a vote it did not commit.
+    function test_attack_revealBeforeCommitDeadlineFails() public {
+        uint256 d = _openDispute(_committedTask(alice), 0);
+        address[] memory jurors = _drawJury(d);
+        _commitVote(d, jurors[0], CORRECT);
+        vm.prank(jurors[0]);
+        vm.expectRevert(abi.encodeWithSelector(IA.NotRevealPhase.selector, d, 0));
+        arbitration.revealVote(d, CORRECT, _salt(jurors[0]));
+        vm.expectRevert(abi.encodeWithSelector(IA.NotJuror.selector, d, 0, stranger));
+        vm.prank(stranger);
+        arbitration.commitVote(d, keccak256("x"));
+
+        vm.warp(arbitration.roundOf(d, 0).commitDeadline);
+        if (jurors.length > 1) {
+            vm.prank(jurors[1]);
+            vm.expectRevert(abi.encodeWithSelector(IA.NotCommitPhase.selector, d, 0));
+            arbitration.commitVote(d, keccak256("late"));
+        }
+        vm.prank(jurors[0]);
+        vm.expectRevert(abi.encodeWithSelector(IA.CommitmentMismatch.selector, d, jurors[0]));
+        arbitration.revealVote(d, AT_FAULT, _salt(jurors[0]));
+        _revealVote(d, jurors[0], CORRECT);
+        vm.prank(jurors[0]);
+        vm.expectRevert(abi.encodeWithSelector(IA.AlreadyRevealed.selector, d, jurors[0]));
+        arbitration.revealVote(d, CORRECT, _salt(jurors[0]));
+    }
+
+    // ---- audits
+
+    /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf.
+    function _auditableTask() internal returns (uint256 id) {
+        IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
+        p.requestCount = 4;
+        _fund(alice, address(escrow), MAX_PRICE);
+        vm.prank(alice);
+        id = tasks.createTask(p);
+        _assign(id, _miners(3));
+        _commit(id, _commitment(_rootOf(_standardLeaves(id)), PAYMENT, 3));
+    }
+
+    function _selectedAudit(uint256 id) internal returns (uint256 line) {
+        vm.prank(admin);
+        arbitration.setAuditRate(10_000);
+        _fund(bob, address(escrow), 10 * DISPUTE_BOND);
+        vm.prank(bob);
+        arbitration.fundAuditPool(10 * DISPUTE_BOND);
+        arbitration.drawAudit(id);
+        vm.roll(block.number + 1);
+        _setSeed(block.number - 1, keccak256("audit draw"));
+        assertTrue(arbitration.sealAudit(id));
+        line = arbitration.auditOf(id).requestIndex;
+    }
+
+    function _openAudit(uint256 id, address auditor) internal returns (uint256) {
+        uint256 line = arbitration.auditOf(id).requestIndex;
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        vm.prank(auditor);
+        return arbitration.openAudit(id, leaves[line], _proofOf(leaves, line));
+    }
+
+    /// @dev A heavily staked auditor opens an audit and is never drawn onto its jury; a task's miner cannot
+    /// audit the task at all.
+    function test_attack_auditorCannotJudgeOwnAudit() public {
+        address auditor = makeAddr("auditor");
+        _registerVerifier(auditor, 100 * MIN_VERIFIER_STAKE);
+        _registerVerifier(miners[0], MIN_VERIFIER_STAKE);
+        honest = _newVerifiers("honest", 5, 2);
+        uint256 id = _auditableTask();
+        _selectedAudit(id);
+        vm.expectRevert(abi.encodeWithSelector(IA.AuditorIsAParty.selector, id, miners[0]));
+        this.openAuditAs(id, miners[0]);
+        uint256 d = _openAudit(id, auditor);
+        address[] memory jurors = _drawJury(d);
+        assertFalse(_in(jurors, auditor), "the auditor sat on its own audit");
+    }
+
+    function openAuditAs(uint256 id, address auditor) external returns (uint256) {
+        return _openAudit(id, auditor);
+    }
+
+    /// @dev An audit of a correct line: the pool gets its bond back less the jurors' reward (under the daily
+    /// cap); the miners get nothing from the pool; the task then settles as committed.
+    function test_attack_honestAuditReturnsPoolBond() public {
+        honest = _newVerifiers("honest", 10, 1);
+        uint256 id = _auditableTask();
+        uint256 line = _selectedAudit(id);
+        uint256 pool = escrow.auditPool();
+        uint256 d = _openAudit(id, verifiers[0]);
+        address[] memory jurors = _runRound(d, CORRECT);
+        _warpPastAppeal(d);
+        arbitration.resolve(d);
+        assertEq(uint8(_outcomeOf(d)), uint8(IA.DisputeStatus.MinersCorrect));
+        uint256 seats = arbitration.roundOf(d, 0).seatsDrawn;
+        uint256 reward = DISPUTE_BOND / 10;
+        assertEq(escrow.auditPool(), pool - reward + reward % seats, "bond back, less the reward paid");
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            assertEq(escrow.balanceOf(jurors[i]), reward / seats * _seats(d, 0, jurors[i]));
+        }
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), 0, "no pool money to miners");
+        }
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.ResultsCommitted), "audit done, window still runs");
+        vm.warp(tasks.challengeEndsAt(id));
+        tasks.finalizeTask(id);
+        assertEq(escrow.balanceOf(miners[0]), SHARE_0);
+        line;
+        _assertMinersWhole();
+        _assertEscrowSolvent();
+    }
+
+    /// @dev While an audit runs past the end of the challenge window, the owner still opens its own dispute of
+    /// another line; the audit's time extends the owner's window.
+    function test_attack_auditDoesNotBlockOwnerDispute() public {
+        honest = _newVerifiers("honest", 10, 2);
+        uint256 id = _auditableTask();
+        uint256 line = _selectedAudit(id);
+        uint256 windowEnd = tasks.challengeEndsAt(id);
+        vm.warp(windowEnd - 1 hours);
+        uint256 audit = _openAudit(id, verifiers[0]);
+        address[] memory auditJury = _drawJury(audit);
+        vm.warp(windowEnd + 1);
+        uint256 other = (line + 1) % 4;
+        uint256 d = _openDispute(id, other);
+        assertEq(tasks.openDisputesOf(id), 2);
+        assertEq(arbitration.disputeOfTask(id), d);
+        address[] memory ownerJury = _drawJury(d);
+        // Both juries vote "correct"; the phases of the two disputes interleave.
+        for (uint256 i = 0; i < auditJury.length; ++i) {
+            _commitVote(audit, auditJury[i], CORRECT);
+        }
+        for (uint256 i = 0; i < ownerJury.length; ++i) {
+            _commitVote(d, ownerJury[i], CORRECT);
+        }
+        vm.warp(arbitration.roundOf(d, 0).commitDeadline);
+        for (uint256 i = 0; i < auditJury.length; ++i) {
+            _revealVote(audit, auditJury[i], CORRECT);
+        }
+        for (uint256 i = 0; i < ownerJury.length; ++i) {
+            _revealVote(d, ownerJury[i], CORRECT);
+        }
+        vm.warp(arbitration.roundOf(audit, 0).appealDeadline);
+        arbitration.resolve(audit);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Disputed), "the owner's dispute still runs");
+        vm.warp(arbitration.roundOf(d, 0).appealDeadline);
+        arbitration.resolve(d);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
+        _assertMinersWhole();
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Withholding the seal until the seed's block hash is gone buys no redraw: the audit seals as not
+    /// selected and can never be drawn again.
+    function test_attack_withheldSealFailsClosed() public {
+        vm.prank(admin);
+        arbitration.setAuditRate(10_000);
+        uint256 id = _committedTask(alice);
+        arbitration.drawAudit(id);
+        uint256 drawBlock = block.number;
+        vm.roll(block.number + 300);
+        assertFalse(arbitration.sealAudit(id));
+        IA.Audit memory a = arbitration.auditOf(id);
+        assertTrue(a.isSealed);
+        assertFalse(a.selected);
+        vm.expectRevert(abi.encodeWithSelector(IA.AuditAlreadyDrawn.selector, id, drawBlock));
+        arbitration.drawAudit(id);
+        vm.expectRevert(abi.encodeWithSelector(IA.AuditAlreadySealed.selector, id));
+        arbitration.sealAudit(id);
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        vm.prank(verifiers[0]);
+        vm.expectRevert(abi.encodeWithSelector(IA.TaskNotSelected.selector, id));
+        arbitration.openAudit(id, leaves[0], _proofOf(leaves, 0));
+    }
+
+    // ---- randomness and delay
+
+    /// @dev No one draws in time: round 0 ends undecided at the opener's cost. Convicted miners who appeal and
+    /// then never draw gain nothing: the conviction stands and their appeal bond is forfeited.
+    function test_attack_delayedDrawFavoursNoOne() public {
+        uint256 d = _openDispute(_committedTask(alice), 0);
+        (, IA.Round memory round) = _round(d);
+        vm.expectRevert(abi.encodeWithSelector(IA.NotResolvable.selector, d, round.drawDeadline));
+        arbitration.resolve(d);
+        vm.warp(round.drawDeadline);
+        vm.roll(round.seedBlock + 1);
+        _setSeed(round.seedBlock, keccak256("late"));
+        vm.expectRevert(abi.encodeWithSelector(IA.DrawExpired.selector, d, 0));
+        arbitration.drawJury(d);
+        arbitration.resolve(d);
+        assertEq(uint8(_outcomeOf(d)), uint8(IA.DisputeStatus.NoDecision));
+
+        honest = _newVerifiers("honest", 10, 1);
+        uint256 id = _committedTask(bob);
+        uint256 d2 = _openDispute(id, 1); // [m2], a wrong line
+        address[] memory jurors = _runRound(d2, AT_FAULT);
+        uint256 appealBond = _appeal(d2, miners[2]);
+        (, round) = _round(d2);
+        vm.warp(round.drawDeadline);
+        arbitration.resolve(d2);
+        assertEq(uint8(_outcomeOf(d2)), uint8(IA.DisputeStatus.MinersAtFault));
+        uint256 pot = STAKE_LOCK / 10 + appealBond / 10;
+        uint256 seats = arbitration.roundOf(d2, 0).seatsDrawn;
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            assertEq(escrow.balanceOf(jurors[i]), pot / seats * _seats(d2, 0, jurors[i]));
+        }
+        assertEq(
+            escrow.balanceOf(bob),
+            MAX_PRICE + DISPUTE_BOND + STAKE_LOCK * 9 / 10 + appealBond * 9 / 10,
+            "refund, bond, slash less reward, forfeited appeal bond less reward"
+        );
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Registering, even with a huge stake, after a round opened gives no chance to sit on it.
+    function test_attack_lateRegistrationCannotBeDrawn() public {
+        uint256 d = _openDispute(_committedTask(alice), 0);
+        address whale = makeAddr("whale");
+        _registerVerifier(whale, 1_000 * MIN_VERIFIER_STAKE);
+        address[] memory jurors = _drawJury(d);
+        assertFalse(_in(jurors, whale));
+        assertEq(arbitration.roundOf(d, 0).weightTotal, VERIFIER_COUNT);
+    }
+
+    // ---- money
+
+    /// @dev Every juror stays silent: the dispute ends undecided; the owner loses the fee to the miners of the
+    /// line, the silent jurors lose half their seats' stake to the audit pool, the task settles as committed.
+    function test_attack_undecidedDisputeCostsOpener() public {
+        uint256 d = _openDispute(_committedTask(alice), 0); // [m0, m1]
+        address[] memory jurors = _runRound(d, IA.Vote.None);
+        _warpPastAppeal(d);
+        arbitration.resolve(d);
+        assertEq(uint8(_outcomeOf(d)), uint8(IA.DisputeStatus.NoDecision));
+        uint256 fee = DISPUTE_BOND * NO_DECISION_FEE_BPS / 10_000;
+        assertEq(escrow.balanceOf(alice), REFUND + DISPUTE_BOND - fee);
+        assertEq(escrow.balanceOf(miners[0]), SHARE_0 + fee / 2);
+        assertEq(escrow.balanceOf(miners[1]), SHARE + fee / 2);
+        assertEq(escrow.auditPool(), jurors.length * SEAT_PENALTY);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE - SEAT_PENALTY);
+        }
+        _assertMinersWhole();
+        _assertEscrowSolvent();
+    }
+
+    function test_attack_feeOnTransferTokenRefused() public {
+        FeeOnTransferToken fee = new FeeOnTransferToken();
+        PaymentEscrow e = new PaymentEscrow(IERC20(address(fee)), admin);
+        bytes32 role = e.TASK_MANAGER_ROLE();
+        vm.prank(admin);
+        e.grantRole(role, address(this));
+        fee.mint(alice, 100e6);
+        vm.prank(alice);
+        fee.approve(address(e), 100e6);
+        vm.expectRevert(abi.encodeWithSelector(IE.TransferShortfall.selector, 100e6, 99e6));
+        e.depositEscrow(1, alice, 100e6);
+
+        VerifierRegistry v = new VerifierRegistry(IERC20(address(fee)), address(e), admin, 1e6, 1 days);
+        vm.prank(alice);
+        fee.approve(address(v), 100e6);
+        vm.prank(alice);
+        vm.expectRevert(abi.encodeWithSelector(IV.TransferShortfall.selector, 100e6, 99e6));
+        v.register(100e6);
+    }
+
+    /// @dev The admin raises the bond, the penalty and the jury size while a dispute runs: it keeps its terms.
+    function test_attack_configChangeDoesNotTouchOpenDispute() public {
+        uint256 d = _openDispute(_committedTask(alice), 0);
+        IA.Terms memory before = arbitration.getDispute(d).terms;
+        IA.Config memory c = arbitration.config();
+        (c.disputeBond, c.jurorPenaltyBps, c.baseJury, c.votingPeriod) = (50e6, 10_000, 15, 1 hours);
+        vm.prank(admin);
+        arbitration.setConfig(c);
+        assertEq(abi.encode(arbitration.getDispute(d).terms), abi.encode(before));
+        assertEq(arbitration.getDispute(d).bond, DISPUTE_BOND);
+        _runRound(d, AT_FAULT);
+        assertEq(_appeal(d, miners[0]), 2 * DISPUTE_BOND, "the appeal bond follows the dispute's own bond");
+        assertEq(arbitration.roundOf(d, 1).seats, 11);
+    }
+
+    /// @dev A task whose price and stake locks exceed what a jury is priced to protect cannot be assigned.
+    function test_attack_valueAtRiskCapped() public {
+        uint256 id = _createTask(alice, uint128(MAX_VALUE_AT_RISK));
+        vm.prank(coordinator);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IT.ValueAtRiskTooHigh.selector, MAX_VALUE_AT_RISK + 2 * STAKE_LOCK, MAX_VALUE_AT_RISK
+            )
+        );
+        tasks.assignTask(id, _miners(2), STAKE_LOCK);
+    }
+}
