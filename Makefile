@@ -9,7 +9,7 @@ FORGE := $(BIN)/forge
 # Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
 SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
 
-.PHONY: bootstrap build abi demo test lint bench clean
+.PHONY: bootstrap build abi demo test lint bench audit clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -52,6 +52,21 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 bench: build $(VENV)/.bench-installed
 	$(PY) -m bench
+
+$(VENV)/.audit-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[audit]"
+	touch $@
+
+# Slither over contracts/src on the project's own solc build; every medium or high finding must be explained in
+# docs/slither-triage.md (tools/slither_gate.py fails otherwise).
+AUDIT_OUT := out/audit
+audit: build $(VENV)/.audit-installed
+	rm -rf $(AUDIT_OUT) cache/audit
+	$(FORGE) build --build-info --skip test --skip script --out $(AUDIT_OUT) --cache-path cache/audit
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(VENV)/bin/slither . --compile-force-framework foundry --foundry-ignore-compile \
+		--foundry-out-directory $(AUDIT_OUT) --filter-paths "node_modules|contracts/test|contracts/script" \
+		--exclude-informational --exclude-optimization --exclude-low --json $(AUDIT_OUT)/slither.json > /dev/null || true
+	$(PY) tools/slither_gate.py $(AUDIT_OUT)/slither.json
 
 clean:
 	rm -rf out cache broadcast deployments

@@ -120,8 +120,9 @@ contract Arbitration is IArbitration, AccessControl {
         if (task.owner != msg.sender) revert NotTaskOwner(taskId, msg.sender);
         uint256 existing = disputeOfTask[taskId];
         if (existing != 0) revert DisputeAlreadyOpen(taskId, existing);
+        // Recorded before the calls out, so no callee could see the slot free.
+        disputeOfTask[taskId] = disputeCount + 1;
         disputeId = _startDispute(taskId, task, leaf, proof, false);
-        disputeOfTask[taskId] = disputeId;
     }
 
     /// @inheritdoc IArbitration
@@ -306,8 +307,8 @@ contract Arbitration is IArbitration, AccessControl {
         }
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
         if (_isTaskParty(taskId, task.owner, msg.sender)) revert AuditorIsAParty(taskId, msg.sender);
+        audit.disputeId = disputeCount + 1;
         disputeId = _startDispute(taskId, task, leaf, proof, true);
-        audit.disputeId = disputeId;
         emit AuditOpened(disputeId, taskId, msg.sender);
     }
 
