@@ -62,7 +62,9 @@ contract Arbitration is IArbitration, AccessControl {
     /// @notice The verifiers' stake and their weight in jury draws.
     IVerifierRegistry public immutable verifiers;
 
-    Config private _config;
+    /// @dev Every configuration ever set, and the time from which each applies to newly created tasks.
+    Config[] private _configs;
+    uint64[] private _configSince;
     /// @notice Number of disputes opened so far; ids start at 1.
     uint256 public disputeCount;
     /// @notice Juror rewards the audit pool has paid on each day (`block.timestamp / 1 days`).
@@ -141,10 +143,6 @@ contract Arbitration is IArbitration, AccessControl {
         round.commitDeadline = (block.timestamp + phase).toUint64();
         round.revealDeadline = round.commitDeadline + phase;
         round.appealDeadline = round.revealDeadline + phase;
-        address[] storage jurors = _jurors[disputeId][r];
-        for (uint256 i = 0; i < jurors.length; ++i) {
-            emit JurorDrawn(disputeId, r, jurors[i], _seats[disputeId][r][jurors[i]].seats);
-        }
         emit JuryDrawn(disputeId, r, uint16(drawn), round.commitDeadline);
     }
 
@@ -247,7 +245,7 @@ contract Arbitration is IArbitration, AccessControl {
     /// block this transaction lands in seeds the audit: unknown to the caller when it sends it (only that block's
     /// proposer could withhold it, at its own cost). The draw is final: it is never drawn again.
     function drawAudit(uint256 taskId) external {
-        if (_config.auditRateBps == 0) revert AuditsDisabled();
+        if (_configFor(taskId).auditRateBps == 0) revert AuditsDisabled();
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
         if (task.status == ITaskRegistry.TaskStatus.None) revert ITaskRegistry.UnknownTask(taskId);
         if (task.status != ITaskRegistry.TaskStatus.ResultsCommitted) {
@@ -277,7 +275,7 @@ contract Arbitration is IArbitration, AccessControl {
         audit.isSealed = true;
         if (hash != 0) {
             bytes32 seed = keccak256(abi.encode(hash, taskId));
-            selected = uint256(seed) % BPS < _config.auditRateBps;
+            selected = uint256(seed) % BPS < _configFor(taskId).auditRateBps;
             audit.seed = seed;
             audit.selected = selected;
             if (selected) {
@@ -306,7 +304,9 @@ contract Arbitration is IArbitration, AccessControl {
             revert NotAuditedLine(taskId, leaf.requestIndex, audit.requestIndex);
         }
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
-        if (_isTaskParty(taskId, task.owner, msg.sender)) revert AuditorIsAParty(taskId, msg.sender);
+        if (_contains(_taskParties(taskId, task.owner, 0), msg.sender)) {
+            revert AuditorIsAParty(taskId, msg.sender);
+        }
         audit.disputeId = disputeCount + 1;
         disputeId = _startDispute(taskId, task, leaf, proof, true);
         emit AuditOpened(disputeId, taskId, msg.sender);
@@ -314,36 +314,26 @@ contract Arbitration is IArbitration, AccessControl {
 
     // ------------------------------------------------------------------------------------------------ admin
 
-    /// @notice Replaces the configuration. Disputes already open keep the terms they opened with.
+    /// @notice Sets the configuration for tasks created from the next second on; every existing task keeps the
+    /// one it was created under (and every open dispute the terms it opened with).
     function setConfig(Config calldata newConfig) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setConfig(newConfig);
     }
 
-    /// @notice Sets the audit rate for draws sealed from now on (the rest of the configuration unchanged).
-    function setAuditRate(uint256 bps) external onlyRole(DEFAULT_ADMIN_ROLE) {
-        Config memory c = _config;
-        c.auditRateBps = bps;
-        _setConfig(c);
-    }
-
     // ------------------------------------------------------------------------------------------------ views
 
-    function config() external view returns (Config memory) {
-        return _config;
+    /// @notice The configuration for tasks created from now on.
+    function config() public view returns (Config memory) {
+        return _configs[_configs.length - 1];
+    }
+
+    /// @notice The configuration a task lives under: the one in force when it was created.
+    function configOf(uint256 taskId) external view returns (Config memory) {
+        return _configFor(taskId);
     }
 
     function disputeBond() external view returns (uint256) {
-        return _config.disputeBond;
-    }
-
-    function auditRateBps() external view returns (uint256) {
-        return _config.auditRateBps;
-    }
-
-    /// @notice Longest a dispute can run, opening to resolution: every round's draw, commit, reveal and appeal
-    /// phases.
-    function maxDisputeDuration() public view returns (uint256) {
-        return MAX_ROUNDS * 4 * _config.votingPeriod;
+        return config().disputeBond;
     }
 
     /// @inheritdoc IArbitration
@@ -432,7 +422,7 @@ contract Arbitration is IArbitration, AccessControl {
         bytes32 leafHash,
         bool audit
     ) private returns (Dispute storage dispute) {
-        Config storage c = _config;
+        Config storage c = _configFor(leaf.taskId);
         dispute = _disputes[disputeId];
         dispute.taskId = leaf.taskId;
         dispute.challenger = owner;
@@ -585,7 +575,7 @@ contract Arbitration is IArbitration, AccessControl {
         address payer = round.bondPayer;
         if (outcome == DisputeStatus.NoDecision) {
             uint256 fee = payer != address(0) && r == 0 ? bond * dispute.terms.noDecisionFeeBps / BPS : 0;
-            _payPipeline(ledger, pipeline, fee);
+            _payPipeline(ledger, pipeline, fee, dispute.taskId);
             if (payer != address(0)) _pay(ledger, payer, bond - fee);
             return;
         }
@@ -598,7 +588,7 @@ contract Arbitration is IArbitration, AccessControl {
         if (payer == address(0)) {
             reward = _takeAuditBudget(reward);
         } else if (round.challengerSide) {
-            _payPipeline(ledger, pipeline, bond - reward);
+            _payPipeline(ledger, pipeline, bond - reward, dispute.taskId);
         } else {
             _pay(ledger, dispute.challenger, bond - reward);
         }
@@ -652,17 +642,21 @@ contract Arbitration is IArbitration, AccessControl {
     /// @dev Equal parts to the pipeline's miners, dust to the first; a zero address in the pipeline (the miners
     /// signed whatever the coordinator built) is paid to the coordinator's fee recipient, and so is everything
     /// when the pipeline is empty.
-    function _payPipeline(Ledger memory ledger, address[] storage pipeline, uint256 amount) private view {
+    function _payPipeline(Ledger memory ledger, address[] storage pipeline, uint256 amount, uint256 taskId)
+        private
+        view
+    {
         uint256 miners = pipeline.length;
+        address feeRecipient = taskRegistry.termsOf(taskId).feeRecipient;
         if (miners == 0) {
-            _pay(ledger, taskRegistry.feeRecipient(), amount);
+            _pay(ledger, feeRecipient, amount);
             return;
         }
         uint256 share = amount / miners;
         for (uint256 i = 0; i < miners; ++i) {
             uint256 part = i == 0 ? amount - share * (miners - 1) : share;
             address miner = pipeline[i];
-            _pay(ledger, miner == address(0) ? taskRegistry.feeRecipient() : miner, part);
+            _pay(ledger, miner == address(0) ? feeRecipient : miner, part);
         }
     }
 
@@ -681,7 +675,7 @@ contract Arbitration is IArbitration, AccessControl {
     function _takeAuditBudget(uint256 wanted) private returns (uint256 granted) {
         uint256 day = block.timestamp / 1 days;
         uint256 spent = auditRewardsPaid[day];
-        uint256 cap = _config.auditRewardPerDay;
+        uint256 cap = config().auditRewardPerDay;
         granted = spent >= cap ? 0 : (cap - spent < wanted ? cap - spent : wanted);
         auditRewardsPaid[day] = spent + granted;
     }
@@ -723,38 +717,37 @@ contract Arbitration is IArbitration, AccessControl {
         return disputeId << 8 | r;
     }
 
-    /// @dev Everyone who may not sit on this dispute's jury: the task owner, the opener, the coordinator that
-    /// assigned the task, every assigned miner and its signer, and the leaf's pipeline.
+    /// @dev Everyone who may not sit on this dispute's jury: the task's parties, the opener and the leaf's
+    /// pipeline.
     function _parties(uint256 disputeId, Dispute storage dispute)
         private
         view
         returns (address[] memory parties)
     {
-        uint256 taskId = dispute.taskId;
-        address[] memory miners = taskRegistry.minersOf(taskId);
         address[] storage pipeline = _pipelines[disputeId];
-        parties = new address[](3 + 2 * miners.length + pipeline.length);
-        parties[0] = dispute.challenger;
-        parties[1] = dispute.opener;
-        parties[2] = taskRegistry.coordinatorOf(taskId);
-        uint256 next = 3;
-        for (uint256 i = 0; i < miners.length; ++i) {
-            parties[next++] = miners[i];
-            parties[next++] = gpuRegistry.signerOf(miners[i]);
-        }
+        parties = _taskParties(dispute.taskId, dispute.challenger, 1 + pipeline.length);
+        uint256 next = parties.length - 1 - pipeline.length;
+        parties[next++] = dispute.opener;
         for (uint256 i = 0; i < pipeline.length; ++i) {
             parties[next++] = pipeline[i];
         }
     }
 
-    /// @dev Whether `account` is the task's owner, coordinator, one of its miners or a miner's signer.
-    function _isTaskParty(uint256 taskId, address owner, address account) private view returns (bool) {
-        if (account == owner || account == taskRegistry.coordinatorOf(taskId)) return true;
+    /// @dev The task's owner, the coordinator that assigned it, every assigned miner and its signer, followed by
+    /// `extra` empty slots for the caller to fill.
+    function _taskParties(uint256 taskId, address owner, uint256 extra)
+        private
+        view
+        returns (address[] memory parties)
+    {
         address[] memory miners = taskRegistry.minersOf(taskId);
+        parties = new address[](2 + 2 * miners.length + extra);
+        parties[0] = owner;
+        parties[1] = taskRegistry.coordinatorOf(taskId);
         for (uint256 i = 0; i < miners.length; ++i) {
-            if (account == miners[i] || account == gpuRegistry.signerOf(miners[i])) return true;
+            parties[2 + 2 * i] = miners[i];
+            parties[3 + 2 * i] = gpuRegistry.signerOf(miners[i]);
         }
-        return false;
     }
 
     function _contains(address[] memory list, address item) private pure returns (bool) {
@@ -784,7 +777,23 @@ contract Arbitration is IArbitration, AccessControl {
         uint256 exposure = taskRegistry.challengeWindow() + 2 * longest;
         uint256 unbonding = gpuRegistry.unbondingPeriod();
         if (unbonding <= exposure) revert UnbondingTooShort(unbonding, exposure);
-        _config = c;
+        // From the next second on: a task created in this very block keeps the previous configuration.
+        _configs.push(c);
+        _configSince.push(_configs.length == 1 ? 0 : (block.timestamp + 1).toUint64());
         emit ConfigChanged(c);
+    }
+
+    /// @dev The latest configuration whose start is at or before the task's creation (binary search over the
+    /// configurations set so far).
+    function _configFor(uint256 taskId) private view returns (Config storage) {
+        uint256 createdAt = taskRegistry.termsOf(taskId).createdAt;
+        uint256 low = 0;
+        uint256 high = _configs.length - 1;
+        while (low < high) {
+            uint256 mid = (low + high + 1) / 2;
+            if (_configSince[mid] <= createdAt) low = mid;
+            else high = mid - 1;
+        }
+        return _configs[low];
     }
 }

@@ -14,7 +14,8 @@ import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
 /// @notice The life of one batch task: created with its maximum price escrowed, assigned to a set of miners
 /// (locking part of their stake), results committed as one Merkle root signed by every assigned miner, a
 /// challenge window, then finalized into pull-payment balances. Gas per task is independent of the number of
-/// requests in the batch: only hashes and counters are stored.
+/// requests in the batch: only hashes and counters are stored. The challenge window, fee, fee recipient, minimum
+/// stake lock and value-at-risk cap in force when a task is created apply to it for its whole life.
 contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     using SafeCast for uint256;
 
@@ -56,6 +57,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     mapping(uint256 taskId => Task) private _tasks;
     mapping(uint256 taskId => address[]) private _miners;
     mapping(uint256 taskId => uint256[]) private _minerAmounts;
+    mapping(uint256 taskId => TaskTerms) private _terms;
     mapping(uint256 taskId => address) private _coordinators;
     mapping(uint256 taskId => uint256) private _openDisputes;
     mapping(uint256 taskId => uint256) private _extensions;
@@ -109,6 +111,14 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         task.modelId = p.modelId;
         task.inputRoot = p.inputRoot;
         task.paramsHash = p.paramsHash;
+        _terms[taskId] = TaskTerms({
+            createdAt: block.timestamp.toUint64(),
+            challengeWindow: challengeWindow.toUint64(),
+            coordinatorFeeBps: uint16(coordinatorFeeBps),
+            feeRecipient: feeRecipient,
+            minStakeLock: minStakeLock.toUint128(),
+            maxValueAtRisk: maxValueAtRisk.toUint128()
+        });
         escrow.depositEscrow(taskId, msg.sender, p.maxPrice);
         emit TaskCreated(
             taskId, msg.sender, p.modelId, p.inputRoot, p.requestCount, p.paramsHash, p.maxPrice, p.deadline
@@ -140,9 +150,10 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         if (miners.length == 0 || miners.length > MAX_MINERS_PER_TASK) {
             revert BadMinerCount(miners.length, MAX_MINERS_PER_TASK);
         }
-        if (stakeLock < minStakeLock) revert StakeLockTooLow(stakeLock, minStakeLock);
+        TaskTerms storage terms = _terms[taskId];
+        if (stakeLock < terms.minStakeLock) revert StakeLockTooLow(stakeLock, terms.minStakeLock);
         uint256 valueAtRisk = uint256(task.maxPrice) + uint256(stakeLock) * miners.length;
-        if (valueAtRisk > maxValueAtRisk) revert ValueAtRiskTooHigh(valueAtRisk, maxValueAtRisk);
+        if (valueAtRisk > terms.maxValueAtRisk) revert ValueAtRiskTooHigh(valueAtRisk, terms.maxValueAtRisk);
         for (uint256 i = 0; i < miners.length; ++i) {
             address miner = miners[i];
             for (uint256 j = 0; j < i; ++j) {
@@ -194,7 +205,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     function _checkShares(uint256 taskId, Commitment calldata c) private view returns (uint128 fee) {
         uint256 count = _miners[taskId].length;
         if (c.minerAmounts.length != count) revert LengthMismatch(count, c.minerAmounts.length);
-        fee = (uint256(c.payment) * coordinatorFeeBps / BPS).toUint128();
+        fee = (uint256(c.payment) * _terms[taskId].coordinatorFeeBps / BPS).toUint128();
         uint256 minerTotal;
         for (uint256 i = 0; i < count; ++i) {
             minerTotal += c.minerAmounts[i];
@@ -353,7 +364,13 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     /// @inheritdoc ITaskRegistry
     function challengeEndsAt(uint256 taskId) public view returns (uint256) {
         uint64 committedAt = _tasks[taskId].committedAt;
-        return committedAt == 0 ? 0 : uint256(committedAt) + challengeWindow + _extensions[taskId];
+        return
+            committedAt == 0 ? 0 : uint256(committedAt) + _terms[taskId].challengeWindow + _extensions[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function termsOf(uint256 taskId) external view returns (TaskTerms memory) {
+        return _terms[taskId];
     }
 
     /// @inheritdoc ITaskRegistry
@@ -406,7 +423,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
             payees[i] = miners[i];
             payouts[i] = amounts[i];
         }
-        payees[count] = feeRecipient;
+        payees[count] = _terms[taskId].feeRecipient;
         payouts[count] = task.fee;
         _unlockAll(taskId, task.stakeLock);
         escrow.settleEscrow(taskId, payees, payouts, task.owner);
@@ -452,7 +469,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
 
     function _setMaxValueAtRisk(uint256 amount) private {
         if (amount == 0) revert ZeroValue();
-        maxValueAtRisk = amount;
+        maxValueAtRisk = amount.toUint128(); // tasks keep it in 128 bits
         emit MaxValueAtRiskChanged(amount);
     }
 }

@@ -252,6 +252,7 @@ contract AttacksTest is BaseTest {
 
     /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf.
     function _auditableTask() internal returns (uint256 id) {
+        _setAuditRate(10_000);
         IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
         p.requestCount = 4;
         _fund(alice, address(escrow), MAX_PRICE);
@@ -262,8 +263,6 @@ contract AttacksTest is BaseTest {
     }
 
     function _selectedAudit(uint256 id) internal returns (uint256 line) {
-        vm.prank(admin);
-        arbitration.setAuditRate(10_000);
         _fund(bob, address(escrow), 10 * DISPUTE_BOND);
         vm.prank(bob);
         arbitration.fundAuditPool(10 * DISPUTE_BOND);
@@ -374,8 +373,7 @@ contract AttacksTest is BaseTest {
     /// @dev Withholding the seal until the seed's block hash is gone buys no redraw: the audit seals as not
     /// selected and can never be drawn again.
     function test_attack_withheldSealFailsClosed() public {
-        vm.prank(admin);
-        arbitration.setAuditRate(10_000);
+        _setAuditRate(10_000);
         uint256 id = _committedTask(alice);
         arbitration.drawAudit(id);
         uint256 drawBlock = block.number;
@@ -498,6 +496,46 @@ contract AttacksTest is BaseTest {
         _runRound(d, AT_FAULT);
         assertEq(_appeal(d, miners[0]), 2 * DISPUTE_BOND, "the appeal bond follows the dispute's own bond");
         assertEq(arbitration.roundOf(d, 1).seats, 11);
+    }
+
+    /// @dev After a task is created, the admin doubles the fee, shortens the challenge window, lowers the value
+    /// cap and raises the dispute bond: the task lives on under the terms it was created with; a task created a
+    /// second later gets the new ones.
+    function test_attack_paramsFixedPerTask() public {
+        uint256 id = _assignedTask(alice, 3);
+        vm.startPrank(admin);
+        tasks.setCoordinatorFee(1_000, stranger);
+        tasks.setChallengeWindow(1 hours);
+        tasks.setMaxValueAtRisk(1);
+        IA.Config memory c = arbitration.config();
+        c.disputeBond = 50e6;
+        arbitration.setConfig(c);
+        vm.stopPrank();
+        _commit(id, _commitment(_rootOf(_standardLeaves(id)), PAYMENT, 3));
+        assertEq(tasks.challengeEndsAt(id), block.timestamp + CHALLENGE_WINDOW);
+        assertEq(arbitration.configOf(id).disputeBond, DISPUTE_BOND);
+        uint256 d = _openDisputeWithBond(id, 0, DISPUTE_BOND);
+        assertEq(arbitration.getDispute(d).bond, DISPUTE_BOND);
+        _decide(d, CORRECT);
+        assertEq(
+            escrow.balanceOf(feeRecipient), _fee(PAYMENT), "the fee and recipient of the task's creation"
+        );
+        assertEq(escrow.balanceOf(stranger), 0);
+
+        vm.warp(block.timestamp + 1);
+        uint256 later = _createTask(bob, MAX_PRICE);
+        assertEq(tasks.termsOf(later).challengeWindow, 1 hours);
+        assertEq(arbitration.configOf(later).disputeBond, 50e6);
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.ValueAtRiskTooHigh.selector, MAX_PRICE + STAKE_LOCK, 1));
+        tasks.assignTask(later, _miners(1), STAKE_LOCK);
+    }
+
+    function _openDisputeWithBond(uint256 id, uint256 line, uint256 bond) internal returns (uint256) {
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        _fund(alice, address(escrow), bond);
+        vm.prank(alice);
+        return arbitration.openDispute(id, leaves[line], _proofOf(leaves, line));
     }
 
     /// @dev A task whose price and stake locks exceed what a jury is priced to protect cannot be assigned.

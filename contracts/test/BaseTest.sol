@@ -163,6 +163,17 @@ abstract contract BaseTest is Test {
         token.approve(spender, amount);
     }
 
+    // ---- governance
+
+    /// @dev Audits `bps` of the tasks created from the next second on (and moves to that second).
+    function _setAuditRate(uint256 bps) internal {
+        IArbitration.Config memory c = arbitration.config();
+        c.auditRateBps = bps;
+        vm.prank(admin);
+        arbitration.setConfig(c);
+        vm.warp(block.timestamp + 1);
+    }
+
     // ---- verifiers
 
     /// @dev Stakes the minimum (one seat of weight); the verifier can be drawn for rounds opened later.

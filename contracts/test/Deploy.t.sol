@@ -84,7 +84,6 @@ contract DeployTest is BaseTest {
         assertEq(c.baseJury, BASE_JURY);
         assertEq(c.auditRewardPerDay, AUDIT_REWARD_PER_DAY);
         assertEq(verifierRegistry.minStake(), MIN_VERIFIER_STAKE);
-        assertEq(arbitration.auditRateBps(), AUDIT_RATE_BPS);
         assertEq(verifierRegistry.totalWeight(), VERIFIER_COUNT);
         assertEq(address(verifierRegistry.token()), address(token));
         assertEq(arbitration.disputeCount(), 0);

@@ -17,7 +17,7 @@ contract FuzzTest is BaseTest {
         super.setUp();
         _registerAll();
         vm.prank(admin);
-        tasks.setMaxValueAtRisk(type(uint256).max);
+        tasks.setMaxValueAtRisk(type(uint128).max);
     }
 
     /// @dev Half the runs land within 3 seconds of `edge`, the rest anywhere in [0, 3 * edge].

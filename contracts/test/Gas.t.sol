@@ -93,8 +93,7 @@ contract GasTest is BaseTest {
     /// @dev A committed task of four requests, one standard leaf each, selected for an audit (rate 100%), with the
     /// pool able to post its bond. Metering stays paused.
     function _auditableTask() internal returns (uint256 id) {
-        vm.prank(admin);
-        arbitration.setAuditRate(10_000);
+        _setAuditRate(10_000);
         _fund(bob, address(escrow), DISPUTE_BOND);
         vm.prank(bob);
         arbitration.fundAuditPool(DISPUTE_BOND);

@@ -150,7 +150,6 @@ interface IArbitration {
         uint64 seedBlock
     );
     event JuryDrawn(uint256 indexed disputeId, uint8 round, uint16 seats, uint64 commitDeadline);
-    event JurorDrawn(uint256 indexed disputeId, uint8 round, address indexed juror, uint16 seats);
     event VoteCommitted(uint256 indexed disputeId, uint8 round, address indexed juror);
     event VoteRevealed(
         uint256 indexed disputeId, uint8 round, address indexed juror, Vote vote, uint16 seats

@@ -47,6 +47,16 @@ interface ITaskRegistry {
         uint64 deadline;
     }
 
+    /// @notice The registry's parameters in force when a task was created; they apply to it for its whole life.
+    struct TaskTerms {
+        uint64 createdAt;
+        uint64 challengeWindow;
+        uint16 coordinatorFeeBps;
+        address feeRecipient;
+        uint128 minStakeLock;
+        uint128 maxValueAtRisk;
+    }
+
     struct Commitment {
         bytes32 resultsRoot;
         uint64 inputTokens;
@@ -139,6 +149,8 @@ interface ITaskRegistry {
     function feeRecipient() external view returns (address);
     /// @notice End of the task's challenge window, extensions included; 0 before results are committed.
     function challengeEndsAt(uint256 taskId) external view returns (uint256);
+    /// @notice The parameters the task was created under.
+    function termsOf(uint256 taskId) external view returns (TaskTerms memory);
     /// @notice The coordinator account that assigned the task (it may not sit on the task's juries).
     function coordinatorOf(uint256 taskId) external view returns (address);
     function openDisputesOf(uint256 taskId) external view returns (uint256);
