@@ -3,6 +3,8 @@ pragma solidity ^0.8.24;
 
 import {Script} from "forge-std/Script.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
+import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 import {MockStablecoin} from "../src/MockStablecoin.sol";
 import {GPURegistry} from "../src/GPURegistry.sol";
 import {PaymentEscrow} from "../src/PaymentEscrow.sol";
@@ -41,6 +43,7 @@ contract Deploy is Script {
         uint256 noDecisionFeeBps;
         uint256 baseJury;
         uint256 auditRewardPerDay;
+        uint256 timelockDelay;
     }
 
     struct Deployed {
@@ -50,6 +53,7 @@ contract Deploy is Script {
         TaskRegistry taskRegistry;
         VerifierRegistry verifierRegistry;
         Arbitration arbitration;
+        TimelockController timelock;
     }
 
     function run() external returns (Deployed memory deployed) {
@@ -110,6 +114,28 @@ contract Deploy is Script {
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.arbitration));
         d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
+        _handOverToTimelock(p, d);
+    }
+
+    /// @dev Every protocol contract's admin role moves to a timelock that the admin proposes to and executes
+    /// through: parameter changes and role grants wait out `timelockDelay` in public (the timelock emits
+    /// CallScheduled), so no one is surprised by them. Pausing stays immediate with the admin; a pause never
+    /// traps money. The mock token keeps its admin (a devnet faucet).
+    function _handOverToTimelock(Params memory p, Deployed memory d) internal {
+        address[] memory admins = new address[](1);
+        admins[0] = p.admin;
+        d.timelock = new TimelockController(p.timelockDelay, admins, admins, address(0));
+        IAccessControl[5] memory governed = [
+            IAccessControl(address(d.gpuRegistry)),
+            IAccessControl(address(d.escrow)),
+            IAccessControl(address(d.taskRegistry)),
+            IAccessControl(address(d.verifierRegistry)),
+            IAccessControl(address(d.arbitration))
+        ];
+        for (uint256 i = 0; i < governed.length; ++i) {
+            governed[i].grantRole(0x00, address(d.timelock));
+            governed[i].renounceRole(0x00, p.admin);
+        }
     }
 
     function _params(address broadcaster) internal view returns (Params memory p) {
@@ -133,6 +159,7 @@ contract Deploy is Script {
         p.noDecisionFeeBps = vm.envOr("NO_DECISION_FEE_BPS", uint256(2_000));
         p.baseJury = vm.envOr("BASE_JURY", uint256(5));
         p.auditRewardPerDay = vm.envOr("AUDIT_REWARD_PER_DAY", uint256(50e6));
+        p.timelockDelay = vm.envOr("TIMELOCK_DELAY", uint256(2 days));
     }
 
     function _write(Params memory p, Deployed memory d, uint256 startBlock) internal {
@@ -147,6 +174,7 @@ contract Deploy is Script {
         string memory r = "roles";
         vm.serializeAddress(r, "admin", p.admin);
         vm.serializeAddress(r, "coordinator", p.coordinator);
+        vm.serializeAddress(r, "timelock", address(d.timelock));
         string memory roles = vm.serializeAddress(r, "fee_recipient", p.feeRecipient);
 
         string memory root = "deployment";

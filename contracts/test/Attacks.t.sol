@@ -467,7 +467,7 @@ contract AttacksTest is BaseTest {
         FeeOnTransferToken fee = new FeeOnTransferToken();
         PaymentEscrow e = new PaymentEscrow(IERC20(address(fee)), admin);
         bytes32 role = e.TASK_MANAGER_ROLE();
-        vm.prank(admin);
+        vm.prank(admin); // a fresh escrow, not the deployment's
         e.grantRole(role, address(this));
         fee.mint(alice, 100e6);
         vm.prank(alice);
@@ -489,7 +489,7 @@ contract AttacksTest is BaseTest {
         IA.Terms memory before = arbitration.getDispute(d).terms;
         IA.Config memory c = arbitration.config();
         (c.disputeBond, c.jurorPenaltyBps, c.baseJury, c.votingPeriod) = (50e6, 10_000, 15, 1 hours);
-        vm.prank(admin);
+        vm.prank(governor);
         arbitration.setConfig(c);
         assertEq(abi.encode(arbitration.getDispute(d).terms), abi.encode(before));
         assertEq(arbitration.getDispute(d).bond, DISPUTE_BOND);
@@ -503,7 +503,7 @@ contract AttacksTest is BaseTest {
     /// second later gets the new ones.
     function test_attack_paramsFixedPerTask() public {
         uint256 id = _assignedTask(alice, 3);
-        vm.startPrank(admin);
+        vm.startPrank(governor);
         tasks.setCoordinatorFee(1_000, stranger);
         tasks.setChallengeWindow(1 hours);
         tasks.setMaxValueAtRisk(1);

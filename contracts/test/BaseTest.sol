@@ -46,6 +46,7 @@ abstract contract BaseTest is Test {
     uint256 internal constant NO_DECISION_FEE_BPS = 2_000;
     uint256 internal constant BASE_JURY = 5;
     uint256 internal constant AUDIT_REWARD_PER_DAY = 50e6;
+    uint256 internal constant TIMELOCK_DELAY = 2 days;
     uint256 internal constant REWARD_BPS = 1_000;
     uint256 internal constant MIN_VERIFIER_STAKE = 100e6;
     uint256 internal constant VERIFIER_UNBONDING = 3 days;
@@ -76,6 +77,9 @@ abstract contract BaseTest is Test {
     );
 
     address internal admin = makeAddr("admin");
+    /// @dev The deployment's timelock, which holds every protocol contract's admin role. Tests of a setter act as
+    /// it directly; test_deploy_adminActsOnlyThroughTheTimelock shows the delay itself.
+    address internal governor;
     address internal coordinator = makeAddr("coordinator");
     address internal feeRecipient = makeAddr("feeRecipient");
     address internal alice = makeAddr("alice");
@@ -106,6 +110,7 @@ abstract contract BaseTest is Test {
         tasks = d.taskRegistry;
         arbitration = d.arbitration;
         verifierRegistry = d.verifierRegistry;
+        governor = address(d.timelock);
         vm.label(address(verifierRegistry), "VerifierRegistry");
         vm.label(address(token), "token");
         vm.label(address(registry), "GPURegistry");
@@ -148,6 +153,7 @@ abstract contract BaseTest is Test {
         p.noDecisionFeeBps = NO_DECISION_FEE_BPS;
         p.baseJury = BASE_JURY;
         p.auditRewardPerDay = AUDIT_REWARD_PER_DAY;
+        p.timelockDelay = TIMELOCK_DELAY;
     }
 
     // ---- money
@@ -169,7 +175,7 @@ abstract contract BaseTest is Test {
     function _setAuditRate(uint256 bps) internal {
         IArbitration.Config memory c = arbitration.config();
         c.auditRateBps = bps;
-        vm.prank(admin);
+        vm.prank(governor);
         arbitration.setConfig(c);
         vm.warp(block.timestamp + 1);
     }

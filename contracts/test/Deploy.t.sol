@@ -7,6 +7,7 @@ import {BaseTest, DeployHarness} from "./BaseTest.sol";
 import {Deploy} from "../script/Deploy.s.sol";
 import {MockStablecoin} from "../src/MockStablecoin.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
+import {TimelockController} from "@openzeppelin/contracts/governance/TimelockController.sol";
 
 /// @notice The deploy script wires every role the protocol needs, and only those; the mock token.
 contract DeployTest is BaseTest {
@@ -19,16 +20,51 @@ contract DeployTest is BaseTest {
         assertTrue(tasks.hasRole(tasks.COORDINATOR_ROLE(), coordinator), "tasks: coordinator");
     }
 
-    function test_deploy_adminHoldsAdminAndPauserRoles() public view {
+    /// @dev The timelock holds every protocol contract's admin role; the admin keeps only pausing (and the mock
+    /// token's faucet).
+    function test_deploy_timelockHoldsAdminRoles() public view {
         bytes32 adminRole = 0x00;
         assertTrue(token.hasRole(adminRole, admin));
         assertTrue(token.hasRole(token.MINTER_ROLE(), admin));
-        assertTrue(registry.hasRole(adminRole, admin));
         assertTrue(registry.hasRole(registry.PAUSER_ROLE(), admin));
-        assertTrue(escrow.hasRole(adminRole, admin));
-        assertTrue(tasks.hasRole(adminRole, admin));
         assertTrue(tasks.hasRole(tasks.PAUSER_ROLE(), admin));
-        assertTrue(arbitration.hasRole(adminRole, admin));
+        address[5] memory governed = [
+            address(registry),
+            address(escrow),
+            address(tasks),
+            address(verifierRegistry),
+            address(arbitration)
+        ];
+        for (uint256 i = 0; i < governed.length; ++i) {
+            assertTrue(IAccessControl(governed[i]).hasRole(adminRole, governor), "timelock is admin");
+            assertFalse(IAccessControl(governed[i]).hasRole(adminRole, admin), "admin renounced");
+        }
+        TimelockController t = TimelockController(payable(governor));
+        assertEq(t.getMinDelay(), TIMELOCK_DELAY);
+        assertTrue(t.hasRole(t.PROPOSER_ROLE(), admin));
+        assertTrue(t.hasRole(t.EXECUTOR_ROLE(), admin));
+        assertFalse(t.hasRole(t.DEFAULT_ADMIN_ROLE(), admin), "no one can change the delay but the timelock");
+    }
+
+    /// @dev The admin cannot change a parameter directly; it schedules the change, which anyone can see, and
+    /// executes it only after the delay.
+    function test_deploy_adminActsOnlyThroughTheTimelock() public {
+        vm.prank(admin);
+        vm.expectRevert(_unauthorized(admin, 0x00));
+        tasks.setChallengeWindow(2 hours);
+
+        TimelockController t = TimelockController(payable(governor));
+        bytes memory call = abi.encodeCall(tasks.setChallengeWindow, (2 hours));
+        vm.prank(admin);
+        t.schedule(address(tasks), 0, call, bytes32(0), bytes32(0), TIMELOCK_DELAY);
+        vm.warp(block.timestamp + TIMELOCK_DELAY - 1);
+        vm.prank(admin);
+        vm.expectRevert();
+        t.execute(address(tasks), 0, call, bytes32(0), bytes32(0));
+        vm.warp(block.timestamp + 1);
+        vm.prank(admin);
+        t.execute(address(tasks), 0, call, bytes32(0), bytes32(0));
+        assertEq(tasks.challengeWindow(), 2 hours);
     }
 
     function test_deploy_grantsNothingElse() public view {

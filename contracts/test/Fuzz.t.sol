@@ -16,7 +16,7 @@ contract FuzzTest is BaseTest {
     function setUp() public override {
         super.setUp();
         _registerAll();
-        vm.prank(admin);
+        vm.prank(governor);
         tasks.setMaxValueAtRisk(type(uint128).max);
     }
 
@@ -149,7 +149,7 @@ contract FuzzTest is BaseTest {
         feeBps = bound(feeBps, 0, 2_000);
         count = bound(count, 1, MINER_COUNT);
         uint256 fee = uint256(payment) * feeBps / 10_000;
-        vm.prank(admin);
+        vm.prank(governor);
         tasks.setCoordinatorFee(feeBps, feeRecipient);
 
         uint256 id = _createTask(alice, maxPrice);

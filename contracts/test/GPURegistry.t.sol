@@ -18,7 +18,7 @@ contract GPURegistryTest is BaseTest {
         super.setUp();
         miner = miners[0];
         signer = _signer(0);
-        vm.startPrank(admin);
+        vm.startPrank(governor);
         registry.grantRole(registry.TASK_MANAGER_ROLE(), manager);
         registry.grantRole(registry.SLASHER_ROLE(), slasher);
         vm.stopPrank();
@@ -383,10 +383,10 @@ contract GPURegistryTest is BaseTest {
     function test_setMinStake() public {
         vm.expectEmit(address(registry));
         emit IG.MinStakeChanged(1);
-        vm.prank(admin);
+        vm.prank(governor);
         registry.setMinStake(1);
         assertEq(registry.minStake(), 1);
-        vm.prank(admin);
+        vm.prank(governor);
         vm.expectRevert(IG.ZeroAmount.selector);
         registry.setMinStake(0);
         vm.prank(stranger);
@@ -400,14 +400,14 @@ contract GPURegistryTest is BaseTest {
         uint256 firstRelease = block.timestamp + UNBONDING;
         vm.expectEmit(address(registry));
         emit IG.UnbondingPeriodChanged(1 hours);
-        vm.prank(admin);
+        vm.prank(governor);
         registry.setUnbondingPeriod(1 hours);
         assertEq(registry.unbondingPeriod(), 1 hours);
         assertEq(registry.stakeOf(miner).unbondingReleaseAt, firstRelease, "pending request unchanged");
         _unstake(1e6);
         assertEq(registry.stakeOf(miner).unbondingReleaseAt, block.timestamp + 1 hours);
 
-        vm.prank(admin);
+        vm.prank(governor);
         vm.expectRevert(abi.encodeWithSelector(IG.UnbondingPeriodTooShort.selector, 1 hours - 1, 1 hours));
         registry.setUnbondingPeriod(1 hours - 1);
         vm.prank(stranger);

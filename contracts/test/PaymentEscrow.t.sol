@@ -16,7 +16,7 @@ contract PaymentEscrowTest is BaseTest {
 
     function setUp() public override {
         super.setUp();
-        vm.startPrank(admin);
+        vm.startPrank(governor);
         escrow.grantRole(escrow.TASK_MANAGER_ROLE(), manager);
         escrow.grantRole(escrow.ARBITER_ROLE(), arbiter);
         vm.stopPrank();

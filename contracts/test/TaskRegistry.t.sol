@@ -748,10 +748,10 @@ contract TaskRegistryTest is BaseTest {
     function test_setChallengeWindow() public {
         vm.expectEmit(address(tasks));
         emit IT.ChallengeWindowChanged(2 hours);
-        vm.prank(admin);
+        vm.prank(governor);
         tasks.setChallengeWindow(2 hours);
         assertEq(tasks.challengeWindow(), 2 hours);
-        vm.prank(admin);
+        vm.prank(governor);
         vm.expectRevert(_err(IT.ChallengeWindowTooShort.selector, 59, 60));
         tasks.setChallengeWindow(59);
         vm.prank(stranger);
@@ -762,14 +762,14 @@ contract TaskRegistryTest is BaseTest {
     function test_setCoordinatorFee() public {
         vm.expectEmit(address(tasks));
         emit IT.CoordinatorFeeChanged(2_000, bob);
-        vm.prank(admin);
+        vm.prank(governor);
         tasks.setCoordinatorFee(2_000, bob);
         assertEq(tasks.coordinatorFeeBps(), 2_000);
         assertEq(tasks.feeRecipient(), bob);
-        vm.prank(admin);
+        vm.prank(governor);
         vm.expectRevert(_err(IT.FeeTooHigh.selector, 2_001, 2_000));
         tasks.setCoordinatorFee(2_001, bob);
-        vm.prank(admin);
+        vm.prank(governor);
         vm.expectRevert(IT.ZeroAddress.selector);
         tasks.setCoordinatorFee(0, address(0));
         vm.prank(stranger);
@@ -780,7 +780,7 @@ contract TaskRegistryTest is BaseTest {
     function test_setMinStakeLock() public {
         vm.expectEmit(address(tasks));
         emit IT.MinStakeLockChanged(0);
-        vm.prank(admin);
+        vm.prank(governor);
         tasks.setMinStakeLock(0);
         assertEq(tasks.minStakeLock(), 0);
         uint256 id = _createTask(alice, MAX_PRICE);
