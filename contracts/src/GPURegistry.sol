@@ -74,7 +74,7 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
 
         _profiles[msg.sender] = profile;
         _stakes[msg.sender].free = stakeAmount.toUint128();
-        token.safeTransferFrom(msg.sender, address(this), stakeAmount);
+        _pull(stakeAmount);
         emit MinerRegistered(
             msg.sender,
             profile.signer,
@@ -103,7 +103,7 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
         if (amount == 0) revert ZeroAmount();
         Stake storage stake = _stakes[msg.sender];
         stake.free = (stake.free + amount).toUint128();
-        token.safeTransferFrom(msg.sender, address(this), amount);
+        _pull(amount);
         emit StakeAdded(msg.sender, amount);
     }
 
@@ -222,6 +222,15 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
     }
 
     // ------------------------------------------------------------------------------------------ internal
+
+    /// @dev Pulls exactly `amount` from the caller: a token that delivers less (a fee on transfer) is refused,
+    /// so recorded stake never exceeds what is held.
+    function _pull(uint256 amount) private {
+        uint256 before = token.balanceOf(address(this));
+        token.safeTransferFrom(msg.sender, address(this), amount);
+        uint256 received = token.balanceOf(address(this)) - before;
+        if (received != amount) revert TransferShortfall(amount, received);
+    }
 
     function _requireRegistered(address miner) private view {
         if (!isRegistered(miner)) revert NotRegistered(miner);

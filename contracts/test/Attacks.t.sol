@@ -6,6 +6,8 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {BaseTest} from "./BaseTest.sol";
 import {PaymentEscrow} from "../src/PaymentEscrow.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {GPURegistry} from "../src/GPURegistry.sol";
+import {IGPURegistry as IG} from "../src/interfaces/IGPURegistry.sol";
 import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
 import {IPaymentEscrow as IE} from "../src/interfaces/IPaymentEscrow.sol";
@@ -463,6 +465,8 @@ contract AttacksTest is BaseTest {
         _assertEscrowSolvent();
     }
 
+    /// @dev A token that keeps a fee on every transfer would leave the escrow and the registries owing more than
+    /// they hold: every deposit must arrive whole.
     function test_attack_feeOnTransferTokenRefused() public {
         FeeOnTransferToken fee = new FeeOnTransferToken();
         PaymentEscrow e = new PaymentEscrow(IERC20(address(fee)), admin);
@@ -481,6 +485,13 @@ contract AttacksTest is BaseTest {
         vm.prank(alice);
         vm.expectRevert(abi.encodeWithSelector(IV.TransferShortfall.selector, 100e6, 99e6));
         v.register(100e6);
+
+        GPURegistry g = new GPURegistry(IERC20(address(fee)), admin, 1e6, 1 days);
+        vm.prank(alice);
+        fee.approve(address(g), 100e6);
+        vm.prank(alice);
+        vm.expectRevert(abi.encodeWithSelector(IG.TransferShortfall.selector, 100e6, 99e6));
+        g.register(_profile(alice), 100e6);
     }
 
     /// @dev The admin raises the bond, the penalty and the jury size while a dispute runs: it keeps its terms.

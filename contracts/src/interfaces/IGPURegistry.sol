@@ -39,6 +39,7 @@ interface IGPURegistry {
     error EndpointTooLong(uint256 length, uint256 maximum);
     error InvalidHardware();
     error UnbondingPeriodTooShort(uint256 period, uint256 minimum);
+    error TransferShortfall(uint256 expected, uint256 received);
 
     event MinerRegistered(
         address indexed miner,
