@@ -11,7 +11,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-CONTRACT_NAMES = ("MockStablecoin", "GPURegistry", "PaymentEscrow", "TaskRegistry", "VerifierRegistry", "Arbitration")
+CONTRACT_NAMES = (
+    "MockStablecoin",
+    "GPURegistry",
+    "PaymentEscrow",
+    "TaskRegistry",
+    "VerifierRegistry",
+    "Arbitration",
+    "TimelockController",
+)
 
 Abi = list[dict[str, Any]]
 

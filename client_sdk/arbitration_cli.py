@@ -1,5 +1,6 @@
-"""`arbitration dispute open | show | list | resolve`: challenge one committed result line with a bond,
-follow the dispute on-chain and resolve it after the voting deadline."""
+"""`arbitration dispute open | show | list | draw | appeal | resolve`: challenge one committed result line
+with a bond, follow its rounds on-chain (jury drawn, votes committed then revealed), appeal a round you lost,
+and resolve it once its last phase is over."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from client_sdk.batch_cli import DEFAULT_COORDINATOR, CoordinatorOption
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, TaskStatus
+from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, TaskStatus
 from client_sdk.cli_support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
@@ -37,18 +38,31 @@ dispute_app = typer.Typer(help="Disputes over single result lines.", no_args_is_
 app.add_typer(dispute_app, name="dispute")
 
 MAX_SCAN = 1_000  # `list` reads at most this many of the newest disputes
+LAST_ROUND = 2
 OUTCOMES = {
-    DisputeStatus.MINERS_AT_FAULT: "the miners were at fault: their stake is slashed, the owner refunded",
+    DisputeStatus.MINERS_AT_FAULT: (
+        "the miners were at fault: their stake is slashed, the owner refunded and paid the slash less the "
+        "jurors' share"
+    ),
     DisputeStatus.MINERS_CORRECT: (
-        "the results were correct: the task settles and the bond pays the verifiers and the miners"
+        "the results were correct: the task settles; the owner's bond pays the jurors and the miners"
     ),
     DisputeStatus.NO_DECISION: (
-        "no votes or a tie: the results stand, the task settles and the bond goes back to the challenger"
+        "no majority (a tie, no reveal, or no jury drawn in time): the results stand and the owner's bond "
+        "comes back less the no-decision fee"
     ),
 }
 AUDIT_NO_DECISION = (
-    "no votes or a tie: the results stand, the task settles and the bond goes back to the audit pool"
+    "no majority (a tie, no reveal, or no jury drawn in time): the results stand and the bond goes back to "
+    "the audit pool"
 )
+PHASES = {
+    Phase.DRAWING: "waiting for its jury to be drawn",
+    Phase.COMMIT: "jurors commit sealed votes",
+    Phase.REVEAL: "jurors reveal their votes",
+    Phase.APPEAL: "the losing side may appeal",
+    Phase.OVER: "over: anyone may resolve",
+}
 
 DisputeIdArgument = Annotated[int, typer.Argument(min=1, help="On-chain dispute id.")]
 
@@ -64,17 +78,40 @@ def _existing(market: Market, dispute_id: int) -> Dispute:
     return record
 
 
-def _report(dispute_id: int, record: Dispute) -> dict[str, object]:
+def _next_deadline(current: Round, phase: Phase) -> int:
+    """When the round's current phase ends (0 once it is over)."""
+    return {
+        Phase.DRAWING: current.draw_deadline,
+        Phase.COMMIT: current.commit_deadline,
+        Phase.REVEAL: current.reveal_deadline,
+        Phase.APPEAL: current.appeal_deadline,
+        Phase.OVER: 0,
+    }[phase]
+
+
+def _phase(record: Dispute, current: Round, now: int) -> Phase:
+    """The current round's phase; the last round has no appeal phase."""
+    phase = current.phase(now)
+    return Phase.OVER if phase == Phase.APPEAL and record.round == LAST_ROUND else phase
+
+
+def _report(market: Market, dispute_id: int, record: Dispute) -> dict[str, object]:
+    current = market.arbitration.round_of(dispute_id, record.round)
+    phase = _phase(record, current, market.chain_time())
     return {
         "dispute": dispute_id,
         "task": record.task_id,
         "request_index": record.request_index,
         "challenger": record.challenger,
+        "opener": record.opener,
         "bond": format_amount(record.bond),
         "status": record.status.name.lower(),
-        "votes_correct": record.votes_correct,
-        "votes_at_fault": record.votes_at_fault,
-        "voting_deadline": record.voting_deadline,
+        "round": record.round,
+        "seats": f"{current.seats_drawn} of {current.seats}",
+        "votes_correct": current.votes_correct,
+        "votes_at_fault": current.votes_at_fault,
+        "phase": phase.name.lower() if record.status == DisputeStatus.OPEN else "resolved",
+        "phase_ends": _next_deadline(current, phase) if record.status == DisputeStatus.OPEN else 0,
         "leaf_hash": "0x" + record.leaf_hash.hex(),
         "audit": record.audit,
     }
@@ -85,11 +122,13 @@ def _check_disputable(market: Market, task_id: int) -> None:
     existing = market.arbitration.dispute_of_task(task_id)
     if existing:
         raise UserError(
-            f"task {task_id} already has dispute {existing} (one per task): see `arbitration dispute show "
-            f"{existing}`"
+            f"task {task_id} already has your dispute {existing} (one per task): see `arbitration dispute "
+            f"show {existing}`"
         )
     task = market.tasks.get_task(task_id)
-    closes = task.committed_at + market.tasks.challenge_window()
+    if task.status == TaskStatus.DISPUTED:
+        return  # an audit runs: the owner may dispute until it ends, and after it for the time it took
+    closes = market.tasks.challenge_ends_at(task_id)
     if task.committed_at and market.chain_time() >= closes:
         raise UserError(f"the challenge window of task {task_id} closed at {_when(closes)}")
     if task.status != TaskStatus.RESULTS_COMMITTED:
@@ -108,14 +147,12 @@ def _disputed_line(client: Client, batch_id: str, custom_id: str) -> VerifiedLin
     return line
 
 
-def _allow_bond(market: Market, owner: str) -> None:
-    """Checks that the owner holds the bond and lets the escrow pull it (openDispute's last step)."""
-    bond, balance = market.arbitration.dispute_bond(), market.token.balance_of(owner)
+def _allow_bond(market: Market, payer: str, bond: int, what: str) -> None:
+    """Checks that `payer` holds the bond and lets the escrow pull it."""
+    balance = market.token.balance_of(payer)
     if balance < bond:
-        raise UserError(
-            f"the dispute bond is {format_amount(bond)} but {owner} holds {format_amount(balance)}"
-        )
-    market.token.allow(owner, market.escrow.address, bond)
+        raise UserError(f"the {what} is {format_amount(bond)} but {payer} holds {format_amount(balance)}")
+    market.token.allow(payer, market.escrow.address, bond)
 
 
 @dispute_app.command("open")
@@ -147,7 +184,7 @@ def open_dispute(
     request_line = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))[
         disputed.leaf.request_index
     ]
-    _allow_bond(market, me)
+    _allow_bond(market, me, market.arbitration.config_of(batch.task_id).dispute_bond, "dispute bond")
     dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof)
     evidence = {"request_line": request_line, "result_line": disputed.line, "reason": reason}
     try:
@@ -158,12 +195,14 @@ def open_dispute(
         ) from exc
     record = market.arbitration.get_dispute(dispute_id)
     if as_json:
-        console.print_json(json.dumps(_report(dispute_id, record) | {"custom_id": custom_id}))
+        console.print_json(json.dumps(_report(market, dispute_id, record) | {"custom_id": custom_id}))
         return
+    phase = record.terms.phase
     console.print(
         f"dispute {dispute_id} opened on task {record.task_id}, line {record.request_index} (custom_id "
-        f"{custom_id!r}): bond {format_amount(record.bond)} posted, evidence published; verifiers vote until "
-        f"{_when(record.voting_deadline)}",
+        f"{custom_id!r}): bond {format_amount(record.bond)} posted, evidence published; a jury of "
+        f"{record.terms.base_jury} is drawn from the next block, then commits and reveals its votes "
+        f"({phase // 3600} h {phase % 3600 // 60} min per phase)",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -178,17 +217,28 @@ def show(
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     as_json: JsonOption = False,
 ) -> None:
-    """Show a dispute: its task, line, bond, votes and outcome."""
+    """Show a dispute: its task, line, bond, current round (seats, votes, phase) and outcome, and the jurors
+    of each round."""
     market = open_market(rpc_url, deployment, None, signing=False)
     record = _existing(market, dispute_id)
-    report = _report(dispute_id, record)
+    report = _report(market, dispute_id, record)
     if as_json:
         console.print_json(json.dumps(report))
         return
+    ends = int(str(report["phase_ends"]))
     table = Table(show_header=False, title=f"dispute {dispute_id}")
-    for key, value in (report | {"voting_deadline": _when(record.voting_deadline)}).items():
+    for key, value in (report | {"phase_ends": _when(ends) if ends else "-"}).items():
         table.add_row(key.replace("_", " "), str(value))
     console.print(table)
+    jurors = Table("round", "juror", "seats", "vote", title="jurors")
+    for round_index in range(record.round + 1):
+        for juror in market.arbitration.jurors_of(dispute_id, round_index):
+            seat = market.arbitration.juror_of(dispute_id, round_index, juror)
+            vote = (
+                seat.vote.name.lower() if seat.vote else ("committed" if any(seat.commitment) else "silent")
+            )
+            jurors.add_row(str(round_index), juror, str(seat.seats), vote)
+    console.print(jurors)
 
 
 @dispute_app.command("list")
@@ -212,21 +262,73 @@ def list_disputes(
             found.append((dispute_id, record))
         if len(found) == limit:
             break
+    reports = [_report(market, dispute_id, record) for dispute_id, record in found]
     if as_json:
-        console.print_json(json.dumps([_report(dispute_id, record) for dispute_id, record in found]))
+        console.print_json(json.dumps(reports))
         return
-    table = Table("dispute", "task", "line", "status", "votes correct", "votes at fault", "voting ends")
-    for dispute_id, d in found:
-        cells = (
-            dispute_id,
-            d.task_id,
-            d.request_index,
-            d.status.name.lower(),
-            d.votes_correct,
-            d.votes_at_fault,
-        )
-        table.add_row(*map(str, cells), _when(d.voting_deadline))
+    columns = [Column(h, overflow="fold") for h in ("dispute", "task", "line")]
+    columns.append(Column("state", no_wrap=True, min_width=len("miners_at_fault")))
+    columns += [Column(h, overflow="fold") for h in ("round", "seats", "votes ok/bad", "phase ends")]
+    table = Table(*columns)
+    for r in reports:
+        ends = int(str(r["phase_ends"]))
+        state = r["phase"] if r["status"] == "open" else r["status"]
+        votes = f"{r['votes_correct']}/{r['votes_at_fault']}"
+        cells = (r["dispute"], r["task"], r["request_index"], state, r["round"], r["seats"], votes)
+        table.add_row(*map(str, cells), _when(ends) if ends else "-")
     console.print(table)
+
+
+@dispute_app.command("draw")
+@one_line_errors
+def draw(
+    dispute_id: DisputeIdArgument,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Draw the current round's jury (anyone may, once its seed block exists; verifiers do it on their
+    own)."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    record = _existing(market, dispute_id)
+    current = market.arbitration.round_of(dispute_id, record.round)
+    if record.status != DisputeStatus.OPEN or current.drawn:
+        raise UserError(f"dispute {dispute_id} round {record.round} has no jury left to draw")
+    market.arbitration.draw_jury(dispute_id)
+    drawn = market.arbitration.round_of(dispute_id, record.round)
+    console.print(
+        f"dispute {dispute_id} round {record.round}: {drawn.seats_drawn} of {drawn.seats} seats drawn; "
+        f"jurors commit until {_when(drawn.commit_deadline)}"
+    )
+
+
+@dispute_app.command("appeal")
+@one_line_errors
+def appeal(
+    dispute_id: DisputeIdArgument,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Appeal the current round's outcome to a larger jury (the task owner after losing, or a miner of the
+    disputed line after a conviction), posting twice the round's bond."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    record = _existing(market, dispute_id)
+    current = market.arbitration.round_of(dispute_id, record.round)
+    phase = _phase(record, current, market.chain_time())
+    if record.status != DisputeStatus.OPEN or phase != Phase.APPEAL:
+        raise UserError(
+            f"dispute {dispute_id} cannot be appealed now: round {record.round} is {PHASES[phase]}"
+            + (" (the last round cannot be appealed)" if record.round == LAST_ROUND else "")
+        )
+    bond = current.bond * 2
+    _allow_bond(market, market.address, bond, "appeal bond")
+    market.arbitration.appeal(dispute_id)
+    seats = market.arbitration.round_of(dispute_id, record.round + 1).seats
+    console.print(
+        f"dispute {dispute_id} appealed: round {record.round + 1}, {seats} seats, bond {format_amount(bond)} "
+        "posted (back to you if your side wins)"
+    )
 
 
 @dispute_app.command("resolve")
@@ -238,20 +340,25 @@ def resolve(
     keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Resolve a dispute after its voting deadline (anyone may): the votes decide where the money goes."""
+    """Resolve a dispute once its last round is over (anyone may): the last round's majority decides where the
+    money goes."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
     record = _existing(market, dispute_id)
     if record.status != DisputeStatus.OPEN:
         raise UserError(f"dispute {dispute_id} is already resolved: {record.status.name.lower()}")
     now = market.chain_time()
-    if now < record.voting_deadline:
+    current = market.arbitration.round_of(dispute_id, record.round)
+    phase = _phase(record, current, now)
+    if phase != Phase.OVER:
         raise UserError(
-            f"verifiers vote on dispute {dispute_id} until {_when(record.voting_deadline)} (chain time is "
-            f"{_when(now)}): resolve it after that"
+            f"dispute {dispute_id} round {record.round}: {PHASES[phase]} until "
+            f"{_when(_next_deadline(current, phase))} (chain time is {_when(now)}): resolve it after that"
         )
     outcome = market.arbitration.resolve(dispute_id)
     said = AUDIT_NO_DECISION if record.audit and outcome == DisputeStatus.NO_DECISION else OUTCOMES[outcome]
     if as_json:
-        console.print_json(json.dumps(_report(dispute_id, market.arbitration.get_dispute(dispute_id))))
+        console.print_json(
+            json.dumps(_report(market, dispute_id, market.arbitration.get_dispute(dispute_id)))
+        )
         return
     console.print(f"dispute {dispute_id}: {outcome.name.lower()}: {said}", markup=False, soft_wrap=True)

@@ -60,15 +60,28 @@ def deploy_command(
     ] = None,
     min_stake: Annotated[str, typer.Option(help="Minimum miner stake, in tokens.")] = "100",
     challenge_window: Annotated[int, typer.Option(help="Seconds to dispute committed results.")] = 86_400,
-    voting_period: Annotated[int, typer.Option(help="Seconds verifiers have to vote.")] = 86_400,
+    voting_period: Annotated[
+        int, typer.Option(help="Seconds of each dispute phase (jury draw, commit, reveal, appeal).")
+    ] = 43_200,
     unbonding_period: Annotated[
-        int, typer.Option(help="Seconds before unstaked tokens can leave; must exceed window + voting.")
-    ] = 3 * 86_400,
+        int,
+        typer.Option(
+            help="Seconds before unstaked tokens can leave; must exceed the window plus 24 voting periods "
+            "(an audit and a dispute, three rounds of four phases each)."
+        ),
+    ] = 14 * 86_400,
+    audit_rate_bps: Annotated[
+        int, typer.Option(help="Share of committed tasks audited, in basis points (fixed per task).")
+    ] = 1_000,
+    timelock_delay: Annotated[
+        int, typer.Option(help="Seconds every admin change waits in the timelock before it can run.")
+    ] = 2 * 86_400,
     fee_bps: Annotated[int, typer.Option(help="Coordinator fee in basis points of each payment.")] = 500,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Deploy token, registry, escrow, task registry and arbitration with roles wired."""
+    """Deploy token, GPU registry, escrow, task registry, verifier registry and arbitration with roles wired,
+    the admin roles handed to a timelock."""
     account = load_account(keystore)
     params = DeployParams(
         coordinator=coordinator,
@@ -78,6 +91,8 @@ def deploy_command(
         voting_period=voting_period,
         unbonding_period=unbonding_period,
         coordinator_fee_bps=fee_bps,
+        audit_rate_bps=audit_rate_bps,
+        timelock_delay=timelock_delay,
     )
     result = deploy(rpc_url, account.key.to_0x_hex(), out, params)
     console.print(f"deployed on chain {result.chain_id} at block {result.block}; wrote {out}")

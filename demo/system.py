@@ -59,6 +59,7 @@ class SystemConfig:
     verifier_stake: int = 100 * UNIT
     audit_pool: int = 50 * UNIT  # funded by the admin when there are verifiers
     audit_rate_bps: int | None = None  # None: the deploy script's default
+    timelock_delay: int | None = None  # seconds admin changes wait; None: the deploy script's default
     faulty_miner: str | None = None  # BATCHMARKET_TEST_CORRUPT for miner0, e.g. "substitute:0.5"
 
 
@@ -113,6 +114,7 @@ class LocalSystem:
                 challenge_window=config.challenge_window,
                 coordinator_fee_bps=config.fee_bps,
                 audit_rate_bps=config.audit_rate_bps,
+                timelock_delay=config.timelock_delay,
             ),
         )
         self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)

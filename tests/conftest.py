@@ -22,7 +22,7 @@ ROOT = project_root(Path(__file__).parent)
 MIN_STAKE = 100_000_000
 CHALLENGE_WINDOW = 3_600
 VOTING_PERIOD = 3_600
-UNBONDING_PERIOD = 3 * 3_600
+UNBONDING_PERIOD = 30 * 3_600  # beyond the window plus an audit and a dispute (24 voting periods)
 FEE_BPS = 500
 
 

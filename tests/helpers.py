@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from eth_account.signers.local import LocalAccount
+from dataclasses import replace
 
+from eth_account.signers.local import LocalAccount
+from web3.contract.contract import ContractFunction
+
+from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import MinerProfile
+from client_sdk.chain.types import MinerProfile, Vote
 from client_sdk.encoding import model_id, short_string
 from demo.lifecycle import MODEL, DemoConfig, create_task
 
@@ -45,3 +49,54 @@ def assigned_task(
     task_id = create_task(admin.as_account(user), config)
     admin.as_account(coordinator).tasks.assign_task(task_id, [m.address for m in miners], config.stake_lock)
     return task_id
+
+
+def govern(admin: Market, chain: Anvil, call: ContractFunction) -> None:
+    """Runs an admin `call` the only way there is: scheduled in the timelock, executed after its delay."""
+    admin.timelock.schedule(call)
+    chain.advance_time(admin.timelock.min_delay())
+    admin.timelock.execute(call)
+
+
+def set_audit_rate(admin: Market, chain: Anvil, bps: int) -> None:
+    """Audits `bps` of the tasks created from the next second on (through the timelock)."""
+    config = replace(admin.arbitration.config(), audit_rate_bps=bps)
+    govern(admin, chain, admin.arbitration.set_config_call(config))
+    chain.advance_time(1)
+
+
+def register_verifier(admin: Market, verifier: LocalAccount, seats: int = 1) -> Market:
+    """Mints `seats` minimum stakes to `verifier`, approves the verifier registry and registers."""
+    stake = seats * admin.verifiers.min_stake()
+    admin.token.mint(verifier.address, stake)
+    mine = admin.as_account(verifier)
+    mine.token.approve(mine.verifiers.address, stake)
+    mine.verifiers.register(stake)
+    return mine
+
+
+def run_round(
+    admin: Market, chain: Anvil, dispute_id: int, jurors: dict[str, Market], vote: Vote
+) -> list[str]:
+    """Draws the current round (once a block after its seed block exists), has every drawn juror among
+    `jurors` commit then reveal `vote` (Vote.NONE: stays silent), and moves the clock past the appeal phase;
+    returns the drawn jurors."""
+    record = admin.arbitration.get_dispute(dispute_id)
+    seed_block = admin.arbitration.round_of(dispute_id, record.round).seed_block
+    while admin.w3.eth.block_number <= seed_block:  # calls are estimated against the latest block
+        chain.advance_time(1)
+    admin.arbitration.draw_jury(dispute_id)
+    drawn = admin.arbitration.jurors_of(dispute_id, record.round)
+    salt = bytes(32)
+    if vote != Vote.NONE:
+        for juror in drawn:
+            market = jurors[juror]
+            sealed = market.arbitration.vote_commitment(dispute_id, record.round, juror, vote, salt)
+            market.arbitration.commit_vote(dispute_id, sealed)
+    current = admin.arbitration.round_of(dispute_id, record.round)
+    chain.advance_time(current.commit_deadline - admin.chain_time())
+    if vote != Vote.NONE:
+        for juror in drawn:
+            jurors[juror].arbitration.reveal_vote(dispute_id, vote, salt)
+    chain.advance_time(current.appeal_deadline - admin.chain_time())
+    return drawn

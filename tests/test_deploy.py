@@ -28,13 +28,16 @@ def test_deployment_file_describes_the_deployed_market(
 ) -> None:
     raw = json.loads(deployment_file.read_text())
     assert raw["chain_id"] == 31337
+    timelock = raw["roles"]["timelock"]
     assert raw["roles"] == {
         "admin": accounts[0].address,
         "coordinator": accounts[1].address,
         "fee_recipient": accounts[1].address,
+        "timelock": timelock,
     }
     d = admin_market.deployment
-    for address in (d.token, d.gpu_registry, d.payment_escrow, d.task_registry, d.arbitration):
+    addresses = (d.token, d.gpu_registry, d.payment_escrow, d.task_registry, d.verifier_registry)
+    for address in (*addresses, d.arbitration, d.timelock):
         assert admin_market.w3.eth.get_code(Web3.to_checksum_address(address)), address
 
 
@@ -52,14 +55,18 @@ def test_roles_and_parameters_are_wired(admin_market: Market, accounts: list[Loc
     assert tasks.hasRole(role("ARBITER_ROLE"), d.arbitration).call()
     assert tasks.hasRole(role("COORDINATOR_ROLE"), accounts[1].address).call()
     assert not tasks.hasRole(role("COORDINATOR_ROLE"), accounts[0].address).call()
-    assert tasks.hasRole(bytes(32), accounts[0].address).call()  # admin
+    assert admin_market.verifiers.contract.functions.hasRole(role("ARBITER_ROLE"), d.arbitration).call()
+    for contract in (registry, escrow, tasks, arbitration, admin_market.verifiers.contract.functions):
+        assert contract.hasRole(bytes(32), d.timelock).call(), "the timelock is every contract's admin"
+        assert not contract.hasRole(bytes(32), accounts[0].address).call(), "the deployer renounced"
+    assert admin_market.timelock.min_delay() == 2 * 86_400
 
     assert admin_market.token.contract.functions.decimals().call() == 6
     assert admin_market.registry.min_stake() == MIN_STAKE
     assert admin_market.registry.unbonding_period() == UNBONDING_PERIOD
     assert admin_market.tasks.challenge_window() == CHALLENGE_WINDOW
     assert admin_market.tasks.coordinator_fee_bps() == FEE_BPS
-    assert arbitration.votingPeriod().call() == VOTING_PERIOD
+    assert admin_market.arbitration.config().voting_period == VOTING_PERIOD
 
 
 def test_deploying_twice_gives_independent_markets(tmp_path: Path, accounts: list[LocalAccount]) -> None:

@@ -1,7 +1,8 @@
-"""The SDK's bindings for staked verifiers and random audits against the real contracts on anvil: a verifier
-stakes, exits and withdraws; a committed task is drawn, sealed (the seed and the selection agree with the
-definition, computed here independently), audited on its selected line by a verifier with the bond from the
-pool, and the verdict refunds the owner and refills the pool. Refusals arrive as named contract errors."""
+"""The SDK's bindings for staked verifiers, juries and random audits against the real contracts on anvil: a
+verifier stakes, exits and withdraws; a committed task is drawn, sealed (the seed and the selection agree with
+the definition, computed here independently), audited on its selected line by a verifier with the bond from
+the pool, a jury that excludes the auditor convicts, and the money lands exactly where the rules say. Refusals
+arrive as named contract errors."""
 
 from __future__ import annotations
 
@@ -17,55 +18,48 @@ from client_sdk.eip712 import sign_commitment
 from client_sdk.errors import ContractRevert
 from client_sdk.merkle import MerkleTree
 from demo.lifecycle import DemoConfig, price_results, simulate_inference
-from tests.helpers import UNIT, assigned_task
-
-
-def register_verifier(admin: Market, verifier: LocalAccount) -> Market:
-    """Mints the minimum stake to `verifier`, approves the arbitration contract and registers."""
-    stake = admin.arbitration.min_verifier_stake()
-    admin.token.mint(verifier.address, stake)
-    mine = admin.as_account(verifier)
-    mine.token.approve(mine.arbitration.address, stake)
-    mine.arbitration.register_verifier(stake)
-    return mine
+from tests.helpers import UNIT, assigned_task, register_verifier, run_round, set_audit_rate
 
 
 def test_a_verifier_stakes_exits_and_withdraws(
     admin_market: Market, chain: Anvil, accounts: list[LocalAccount]
 ) -> None:
     verifier = accounts[6]
-    assert admin_market.arbitration.min_verifier_stake() == 100 * UNIT  # the deploy script's default
-    assert not admin_market.arbitration.is_verifier(verifier.address)
-    assert admin_market.arbitration.verifier_of(verifier.address) == Verifier(0, 0, 0, 0)
-    mine = register_verifier(admin_market, verifier)
-    registered = admin_market.arbitration.verifier_of(verifier.address)
-    assert registered.stake == 100 * UNIT and registered.active
+    verifiers = admin_market.verifiers
+    assert verifiers.min_stake() == 100 * UNIT  # the deploy script's default
+    assert not verifiers.is_verifier(verifier.address)
+    assert verifiers.verifier_of(verifier.address) == Verifier(0, 0, 0, 0, 0)
+    weight = verifiers.total_weight()
+    mine = register_verifier(admin_market, verifier, seats=2)
+    registered = verifiers.verifier_of(verifier.address)
+    assert registered.stake == 200 * UNIT and registered.active and registered.locked == 0
     assert registered.registered_at_block == admin_market.w3.eth.block_number
-    assert admin_market.arbitration.is_verifier(verifier.address)
+    assert verifiers.is_verifier(verifier.address)
+    assert verifiers.total_weight() == weight + 2
     assert admin_market.token.balance_of(verifier.address) == 0
 
     with pytest.raises(ContractRevert) as caught:
-        mine.arbitration.register_verifier(100 * UNIT)
+        mine.verifiers.register(100 * UNIT)
     assert (caught.value.error_name, caught.value.error_args) == (
         "VerifierAlreadyRegistered",
         {"verifier": verifier.address},
     )
 
-    mine.arbitration.request_verifier_exit()
-    exiting = admin_market.arbitration.verifier_of(verifier.address)
+    mine.verifiers.request_exit()
+    exiting = verifiers.verifier_of(verifier.address)
     now = admin_market.chain_time()
-    assert exiting.release_at == now + admin_market.arbitration.verifier_unbonding_period()
+    assert exiting.release_at == now + verifiers.unbonding_period()
     assert exiting.registered and not exiting.active
-    assert not admin_market.arbitration.is_verifier(verifier.address)
+    assert not verifiers.is_verifier(verifier.address)
     with pytest.raises(ContractRevert) as caught:
-        mine.arbitration.withdraw_verifier_stake()
+        mine.verifiers.withdraw()
     assert caught.value.error_name == "VerifierUnbondingNotFinished"
     assert caught.value.error_args["releaseAt"] == exiting.release_at
 
-    chain.advance_time(admin_market.arbitration.verifier_unbonding_period())
-    mine.arbitration.withdraw_verifier_stake()
-    assert admin_market.token.balance_of(verifier.address) == 100 * UNIT
-    assert not admin_market.arbitration.verifier_of(verifier.address).registered
+    chain.advance_time(verifiers.unbonding_period())
+    mine.verifiers.withdraw()
+    assert admin_market.token.balance_of(verifier.address) == 200 * UNIT
+    assert not verifiers.verifier_of(verifier.address).registered
 
 
 def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
@@ -79,10 +73,11 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
         accounts[7],
     )
     auditor = register_verifier(admin_market, verifier)
-    assert admin_market.arbitration.audit_rate_bps() == 1_000  # the deploy script's default: 10%
-    admin_market.arbitration.set_audit_rate(10_000)  # so that this task is selected
+    jurors = {a.address: register_verifier(admin_market, a) for a in (accounts[5], accounts[8], accounts[9])}
+    assert admin_market.arbitration.config().audit_rate_bps == 1_000  # the deploy script's default: 10%
+    set_audit_rate(admin_market, chain, 10_000)  # through the timelock, so that this task is selected
 
-    bond = admin_market.arbitration.dispute_bond()
+    bond = admin_market.arbitration.config().dispute_bond
     admin_market.token.mint(sponsor.address, 2 * bond)
     funder = admin_market.as_account(sponsor)
     funder.token.approve(funder.escrow.address, 2 * bond)
@@ -117,8 +112,9 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     draw_hash = bytes(admin_market.w3.eth.get_block(drawn.draw_block)["hash"])
     seed = keccak(encode(["bytes32", "uint256"], [draw_hash, task_id]))
     line = int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, 1]))) % config.requests
-    assert (audit.draw_block, audit.seed, audit.selected, audit.request_index) == (
+    assert (audit.draw_block, audit.sealed, audit.seed, audit.selected, audit.request_index) == (
         drawn.draw_block,
+        True,
         seed,
         True,
         line,
@@ -137,11 +133,19 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     assert admin_market.escrow.audit_pool() == bond
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.DISPUTED
 
-    auditor.arbitration.vote(dispute_id, Vote.MINERS_AT_FAULT)
-    chain.advance_time(dispute.voting_deadline - admin_market.chain_time())
+    assert admin_market.arbitration.audit_of(task_id).dispute_id == dispute_id
+    assert admin_market.arbitration.dispute_of_task(task_id) == 0, "the owner's own dispute is still free"
+
+    drawn_jurors = run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)
+    assert verifier.address not in drawn_jurors, "the auditor never sits on its own audit"
+    seats = admin_market.arbitration.round_of(dispute_id, 0).seats_drawn
+    assert seats == 3, "three eligible verifiers, one seat of stake each"
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_AT_FAULT
-    assert admin_market.escrow.audit_pool() == 2 * bond
     slashed = 2 * config.stake_lock
     reward = slashed * 1_000 // 10_000
+    assert admin_market.escrow.audit_pool() == 2 * bond + reward % seats, "bond back, plus the dust"
     assert admin_market.escrow.balance_of(user.address) == config.max_price + slashed - reward
-    assert admin_market.escrow.balance_of(verifier.address) == reward
+    for juror in drawn_jurors:
+        assert admin_market.escrow.balance_of(juror) == reward // seats
+        assert admin_market.verifiers.verifier_of(juror).locked == 0
+    assert admin_market.escrow.balance_of(verifier.address) == 0, "the auditor is paid nothing for opening"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import astuple
 from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
@@ -16,7 +17,19 @@ from client_sdk.abis import load_abi
 from client_sdk.chain.deployment import Deployment
 from client_sdk.chain.rpc import open_rpc
 from client_sdk.chain.transactions import Transactor
-from client_sdk.chain.types import Audit, Dispute, DisputeStatus, MinerProfile, Stake, Task, Verifier, Vote
+from client_sdk.chain.types import (
+    ArbitrationConfig,
+    Audit,
+    Dispute,
+    DisputeStatus,
+    Juror,
+    MinerProfile,
+    Round,
+    Stake,
+    Task,
+    Verifier,
+    Vote,
+)
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.errors import ChainError, UserError
 from client_sdk.results import ResultLeaf
@@ -126,7 +139,16 @@ class TaskRegistry(_Bound):
         return list(self.contract.functions.minersOf(task_id).call())
 
     def challenge_window(self) -> int:
+        """The window for tasks created from now on; a task's own is in `challenge_ends_at`."""
         return int(self.contract.functions.challengeWindow().call())
+
+    def challenge_ends_at(self, task_id: int) -> int:
+        """End of the task's challenge window (its own window, extended by audits that ran); 0 before
+        commit."""
+        return int(self.contract.functions.challengeEndsAt(task_id).call())
+
+    def coordinator_of(self, task_id: int) -> str:
+        return str(self.contract.functions.coordinatorOf(task_id).call())
 
     def min_stake_lock(self) -> int:
         return int(self.contract.functions.minStakeLock().call())
@@ -175,11 +197,55 @@ class TaskRegistry(_Bound):
         return self._send(self.contract.functions.expireTask(task_id))
 
 
+class VerifierRegistry(_Bound):
+    """Verifiers' stake and their weight in jury draws (one unit of weight per `min_stake`)."""
+
+    abi_name = "VerifierRegistry"
+
+    def min_stake(self) -> int:
+        """The smallest stake, and the stake one jury seat locks."""
+        return int(self.contract.functions.minStake().call())
+
+    def unbonding_period(self) -> int:
+        return int(self.contract.functions.unbondingPeriod().call())
+
+    def is_verifier(self, account: str) -> bool:
+        """Registered, with stake, and not exiting."""
+        return bool(self.contract.functions.isVerifier(account).call())
+
+    def verifier_of(self, account: str) -> Verifier:
+        return Verifier(*self.contract.functions.verifierOf(account).call())
+
+    def total_weight(self) -> int:
+        return int(self.contract.functions.totalWeight().call())
+
+    def register(self, stake: int) -> TxReceipt:
+        """Stakes `stake` (approved to this contract); drawable for rounds opened from the next transaction
+        on. An address registers once."""
+        return self._send(self.contract.functions.register(stake))
+
+    def request_exit(self) -> TxReceipt:
+        return self._send(self.contract.functions.requestExit())
+
+    def withdraw(self) -> TxReceipt:
+        return self._send(self.contract.functions.withdraw())
+
+
 class Arbitration(_Bound):
     abi_name = "Arbitration"
 
-    def dispute_bond(self) -> int:
-        return int(self.contract.functions.disputeBond().call())
+    def config(self) -> ArbitrationConfig:
+        """The configuration for tasks created from now on."""
+        return ArbitrationConfig(*self.contract.functions.config().call())
+
+    def set_config_call(self, config: ArbitrationConfig) -> ContractFunction:
+        """The admin call that sets the configuration for tasks created from then on; the admin role sits with
+        the timelock, so schedule it there (`Market.timelock`)."""
+        return self.contract.functions.setConfig(astuple(config))
+
+    def config_of(self, task_id: int) -> ArbitrationConfig:
+        """The configuration task `task_id` lives under (the one in force when it was created)."""
+        return ArbitrationConfig(*self.contract.functions.configOf(task_id).call())
 
     def verify_leaf(self, results_root: bytes, leaf: ResultLeaf, proof: Sequence[bytes]) -> bool:
         """The contract's own inclusion check, the one `open_dispute` applies."""
@@ -188,13 +254,34 @@ class Arbitration(_Bound):
     def get_dispute(self, dispute_id: int) -> Dispute:
         return Dispute.from_tuple(self.contract.functions.getDispute(dispute_id).call())
 
+    def round_of(self, dispute_id: int, round_index: int) -> Round:
+        return Round.from_tuple(self.contract.functions.roundOf(dispute_id, round_index).call())
+
+    def pipeline_of(self, dispute_id: int) -> list[str]:
+        """The disputed leaf's pipeline: the miners it names."""
+        return list(self.contract.functions.pipelineOf(dispute_id).call())
+
+    def jurors_of(self, dispute_id: int, round_index: int) -> list[str]:
+        return list(self.contract.functions.jurorsOf(dispute_id, round_index).call())
+
+    def juror_of(self, dispute_id: int, round_index: int, account: str) -> Juror:
+        return Juror.from_tuple(self.contract.functions.jurorOf(dispute_id, round_index, account).call())
+
     def dispute_count(self) -> int:
         """Disputes opened so far; ids run from 1 to this."""
         return int(self.contract.functions.disputeCount().call())
 
     def dispute_of_task(self, task_id: int) -> int:
-        """The id of the task's dispute, 0 if it never had one (a task is disputed at most once)."""
+        """The id of the task owner's dispute of the task, 0 if none (an owner disputes one line per task; an
+        audit's dispute is `audit_of(task_id).dispute_id`)."""
         return int(self.contract.functions.disputeOfTask(task_id).call())
+
+    def vote_commitment(
+        self, dispute_id: int, round_index: int, juror: str, choice: Vote, salt: bytes
+    ) -> bytes:
+        """The sealed vote a juror commits: keccak256 of the ABI encoding, as the contract computes it."""
+        call = self.contract.functions.voteCommitment(dispute_id, round_index, juror, int(choice), salt)
+        return bytes(call.call())
 
     def open_dispute(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
         call = self.contract.functions.openDispute(leaf.task_id, leaf.as_tuple(), list(proof))
@@ -202,52 +289,26 @@ class Arbitration(_Bound):
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
 
-    def vote_of(self, dispute_id: int, verifier: str) -> Vote:
-        return Vote(self.contract.functions.voteOf(dispute_id, verifier).call())
+    def draw_jury(self, dispute_id: int) -> TxReceipt:
+        """Anyone, once the current round's seed block exists and before its drawing phase ends."""
+        return self._send(self.contract.functions.drawJury(dispute_id))
 
-    def vote(self, dispute_id: int, choice: Vote) -> TxReceipt:
-        """Only a verifier registered in a block before the dispute's (and not exiting by then)."""
-        return self._send(self.contract.functions.vote(dispute_id, int(choice)))
+    def commit_vote(self, dispute_id: int, commitment: bytes) -> TxReceipt:
+        return self._send(self.contract.functions.commitVote(dispute_id, commitment))
+
+    def reveal_vote(self, dispute_id: int, choice: Vote, salt: bytes) -> TxReceipt:
+        return self._send(self.contract.functions.revealVote(dispute_id, int(choice), salt))
+
+    def appeal(self, dispute_id: int) -> TxReceipt:
+        """A party on the losing side of the current round, with twice its bond approved to the escrow."""
+        return self._send(self.contract.functions.appeal(dispute_id))
 
     def resolve(self, dispute_id: int) -> DisputeStatus:
         receipt = self._send(self.contract.functions.resolve(dispute_id))
         (event,) = self.contract.events.DisputeResolved().process_receipt(receipt, errors=DISCARD)
         return DisputeStatus(event["args"]["outcome"])
 
-    # -- staked verifiers
-
-    def min_verifier_stake(self) -> int:
-        return int(self.contract.functions.minVerifierStake().call())
-
-    def verifier_unbonding_period(self) -> int:
-        return int(self.contract.functions.verifierUnbondingPeriod().call())
-
-    def is_verifier(self, account: str) -> bool:
-        """Registered and not exiting."""
-        return bool(self.contract.functions.isVerifier(account).call())
-
-    def verifier_of(self, account: str) -> Verifier:
-        return Verifier(*self.contract.functions.verifierOf(account).call())
-
-    def register_verifier(self, stake: int) -> TxReceipt:
-        """Stakes `stake` (the caller must have approved this contract for it); it votes on disputes opened
-        from the next block on."""
-        return self._send(self.contract.functions.registerVerifier(stake))
-
-    def request_verifier_exit(self) -> TxReceipt:
-        return self._send(self.contract.functions.requestVerifierExit())
-
-    def withdraw_verifier_stake(self) -> TxReceipt:
-        return self._send(self.contract.functions.withdrawVerifierStake())
-
     # -- random audits
-
-    def audit_rate_bps(self) -> int:
-        return int(self.contract.functions.auditRateBps().call())
-
-    def set_audit_rate(self, bps: int) -> TxReceipt:
-        """Admin only: the share of drawn tasks audited, in basis points (0 stops new draws)."""
-        return self._send(self.contract.functions.setAuditRate(bps))
 
     def audit_of(self, task_id: int) -> Audit:
         return Audit.from_tuple(self.contract.functions.auditOf(task_id).call())
@@ -260,16 +321,41 @@ class Arbitration(_Bound):
         return self._send(self.contract.functions.drawAudit(task_id))
 
     def seal_audit(self, task_id: int) -> Audit:
-        """Seals the drawn audit's seed (from the block after the draw on); returns the sealed draw."""
+        """Seals the drawn audit (from the block after the draw on); returns the final draw."""
         self._send(self.contract.functions.sealAudit(task_id))
         return self.audit_of(task_id)
 
     def open_audit(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
-        """Opens the audit of the selected line (as an active verifier); returns the dispute id."""
+        """Opens the audit of the selected line (as an active verifier that is not a party of the task);
+        returns the dispute id."""
         call = self.contract.functions.openAudit(leaf.task_id, leaf.as_tuple(), list(proof))
         receipt = self._send(call)
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
+
+
+class Timelock(_Bound):
+    """The timelock that holds every protocol contract's admin role: the admin schedules a call, anyone can
+    see it (CallScheduled), and it runs only after the delay."""
+
+    abi_name = "TimelockController"
+    NO_PREDECESSOR = bytes(32)
+
+    def min_delay(self) -> int:
+        return int(self.contract.functions.getMinDelay().call())
+
+    def schedule(self, call: ContractFunction, salt: bytes = bytes(32)) -> TxReceipt:
+        """Schedules `call` (a bound contract function, not sent) to run after the delay."""
+        target, data = call.address, call._encode_transaction_data()
+        operation = self.contract.functions.schedule(
+            target, 0, data, self.NO_PREDECESSOR, salt, self.min_delay()
+        )
+        return self._send(operation)
+
+    def execute(self, call: ContractFunction, salt: bytes = bytes(32)) -> TxReceipt:
+        """Runs a scheduled `call` once its delay has passed."""
+        target, data = call.address, call._encode_transaction_data()
+        return self._send(self.contract.functions.execute(target, 0, data, self.NO_PREDECESSOR, salt))
 
 
 class Market:
@@ -283,7 +369,9 @@ class Market:
         self.registry = GPURegistry(w3, deployment.gpu_registry, self.transactor)
         self.escrow = PaymentEscrow(w3, deployment.payment_escrow, self.transactor)
         self.tasks = TaskRegistry(w3, deployment.task_registry, self.transactor)
+        self.verifiers = VerifierRegistry(w3, deployment.verifier_registry, self.transactor)
         self.arbitration = Arbitration(w3, deployment.arbitration, self.transactor)
+        self.timelock = Timelock(w3, deployment.timelock, self.transactor)
 
     @property
     def address(self) -> str:

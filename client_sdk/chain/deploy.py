@@ -29,12 +29,18 @@ class DeployParams:
     challenge_window: int | None = None
     coordinator_fee_bps: int | None = None
     min_stake_lock: int | None = None
+    max_value_at_risk: int | None = None
     dispute_bond: int | None = None
     voting_period: int | None = None
     verifier_reward_bps: int | None = None
     min_verifier_stake: int | None = None
     verifier_unbonding_period: int | None = None
     audit_rate_bps: int | None = None
+    juror_penalty_bps: int | None = None
+    no_decision_fee_bps: int | None = None
+    base_jury: int | None = None
+    audit_reward_per_day: int | None = None
+    timelock_delay: int | None = None
 
     def environment(self) -> dict[str, str]:
         """The script reads each parameter from an environment variable named like the field, in capitals."""

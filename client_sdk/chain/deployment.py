@@ -12,8 +12,15 @@ from web3 import Web3
 
 from client_sdk.errors import ChainError
 
-CONTRACT_KEYS = ("token", "gpu_registry", "payment_escrow", "task_registry", "arbitration")
-ROLE_KEYS = ("admin", "coordinator", "fee_recipient")
+CONTRACT_KEYS = (
+    "token",
+    "gpu_registry",
+    "payment_escrow",
+    "task_registry",
+    "verifier_registry",
+    "arbitration",
+)
+ROLE_KEYS = ("admin", "coordinator", "fee_recipient", "timelock")
 
 
 @dataclass(frozen=True)
@@ -26,10 +33,12 @@ class Deployment:
     gpu_registry: str
     payment_escrow: str
     task_registry: str
+    verifier_registry: str
     arbitration: str
     admin: str
     coordinator: str
     fee_recipient: str
+    timelock: str  # holds every protocol contract's admin role; the admin proposes to it
 
     @classmethod
     def load(cls, path: Path) -> Deployment:

@@ -115,38 +115,139 @@ class Task:
 
 
 @dataclass(frozen=True)
+class ArbitrationConfig:
+    """Mirrors IArbitration.Config: the dispute bond, seconds per phase, the jurors' reward share, the audit
+    rate, a silent or incoherent seat's penalty and an undecided dispute's fee (basis points), round 0's seats
+    and the most the audit pool pays jurors per day."""
+
+    dispute_bond: int
+    voting_period: int
+    verifier_reward_bps: int
+    audit_rate_bps: int
+    juror_penalty_bps: int
+    no_decision_fee_bps: int
+    base_jury: int
+    audit_reward_per_day: int
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a dispute runs under, fixed when it opened: seconds per phase (draw, commit, reveal, appeal), the
+    coherent jurors' share of a slash or forfeited bond, a silent or incoherent seat's penalty, the fee an
+    undecided dispute keeps from the owner's bond (all in basis points), round 0's seats and the stake locked
+    per seat."""
+
+    phase: int
+    reward_bps: int
+    penalty_bps: int
+    no_decision_fee_bps: int
+    base_jury: int
+    seat_stake: int
+
+
+@dataclass(frozen=True)
 class Dispute:
-    """`challenger` is the task owner (for an audit too, which it did not pay for); `audit`: opened by a
-    verifier on a randomly selected line, with the bond from the audit pool. Verifiers registered before
-    `opened_at_block` vote."""
+    """`challenger` is the task owner (for an audit too, which it did not pay for); `opener` opened it (the
+    owner, or the auditing verifier); `round` is the current round (0 to 2); `bond` is round 0's."""
 
     task_id: int
     challenger: str
-    voting_deadline: int
+    opener: str
     status: DisputeStatus
-    votes_correct: int
-    votes_at_fault: int
-    bond: int
+    audit: bool
+    round: int
     request_index: int
     opened_at_block: int
-    audit: bool
+    opened_at: int
+    bond: int
     leaf_hash: bytes
+    terms: Terms
 
     @classmethod
     def from_tuple(cls, raw: Any) -> Dispute:
         values = list(raw)
         values[3] = DisputeStatus(values[3])
-        values[9] = bool(values[9])
+        values[4] = bool(values[4])
         values[10] = bytes(values[10])
+        values[11] = Terms(*values[11])
+        return cls(*values)
+
+
+class Phase(IntEnum):
+    """Where a round stands at a given time."""
+
+    DRAWING = 0
+    COMMIT = 1
+    REVEAL = 2
+    APPEAL = 3
+    OVER = 4
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of a dispute. `seed_block`: the block whose hash seeds the draw; deadlines are 0 until the
+    jury is drawn; votes count seats. `bond` was posted by `bond_payer` (the zero address: the audit pool)."""
+
+    seed_block: int
+    draw_deadline: int
+    commit_deadline: int
+    reveal_deadline: int
+    appeal_deadline: int
+    seats: int
+    seats_drawn: int
+    votes_correct: int
+    votes_at_fault: int
+    weight_total: int
+    bond: int
+    bond_payer: str
+    challenger_side: bool
+
+    @property
+    def drawn(self) -> bool:
+        return self.commit_deadline != 0
+
+    def phase(self, now: int) -> Phase:
+        """The phase at chain time `now` (DRAWING until drawn, then each phase until its deadline)."""
+        if not self.drawn:
+            return Phase.DRAWING if now < self.draw_deadline else Phase.OVER
+        for phase, deadline in (
+            (Phase.COMMIT, self.commit_deadline),
+            (Phase.REVEAL, self.reveal_deadline),
+            (Phase.APPEAL, self.appeal_deadline),
+        ):
+            if now < deadline:
+                return phase
+        return Phase.OVER
+
+    @classmethod
+    def from_tuple(cls, raw: Any) -> Round:
+        values = list(raw)
+        values[12] = bool(values[12])
         return cls(*values)
 
 
 @dataclass(frozen=True)
+class Juror:
+    """A juror's place in one round: its seats (votes), its sealed vote and, once revealed, the vote."""
+
+    seats: int
+    vote: Vote
+    commitment: bytes
+
+    @classmethod
+    def from_tuple(cls, raw: Any) -> Juror:
+        seats, vote, commitment = raw
+        return cls(seats, Vote(vote), bytes(commitment))
+
+
+@dataclass(frozen=True)
 class Verifier:
-    """A staked verifier; all zero if not registered. It votes on disputes opened after `registered_at_block`
-    and (once exiting) before `exit_at_block`; its stake can be withdrawn from `release_at` (seconds)."""
+    """A staked verifier; all zero if never registered. `locked`: stake held by the jury seats it sits on. It
+    can be drawn while active (not exiting); its stake can be withdrawn from `release_at` (seconds), once no
+    seat holds it."""
 
     stake: int
+    locked: int
     registered_at_block: int
     exit_at_block: int
     release_at: int
@@ -157,25 +258,24 @@ class Verifier:
 
     @property
     def active(self) -> bool:
-        """Registered and not exiting: what `isVerifier` answers."""
+        """Registered, with stake, and not exiting: what `isVerifier` answers."""
         return self.stake > 0 and self.exit_at_block == 0
 
 
 @dataclass(frozen=True)
 class Audit:
-    """A task's random audit draw: drawn at `draw_block` (0: never), `seed` sealed (empty: not yet), and if
-    `selected`, line `request_index` is the one a verifier may audit."""
+    """A task's random audit draw: drawn at `draw_block` (0: never); once `sealed` it is final; if `selected`,
+    line `request_index` is the one a verifier may audit, and `dispute_id` is the audit's dispute (0:
+    none)."""
 
     draw_block: int
+    sealed: bool
     selected: bool
     request_index: int
     seed: bytes
-
-    @property
-    def sealed(self) -> bool:
-        return any(self.seed)
+    dispute_id: int
 
     @classmethod
     def from_tuple(cls, raw: Any) -> Audit:
-        draw_block, selected, request_index, seed = raw
-        return cls(draw_block, bool(selected), request_index, bytes(seed))
+        draw_block, sealed, selected, request_index, seed, dispute_id = raw
+        return cls(draw_block, bool(sealed), bool(selected), request_index, bytes(seed), dispute_id)

@@ -24,8 +24,6 @@ class DisputeReader(Protocol):
 
     def get_dispute(self, dispute_id: int) -> Dispute: ...
 
-    def is_verifier(self, account: str) -> bool: ...
-
 
 @dataclass(frozen=True)
 class Evidence:
@@ -69,8 +67,8 @@ def publish(
     evidence: Evidence,
     now: int,
 ) -> DisputeEvidence:
-    """Stores the evidence of an open dispute, sent by its challenger (or, for an audit, by a verifier), once
-    (the same again is a no-op)."""
+    """Stores the evidence of an open dispute, sent by its challenger or its opener (for an audit, the
+    verifier that opened it), once (the same again is a no-op)."""
     record = disputes.get_dispute(dispute_id)
     if record.status == DisputeStatus.NONE:
         raise NotFound("dispute", str(dispute_id))
@@ -80,8 +78,8 @@ def publish(
             "dispute_not_open",
         )
     # an audit's challenger is the task owner, who did not open it: the verifier that did publishes
-    if caller != record.challenger and not (record.audit and disputes.is_verifier(caller)):
-        who = "a verifier" if record.audit else f"its challenger {record.challenger}"
+    if caller not in (record.challenger, record.opener):
+        who = f"its opener {record.opener}" if record.audit else f"its challenger {record.challenger}"
         raise Conflict(f"only {who} can publish dispute {dispute_id}'s evidence", "not_challenger")
     check_evidence(dispute_id, record, evidence)
     request_text = canonical_json(evidence.request_line).decode()

@@ -31,15 +31,17 @@ from miner.verify.daemon import LineJudge, Verifier
 
 
 def ensure_registered(market: Market, stake: int | None) -> None:
-    """Stakes and registers this wallet as a verifier unless it already is one."""
+    """Stakes and registers this wallet as a verifier unless it already is one (an address registers once)."""
     assert market.transactor is not None
     me = market.transactor.account.address
-    arbitration = market.arbitration
-    if arbitration.is_verifier(me):
+    verifiers = market.verifiers
+    if verifiers.is_verifier(me):
         return
-    if arbitration.verifier_of(me).registered:
-        raise UserError(f"{me} is leaving the verifier set; withdraw its stake before registering again")
-    minimum = arbitration.min_verifier_stake()
+    if verifiers.verifier_of(me).registered_at_block:
+        raise UserError(
+            f"{me} has left the verifier set (an address registers once); withdraw its stake and use another"
+        )
+    minimum = verifiers.min_stake()
     amount = minimum if stake is None else stake
     if amount < minimum:
         raise UserError(f"the verifier stake must be at least {format_amount(minimum)}")
@@ -48,9 +50,12 @@ def ensure_registered(market: Market, stake: int | None) -> None:
         raise UserError(
             f"staking {format_amount(amount)} needs that much; {me} holds {format_amount(balance)}"
         )
-    market.token.allow(me, arbitration.address, amount)
-    arbitration.register_verifier(amount)
-    console.print(f"registered {me} as a verifier with {format_amount(amount)} staked")
+    market.token.allow(me, verifiers.address, amount)
+    verifiers.register(amount)
+    console.print(
+        f"registered {me} as a verifier with {format_amount(amount)} staked: "
+        f"{amount // minimum} seat(s) of weight in jury draws"
+    )
 
 
 @one_line_errors
@@ -72,8 +77,9 @@ def verify(
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Register as a staked verifier (once), then until Ctrl-C: vote on every open dispute by re-scoring its
-    evidence, and audit randomly selected lines of committed tasks, opening a dispute when one fails."""
+    """Register as a staked verifier (once), then until Ctrl-C: draw juries, and on every jury this wallet
+    sits on commit and then reveal a vote from re-scoring the evidence; audit randomly selected lines of
+    committed tasks, opening a dispute when one fails; resolve disputes whose last phase has ended."""
     torch_dtype = dtype_named(dtype)
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json")

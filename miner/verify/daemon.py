@@ -1,10 +1,14 @@
-"""`arbitration verify`'s loop. A staked verifier watches the chain for disputes and committed tasks, fetches
-the lines in question from the coordinator, checks that they hash to the leaf the chain holds, re-scores the
-claimed output with the reference model in one teacher-forced pass, and then votes (a dispute) or, when a
-randomly audited line fails, opens the audit on the owner's behalf. Every decision is logged with its numbers.
+"""`arbitration verify`'s loop. A staked verifier watches the chain for disputes and committed tasks. It draws
+juries whose seed block exists; on a jury it sits on, it fetches the disputed lines from the coordinator,
+checks that they hash to the leaf the chain holds, re-scores the claimed output with the reference model in
+one teacher-forced pass, commits its vote, and reveals it in the reveal phase; it resolves disputes whose last
+phase has ended. When a randomly audited line fails, it opens the audit on the owner's behalf. Every decision
+is logged with its numbers.
 
 Nothing here trusts the coordinator: a line counts only if it hashes to the on-chain leaf (and, for an audit,
-if its proof leads to the committed root).
+if its proof leads to the committed root). No state is kept on disk: a vote's salt is derived from the
+verifier's own signature over the dispute and round, so a restarted verifier can still reveal what it
+committed.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from typing import Any
 
 import httpx
 import torch
+from eth_account.messages import encode_defunct
+from web3 import Web3
 
 from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import DisputeStatus, TaskStatus, Vote
-from client_sdk.errors import UserError
+from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vote
+from client_sdk.errors import ChainError, UserError
 from client_sdk.results import PROOF_KEY, ResultLeaf
 from client_sdk.verify import result_leaf
 from miner.model.config import ModelConfig
@@ -32,7 +38,8 @@ from miner.verify.rescore import Rescorer
 
 log = logging.getLogger("batchmarket.verifier")
 MAX_NEW_PER_STEP = 256  # new disputes and tasks taken on per step: a backlog is worked off over steps
-DONE_TASK = (TaskStatus.FINALIZED, TaskStatus.EXPIRED, TaskStatus.CANCELLED, TaskStatus.DISPUTED)
+DONE_TASK = (TaskStatus.FINALIZED, TaskStatus.EXPIRED, TaskStatus.CANCELLED)
+LAST_ROUND = 2  # rounds 0, 1, 2: the last cannot be appealed
 
 
 class LineJudge:
@@ -118,70 +125,139 @@ class Verifier:
     # -- disputes
 
     def _dispute_settled(self, dispute_id: int) -> bool:
-        """Votes on the dispute once its evidence is published; True when there is nothing more to do."""
+        """Moves the dispute on by one step where this verifier can: draws its jury, commits or reveals this
+        verifier's vote, resolves it; True once it is resolved."""
         arbitration = self.market.arbitration
         record = arbitration.get_dispute(dispute_id)
-        if record.status != DisputeStatus.OPEN or self.market.chain_time() >= record.voting_deadline:
+        if record.status != DisputeStatus.OPEN:
             return True
-        if arbitration.vote_of(dispute_id, self.address) != Vote.NONE:
-            return True
-        if not self._eligible(record.opened_at_block):
-            log.info("dispute %d: opened before this verifier could vote on it; skipped", dispute_id)
-            return True
+        now = self.market.chain_time()
+        current = arbitration.round_of(dispute_id, record.round)
+        phase = current.phase(now)
+        if phase == Phase.DRAWING:
+            if self.market.w3.eth.block_number > current.seed_block:
+                self._attempt(f"draw the jury of dispute {dispute_id}", arbitration.draw_jury, dispute_id)
+        elif phase == Phase.COMMIT:
+            self._commit(dispute_id, record, now, current.commit_deadline)
+        elif phase == Phase.REVEAL:
+            self._reveal(dispute_id, record.round)
+        elif phase == Phase.OVER or record.round == LAST_ROUND:
+            self._attempt(f"resolve dispute {dispute_id}", arbitration.resolve, dispute_id)
+        return False
+
+    def _attempt(self, what: str, action: Any, *args: Any) -> None:
+        """Runs a chain action anyone may take; another party may have taken it first, so a refusal is only
+        logged."""
+        try:
+            action(*args)
+            log.info("%s: done", what)
+        except (UserError, ChainError) as exc:
+            log.info("%s: not now (%s)", what, exc)
+
+    def _commit(self, dispute_id: int, record: Dispute, now: int, deadline: int) -> None:
+        """Commits this verifier's sealed vote if it sits on the current round and has not committed yet.
+        Without published evidence it waits until half the commit phase is left, then presumes the miners
+        correct: the challenger has not shown the line."""
+        arbitration = self.market.arbitration
+        seat = arbitration.juror_of(dispute_id, record.round, self.address)
+        if seat.seats == 0 or any(seat.commitment):
+            return
         evidence = self._get(f"/v1/disputes/{dispute_id}/evidence")
         if evidence is None:
-            return False  # not published yet: look again next step
+            if now < deadline - record.terms.phase // 2:
+                return
+            choice, reason = Vote.MINERS_CORRECT, "no evidence was published: the line is presumed correct"
+        else:
+            judged = self._judge(dispute_id, record, evidence)
+            if judged is None:
+                return
+            choice, reason = judged
+        salt = self._salt(dispute_id, record.round)
+        commitment = arbitration.vote_commitment(dispute_id, record.round, self.address, choice, salt)
+        arbitration.commit_vote(dispute_id, commitment)
+        log.info(
+            "dispute %d round %d (task %d line %d, %d seat(s)): committed %s: %s",
+            dispute_id,
+            record.round,
+            record.task_id,
+            record.request_index,
+            seat.seats,
+            choice.name.lower(),
+            reason,
+        )
+
+    def _judge(self, dispute_id: int, record: Dispute, evidence: dict[str, Any]) -> tuple[Vote, str] | None:
+        """The vote the evidence calls for, or None (logged) when it does not hash to the disputed leaf."""
         request_line, result_line = evidence["request_line"], evidence["result_line"]
         try:
             leaf = result_leaf(record.task_id, request_line, result_line)
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("dispute %d: malformed evidence (%s); not voting", dispute_id, exc)
-            return True
+            return None
         if leaf.hash() != record.leaf_hash:
             log.warning("dispute %d: the evidence does not hash to the disputed leaf; not voting", dispute_id)
-            return True
+            return None
         verdict = self.judge.verdict(leaf.request_index, request_line, result_line)
         choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
-        arbitration.vote(dispute_id, choice)
-        log.info(
-            "dispute %d (task %d line %d): voted %s: %s",
-            dispute_id,
-            record.task_id,
-            leaf.request_index,
-            choice.name.lower(),
-            describe(verdict),
-        )
-        return True
+        return choice, describe(verdict)
 
-    def _eligible(self, opened_at_block: int) -> bool:
-        me = self.market.arbitration.verifier_of(self.address)
-        exited_before = me.exit_at_block != 0 and me.exit_at_block <= opened_at_block
-        return me.registered and me.registered_at_block < opened_at_block and not exited_before
+    def _reveal(self, dispute_id: int, round_index: int) -> None:
+        """Reveals the vote this verifier committed in the round: the one of the two whose commitment, with
+        the re-derived salt, matches the chain's."""
+        arbitration = self.market.arbitration
+        seat = arbitration.juror_of(dispute_id, round_index, self.address)
+        if seat.seats == 0 or seat.vote != Vote.NONE or not any(seat.commitment):
+            return
+        salt = self._salt(dispute_id, round_index)
+        for choice in (Vote.MINERS_CORRECT, Vote.MINERS_AT_FAULT):
+            if (
+                arbitration.vote_commitment(dispute_id, round_index, self.address, choice, salt)
+                == seat.commitment
+            ):
+                arbitration.reveal_vote(dispute_id, choice, salt)
+                log.info("dispute %d round %d: revealed %s", dispute_id, round_index, choice.name.lower())
+                return
+        log.warning(
+            "dispute %d round %d: the committed vote is not one this wallet sealed", dispute_id, round_index
+        )
+
+    def _salt(self, dispute_id: int, round_index: int) -> bytes:
+        """Secret until revealed, and the same after a restart: the hash of this wallet's signature over the
+        chain, the contract, the dispute and the round."""
+        assert self.market.transactor is not None
+        text = (
+            f"batchmarket jury vote salt: chain {self.market.w3.eth.chain_id}, arbitration "
+            f"{self.market.arbitration.address}, dispute {dispute_id}, round {round_index}"
+        )
+        signed = self.market.transactor.account.sign_message(encode_defunct(text=text))
+        return bytes(Web3.keccak(signed.signature))
 
     # -- random audits
 
     def _audit_settled(self, task_id: int) -> bool:
-        """Draws, seals and, if selected, re-scores a committed task's audit line; True when done with it."""
+        """Draws, seals and, if selected, re-scores a committed task's audit line; True when done with it (its
+        audit dispute, if any, is followed as a dispute)."""
         task = self.market.tasks.get_task(task_id)
         if task.status in DONE_TASK:
             return True
-        if task.status != TaskStatus.RESULTS_COMMITTED:
+        if task.status not in (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED):
             return False  # not committed yet
         arbitration = self.market.arbitration
-        if self.market.chain_time() >= task.committed_at + self.market.tasks.challenge_window():
-            return True
-        if arbitration.dispute_of_task(task_id):
-            return True  # one dispute per task: its owner's, or another verifier's audit
         audit = arbitration.audit_of(task_id)
+        if audit.dispute_id:
+            return True
         if audit.draw_block == 0:
-            if arbitration.audit_rate_bps() == 0:
+            in_window = self.market.chain_time() < self.market.tasks.challenge_ends_at(task_id)
+            if task.status != TaskStatus.RESULTS_COMMITTED or not in_window:
+                return not in_window
+            if arbitration.config_of(task_id).audit_rate_bps == 0:
                 return True
             arbitration.draw_audit(task_id)
             return False
         if not audit.sealed:
             try:
                 audit = arbitration.seal_audit(task_id)
-            except UserError as exc:  # too early (the seed's block is not mined yet), or expired
+            except UserError as exc:  # too early: the seed's block is not mined yet
                 log.debug("task %d: cannot seal its audit yet: %s", task_id, exc)
                 return False
         if not audit.selected:
@@ -206,7 +282,13 @@ class Verifier:
         if verdict.passed:
             log.info("task %d line %d: audit passed: %s", task_id, leaf.request_index, describe(verdict))
             return True
-        dispute_id = self._escalate(leaf, proof, request_line, result_line, verdict)
+        try:
+            dispute_id = self._escalate(leaf, proof, request_line, result_line, verdict)
+        except (UserError, ChainError) as exc:  # a party of the task, or another verifier opened it first
+            log.info(
+                "task %d line %d: audit failed, but not opened here (%s)", task_id, leaf.request_index, exc
+            )
+            return True
         log.info(
             "task %d line %d: audit failed, opened dispute %d: %s",
             task_id,

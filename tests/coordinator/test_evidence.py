@@ -77,7 +77,7 @@ def disputed(admin_market: Market, accounts: list[LocalAccount]) -> Disputed:
     signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
     admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
     owner = admin_market.as_account(user)
-    bond = owner.arbitration.dispute_bond()
+    bond = owner.arbitration.config_of(task_id).dispute_bond
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
     dispute_id = owner.arbitration.open_dispute(leaves[1], tree.proof(1))

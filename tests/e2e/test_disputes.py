@@ -1,7 +1,7 @@
 """`arbitration dispute open | show | list | resolve` over a running market: the task owner disputes an
 honest line (the bond moves, the evidence is served and hashes to the disputed leaf), every refusal is one
-clear line, the coordinator refuses tampered evidence, and with no votes the dispute resolves to the
-documented NoDecision.
+clear line, the coordinator refuses tampered evidence, and with no verifier to draw a jury from the dispute
+resolves to the documented NoDecision, which costs the owner the no-decision fee.
 
 The tests run in file order on one system and two completed batches: A is disputed, B's window runs out."""
 
@@ -73,7 +73,8 @@ def test_refusals_before_any_dispute(system: LocalSystem, batches: Batches) -> N
     assert unknown == f"error: batch {a.id} has no result line with custom_id 'nope'"
 
     user = system.market_as(system.user)
-    bond, held = user.arbitration.dispute_bond(), user.token.balance_of(system.user.address)
+    bond = user.arbitration.config_of(a.task_id).dispute_bond
+    held = user.token.balance_of(system.user.address)
     user.token.transfer(system.admin.address, held - bond + 1)  # one base unit short of the bond
     try:
         poor = refusal(arbitration(system, "open", "--batch", a.id, "--custom-id", "a-1"))
@@ -111,7 +112,7 @@ def test_opening_a_dispute_posts_the_bond_and_publishes_checkable_evidence(
     system: LocalSystem, batches: Batches
 ) -> None:
     market, a = system.market, batches.disputed
-    bond = market.arbitration.dispute_bond()
+    bond = market.arbitration.config_of(a.task_id).dispute_bond
     wallet, escrowed = (
         market.token.balance_of(system.user.address),
         market.token.balance_of(market.escrow.address),
@@ -144,8 +145,8 @@ def test_a_second_dispute_on_the_task_is_refused(system: LocalSystem, batches: B
     a = batches.disputed
     again = refusal(arbitration(system, "open", "--batch", a.id, "--custom-id", "a-2"))
     assert (
-        again
-        == f"error: task {a.task_id} already has dispute 1 (one per task): see `arbitration dispute show 1`"
+        again == f"error: task {a.task_id} already has your dispute 1 (one per task): see "
+        "`arbitration dispute show 1`"
     )
 
 
@@ -175,11 +176,12 @@ def test_the_coordinator_refuses_tampered_or_foreign_evidence(system: LocalSyste
     assert system.client(STRANGER).http.get("/v1/disputes/2/evidence").status_code == 404
 
 
-def test_resolving_waits_for_the_voting_deadline(system: LocalSystem) -> None:
-    deadline = system.market.arbitration.get_dispute(1).voting_deadline
+def test_resolving_waits_for_the_round_to_end(system: LocalSystem) -> None:
+    deadline = system.market.arbitration.round_of(1, 0).draw_deadline
     early = refusal(arbitration(system, "resolve", "1"))
     until = datetime.fromtimestamp(deadline, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    assert early.startswith(f"error: verifiers vote on dispute 1 until {until} (chain time is ")
+    waiting = f"error: dispute 1 round 0: waiting for its jury to be drawn until {until} (chain "
+    assert early.startswith(waiting)
     assert early.endswith("): resolve it after that")
 
 
@@ -192,21 +194,33 @@ def test_after_the_window_a_line_cannot_be_disputed(system: LocalSystem, batches
     assert late.startswith(f"error: the challenge window of task {b.task_id} closed at ")
 
 
-def test_with_no_votes_the_dispute_resolves_to_no_decision(system: LocalSystem, batches: Batches) -> None:
+def test_with_no_jury_the_dispute_resolves_to_no_decision(system: LocalSystem, batches: Batches) -> None:
+    """No verifier is registered here, so no jury is drawn: after the drawing phase the dispute ends
+    undecided; the results stand and the owner pays the no-decision fee to the disputed line's miners."""
     market, a = system.market, batches.disputed
     record = market.arbitration.get_dispute(1)
-    system.advance_chain_time(record.voting_deadline - market.chain_time() + 1)
+    pipeline = market.arbitration.pipeline_of(1)
+    system.advance_chain_time(market.arbitration.round_of(1, 0).draw_deadline - market.chain_time() + 1)
     owed = market.escrow.balance_of(system.user.address)
+    earned = [market.escrow.balance_of(m) for m in pipeline]
     resolved = arbitration(system, "resolve", "1")
     assert resolved.exit_code == 0, resolved.output
     assert resolved.stdout.strip() == (
-        "dispute 1: no_decision: no votes or a tie: the results stand, the task settles and the bond goes "
-        "back to the challenger"
+        "dispute 1: no_decision: no majority (a tie, no reveal, or no jury drawn in time): the results stand "
+        "and the owner's bond comes back less the no-decision fee"
     )
     assert market.arbitration.get_dispute(1).status == DisputeStatus.NO_DECISION
     task = market.tasks.get_task(a.task_id)
     assert task.status == TaskStatus.FINALIZED
-    assert market.escrow.balance_of(system.user.address) == owed + record.bond + task.max_price - task.payment
+    fee = record.bond * record.terms.no_decision_fee_bps // 10_000
+    refund = task.max_price - task.payment
+    assert market.escrow.balance_of(system.user.address) == owed + record.bond - fee + refund
+    shares = [market.escrow.balance_of(m) - before for m, before in zip(pipeline, earned, strict=True)]
+    committed = market.tasks.miner_amounts_of(a.task_id)
+    miners = market.tasks.miners_of(a.task_id)
+    paid = {m: amount for m, amount in zip(miners, committed, strict=True)}
+    fee_shares = [share - paid.get(m, 0) for m, share in zip(pipeline, shares, strict=True)]
+    assert sum(fee_shares) == fee, "the fee goes to the line's pipeline, in equal parts"
     again = refusal(arbitration(system, "resolve", "1"))
     assert again == "error: dispute 1 is already resolved: no_decision"
     for listing in (arbitration(system, "show", "1"), arbitration(system, "list")):  # the tables people read

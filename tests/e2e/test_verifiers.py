@@ -1,13 +1,14 @@
-"""Arbitration end to end with real verifiers: two `arbitration verify` processes (staked on-chain, re-scoring
-with the reference model) watch a market whose only miner corrupts half of its lines (one substituted token,
-greedy requests). The tests run in file order, each on its own batch, since every outcome moves balances:
+"""Arbitration end to end with real verifiers: three `arbitration verify` processes (staked on-chain,
+re-scoring with the reference model) watch a market whose only miner corrupts half of its lines (one
+substituted token, greedy requests). The verifiers draw each jury, commit and reveal their votes and resolve;
+the test only moves the chain clock from phase to phase. The tests run in file order, each on its own batch,
+since every outcome moves balances, and each checks every balance to the unit from the jurors the chain drew:
 
-- an honest line disputed anyway: the verifiers vote "correct", the bond pays them and the miner, the task
-  settles normally;
-- a corrupted line disputed: they vote "at fault", the miner is slashed, the owner refunded, the verifiers
-  rewarded;
-- random audits on (every task selected): a verifier catches a corrupted line nobody disputed, opens the audit
-  with the pool's bond, and the same outcome follows, with the bond back in the pool.
+- an honest line disputed anyway: the jury finds the miner correct; the bond pays the jurors and the miner,
+the task settles normally; - a corrupted line disputed: the jury finds the miner at fault; it is slashed, the
+owner refunded, the jurors rewarded; - random audits on (every task selected, switched on through the
+timelock): a verifier catches a corrupted line nobody disputed and opens the audit with the pool's bond; a
+jury without the auditor convicts, and the pool gets its bond back.
 """
 
 from __future__ import annotations
@@ -15,20 +16,24 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import replace as replaced
 
 import pytest
 from typer.testing import CliRunner
 
 from client_sdk.arbitration_cli import app
-from client_sdk.chain.types import Dispute, DisputeStatus, TaskStatus
+from client_sdk.chain.types import Dispute, DisputeStatus, TaskStatus, Vote
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.corrupt import CorruptionSwitch
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
+from tests.helpers import govern
 
 FAULT = CorruptionSwitch("substitute", 0.5)
 MAX_PRICE = UNIT
-CONFIG = SystemConfig(miners=1, verifiers=2, faulty_miner="substitute:0.5", audit_rate_bps=0)
+CONFIG = SystemConfig(
+    miners=1, verifiers=3, faulty_miner="substitute:0.5", audit_rate_bps=0, timelock_delay=60
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,17 +76,41 @@ def dispute(system: LocalSystem, served: Served, custom_id: str) -> int:
     return int(json.loads(result.output)["dispute"])
 
 
-def voted(system: LocalSystem, dispute_id: int) -> Dispute:
-    """The dispute once both verifiers have voted."""
-    get = system.market.arbitration.get_dispute
-    return wait_for(
-        lambda: (record := get(dispute_id)).votes_correct + record.votes_at_fault == 2 and record, timeout=120
+@dataclass(frozen=True)
+class Decided:
+    record: Dispute
+    jurors: list[str]
+    seats: int  # seats drawn
+
+
+def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
+    """Round 0 of the dispute, moved from phase to phase by the clock while the verifiers act: they draw the
+    jury, every juror commits and then reveals `expected`, and one of them resolves it."""
+    arbitration, market = system.market.arbitration, system.market
+    current = wait_for(lambda: (r := arbitration.round_of(dispute_id, 0)).drawn and r, timeout=120)
+    jurors = arbitration.jurors_of(dispute_id, 0)
+    assert jurors and current.seats_drawn == len(jurors), "one seat of stake per verifier"
+    wait_for(lambda: all(any(arbitration.juror_of(dispute_id, 0, j).commitment) for j in jurors), timeout=120)
+    system.advance_chain_time(current.commit_deadline - market.chain_time() + 1)
+    revealed = lambda: all(arbitration.juror_of(dispute_id, 0, j).vote != Vote.NONE for j in jurors)  # noqa: E731
+    wait_for(revealed, timeout=120)
+    assert {arbitration.juror_of(dispute_id, 0, j).vote for j in jurors} == {expected}
+    system.advance_chain_time(current.appeal_deadline - market.chain_time() + 1)
+    record = wait_for(
+        lambda: (d := arbitration.get_dispute(dispute_id)).status != DisputeStatus.OPEN and d, timeout=120
     )
+    return Decided(record, jurors, current.seats_drawn)
 
 
-def resolve(system: LocalSystem, record: Dispute, dispute_id: int) -> DisputeStatus:
-    system.advance_chain_time(record.voting_deadline - system.market.chain_time() + 1)
-    return system.market.arbitration.resolve(dispute_id)
+def assert_juror_gains(system: LocalSystem, result: Decided, before: dict[str, int], pot: int) -> None:
+    """Every juror got `pot` / seats for its one seat and has no stake locked; verifiers not drawn got
+    nothing."""
+    after = balances(system)
+    for i, verifier in enumerate(system.verifier_accounts):
+        drawn = verifier.address in result.jurors
+        gain = after[f"verifier{i}"] - before[f"verifier{i}"]
+        assert gain == (pot // result.seats if drawn else 0), (i, drawn, gain)
+        assert system.market.verifiers.verifier_of(verifier.address).locked == 0
 
 
 def balances(system: LocalSystem) -> dict[str, int]:
@@ -97,25 +126,25 @@ def balances(system: LocalSystem) -> dict[str, int]:
     }
 
 
-def test_an_honest_line_disputed_is_voted_correct(system: LocalSystem) -> None:
+def test_an_honest_line_disputed_is_found_correct(system: LocalSystem) -> None:
     served = serve(system, "honest")
     assert served.honest and served.corrupted
     before = balances(system)
     dispute_id = dispute(system, served, served.honest[0])
-    record = voted(system, dispute_id)
-    assert (record.votes_correct, record.votes_at_fault) == (2, 0)
-    assert resolve(system, record, dispute_id) == DisputeStatus.MINERS_CORRECT
+    result = decided(system, dispute_id, Vote.MINERS_CORRECT)
+    assert result.record.status == DisputeStatus.MINERS_CORRECT
     task = system.market.tasks.get_task(served.task_id)
     assert task.status == TaskStatus.FINALIZED
-    bond, reward_bps = record.bond, system.market.arbitration.contract.functions.verifierRewardBps().call()
-    share = bond * reward_bps // 10_000 // 2
+    bond = result.record.bond
+    reward = bond * result.record.terms.reward_bps // 10_000
     [paid] = system.market.tasks.miner_amounts_of(served.task_id)
     fee = task.payment * system.config.fee_bps // 10_000
+    assert_juror_gains(system, result, before, reward)
     after = balances(system)
-    assert after["verifier0"] - before["verifier0"] == after["verifier1"] - before["verifier1"] == share
-    assert after["miner"] - before["miner"] == paid + bond - 2 * share
+    assert after["miner"] - before["miner"] == paid + bond - reward
     assert after["user"] - before["user"] == MAX_PRICE - task.payment  # the bond is gone, the rest refunded
     assert after["coordinator"] - before["coordinator"] == fee
+    assert after["pool"] - before["pool"] == reward % result.seats  # the rounding dust
 
 
 def test_a_corrupted_line_disputed_slashes_the_miner(system: LocalSystem) -> None:
@@ -124,23 +153,26 @@ def test_a_corrupted_line_disputed_slashes_the_miner(system: LocalSystem) -> Non
     stake_before = system.market.registry.stake_of(miner)
     before = balances(system)
     dispute_id = dispute(system, served, served.corrupted[0])
-    record = voted(system, dispute_id)
-    assert (record.votes_correct, record.votes_at_fault) == (0, 2)
-    assert resolve(system, record, dispute_id) == DisputeStatus.MINERS_AT_FAULT
-    slashed = system.market.tasks.min_stake_lock()
-    reward_bps = system.market.arbitration.contract.functions.verifierRewardBps().call()
-    share = slashed * reward_bps // 10_000 // 2
+    result = decided(system, dispute_id, Vote.MINERS_AT_FAULT)
+    assert result.record.status == DisputeStatus.MINERS_AT_FAULT
+    slashed = system.market.tasks.get_task(served.task_id).stake_lock
+    reward = slashed * result.record.terms.reward_bps // 10_000
+    assert_juror_gains(system, result, before, reward)
     after = balances(system)
-    assert after["verifier0"] - before["verifier0"] == after["verifier1"] - before["verifier1"] == share
-    # the whole escrow back, the bond back, and the slashed stake less the verifiers' reward
-    assert after["user"] - before["user"] == MAX_PRICE + record.bond + slashed - 2 * share
+    # the whole escrow back, the bond back, and the slashed stake less the jurors' reward
+    assert after["user"] - before["user"] == MAX_PRICE + result.record.bond + slashed - reward
     assert after["miner"] == before["miner"] and after["coordinator"] == before["coordinator"]
+    assert after["pool"] - before["pool"] == reward % result.seats
     stake_after = system.market.registry.stake_of(miner)  # the task's lock is gone: slashed
     assert (stake_after.free, stake_after.locked) == (stake_before.free, stake_before.locked - slashed)
 
 
 def test_an_audit_catches_a_corrupted_line_nobody_disputed(system: LocalSystem) -> None:
-    system.market.arbitration.set_audit_rate(10_000)  # every task is audited from now on
+    arbitration = system.market.arbitration
+    every_task = replaced(arbitration.config(), audit_rate_bps=10_000)
+    # the admin's change, through the timelock
+    govern(system.market, system.anvil, arbitration.set_config_call(every_task))
+    system.advance_chain_time(1)  # the new rate applies to tasks created from the next second on
     ids = [c for c in (f"audit-{i}" for i in range(40)) if FAULT.chooses(c)][:4]  # all corrupted
     lines = [chat_line(c, f"say something about {c}", max_tokens=8, temperature=0) for c in ids]
     client = system.client()
@@ -149,18 +181,18 @@ def test_an_audit_catches_a_corrupted_line_nobody_disputed(system: LocalSystem) 
     batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=MAX_PRICE)
     done = client.batches.wait(batch.id, poll_s=0.5, timeout_s=240)
     assert done.status == "completed"
-    arbitration = system.market.arbitration
-    dispute_id = wait_for(lambda: arbitration.dispute_of_task(done.task_id), timeout=120)
-    record = voted(system, dispute_id)
-    assert record.audit and record.challenger == system.user.address
-    assert (record.votes_correct, record.votes_at_fault) == (0, 2)
-    assert before["pool"] - arbitration.contract.functions.disputeBond().call() == balances(system)["pool"]
-    assert resolve(system, record, dispute_id) == DisputeStatus.MINERS_AT_FAULT
-    slashed = system.market.tasks.min_stake_lock()
-    share = slashed * arbitration.contract.functions.verifierRewardBps().call() // 10_000 // 2
+    dispute_id = wait_for(lambda: arbitration.audit_of(done.task_id).dispute_id, timeout=120)
+    opened = arbitration.get_dispute(dispute_id)
+    assert opened.audit and opened.challenger == system.user.address
+    assert before["pool"] - opened.bond == balances(system)["pool"]
+    result = decided(system, dispute_id, Vote.MINERS_AT_FAULT)
+    assert result.record.status == DisputeStatus.MINERS_AT_FAULT
+    assert opened.opener not in result.jurors, "the auditor never judges its own audit"
+    slashed = system.market.tasks.get_task(done.task_id).stake_lock
+    reward = slashed * result.record.terms.reward_bps // 10_000
+    assert_juror_gains(system, result, before, reward)
     after = balances(system)
-    assert after["pool"] == before["pool"]  # the audit's bond went back to the pool
-    assert after["user"] - before["user"] == MAX_PRICE + slashed - 2 * share
-    assert after["verifier0"] - before["verifier0"] == after["verifier1"] - before["verifier1"] == share
+    assert after["pool"] == before["pool"] + reward % result.seats  # the audit's bond went back to the pool
+    assert after["user"] - before["user"] == MAX_PRICE + slashed - reward
     evidence = client.http.get(f"/v1/disputes/{dispute_id}/evidence").json()
     assert evidence["reason"].startswith("audit: ") and evidence["result_line"]["custom_id"] in ids
