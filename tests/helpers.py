@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from eth_account.signers.local import LocalAccount
@@ -76,27 +77,32 @@ def register_verifier(admin: Market, verifier: LocalAccount, seats: int = 1) -> 
 
 
 def run_round(
-    admin: Market, chain: Anvil, dispute_id: int, jurors: dict[str, Market], vote: Vote
+    admin: Market,
+    chain: Anvil,
+    dispute_id: int,
+    jurors: dict[str, Market],
+    vote: Vote | Callable[[str], Vote],
 ) -> list[str]:
     """Draws the current round (once a block after its seed block exists), has every drawn juror among
-    `jurors` commit then reveal `vote` (Vote.NONE: stays silent), and moves the clock past the appeal phase;
-    returns the drawn jurors."""
+    `jurors` commit then reveal `vote` (or `vote(juror)`; Vote.NONE: stays silent), and moves the clock past
+    the appeal phase; returns the drawn jurors."""
     record = admin.arbitration.get_dispute(dispute_id)
     seed_block = admin.arbitration.round_of(dispute_id, record.round).seed_block
     while admin.w3.eth.block_number <= seed_block:  # calls are estimated against the latest block
         chain.advance_time(1)
     admin.arbitration.draw_jury(dispute_id)
     drawn = admin.arbitration.jurors_of(dispute_id, record.round)
+    choices = {juror: vote(juror) if callable(vote) else vote for juror in drawn}
     salt = bytes(32)
-    if vote != Vote.NONE:
-        for juror in drawn:
+    for juror, choice in choices.items():
+        if choice != Vote.NONE:
             market = jurors[juror]
-            sealed = market.arbitration.vote_commitment(dispute_id, record.round, juror, vote, salt)
+            sealed = market.arbitration.vote_commitment(dispute_id, record.round, juror, choice, salt)
             market.arbitration.commit_vote(dispute_id, sealed)
     current = admin.arbitration.round_of(dispute_id, record.round)
     chain.advance_time(current.commit_deadline - admin.chain_time())
-    if vote != Vote.NONE:
-        for juror in drawn:
-            jurors[juror].arbitration.reveal_vote(dispute_id, vote, salt)
+    for juror, choice in choices.items():
+        if choice != Vote.NONE:
+            jurors[juror].arbitration.reveal_vote(dispute_id, choice, salt)
     chain.advance_time(current.appeal_deadline - admin.chain_time())
     return drawn

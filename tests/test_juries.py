@@ -1,0 +1,102 @@
+"""Juries on the real contracts (anvil, through the SDK), attacked: twelve sybil verifiers registered first at
+the minimum stake, colluding with a task owner who disputes a correct line, against four honest verifiers
+holding more stake in all. The sybils vote "at fault" in every round, the honest verifiers vote "correct", and
+the miners appeal every conviction; the stake-weighted jury of the last round decides. The honest miners lose
+nothing, every sybil seat loses half its stake to the honest jurors, and every balance is exact."""
+
+from __future__ import annotations
+
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.anvil import Anvil
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import DisputeStatus, Vote
+from client_sdk.eip712 import sign_commitment
+from client_sdk.merkle import MerkleTree
+from demo.lifecycle import DemoConfig, price_results, simulate_inference
+from tests.helpers import assigned_task, register_verifier, run_round
+
+LAST_ROUND = 2
+
+
+def fresh_account(chain: Anvil) -> LocalAccount:
+    """A new key with gas money (anvil_setBalance)."""
+    account: LocalAccount = Account.create()
+    chain.w3.provider.make_request("anvil_setBalance", [account.address, hex(10**20)])  # type: ignore[arg-type]
+    return account
+
+
+def test_a_sybil_minority_cannot_convict_honest_miners(
+    admin_market: Market, chain: Anvil, accounts: list[LocalAccount]
+) -> None:
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    sybils = {
+        a.address: register_verifier(admin_market, a) for a in (fresh_account(chain) for _ in range(12))
+    }
+    honest = {a.address: register_verifier(admin_market, a, seats=10) for a in accounts[5:9]}
+    jurors = sybils | honest
+    seat_stake = admin_market.verifiers.min_stake()
+
+    config = DemoConfig()
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    leaves = simulate_inference(task_id, config, [m.address for m in miners])
+    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    commitment = price_results(admin_market, task_id, leaves, config)
+    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
+    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+
+    owner = admin_market.as_account(user)
+    terms = admin_market.arbitration.config_of(task_id)
+    admin_market.token.mint(user.address, terms.dispute_bond)
+    owner.token.approve(owner.escrow.address, terms.dispute_bond)
+    dispute_id = owner.arbitration.open_dispute(leaves[0], tree.proof(0))  # a correct line
+
+    appellant = admin_market.as_account(miners[0])
+    appeal_bonds = 0
+    while True:
+        run_round(
+            admin_market,
+            chain,
+            dispute_id,
+            jurors,
+            lambda j: Vote.MINERS_AT_FAULT if j in sybils else Vote.MINERS_CORRECT,
+        )
+        record = admin_market.arbitration.get_dispute(dispute_id)
+        current = admin_market.arbitration.round_of(dispute_id, record.round)
+        if current.votes_at_fault <= current.votes_correct or record.round == LAST_ROUND:
+            break
+        bond = current.bond * 2  # the miners appeal the conviction
+        admin_market.token.mint(miners[0].address, bond)
+        appellant.token.approve(appellant.escrow.address, bond)
+        appellant.arbitration.appeal(dispute_id)
+        appeal_bonds += bond
+    assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_CORRECT
+
+    seats: dict[str, int] = {}
+    for round_index in range(record.round + 1):
+        for juror in admin_market.arbitration.jurors_of(dispute_id, round_index):
+            held = admin_market.arbitration.juror_of(dispute_id, round_index, juror).seats
+            seats[juror] = seats.get(juror, 0) + held
+    sybil_seats = sum(n for j, n in seats.items() if j in sybils)
+    honest_seats = sum(n for j, n in seats.items() if j in honest)
+    assert honest_seats > 0
+    penalty = seat_stake * terms.juror_penalty_bps // 10_000
+    reward = terms.dispute_bond * terms.verifier_reward_bps // 10_000
+    per_seat = (sybil_seats * penalty + reward) // honest_seats
+    for sybil in sybils:
+        assert admin_market.verifiers.verifier_of(sybil).stake == seat_stake - seats.get(sybil, 0) * penalty
+        assert admin_market.escrow.balance_of(sybil) == 0
+    for juror in honest:
+        assert admin_market.escrow.balance_of(juror) == per_seat * seats.get(juror, 0)
+        assert admin_market.verifiers.verifier_of(juror).stake == 10 * seat_stake
+    # The honest miners: stake whole, paid as committed, plus the forfeited bond less the jurors' share.
+    rest = terms.dispute_bond - reward
+    for i, miner in enumerate(miners):
+        stake = admin_market.registry.stake_of(miner.address)
+        assert (stake.free, stake.locked) == (config.miner_stake, 0)
+        share = rest - rest // 2 if i == 0 else rest // 2
+        expected = commitment.miner_amounts[i] + share + (appeal_bonds if i == 0 else 0)
+        assert admin_market.escrow.balance_of(miner.address) == expected
+    assert admin_market.escrow.balance_of(user.address) == config.max_price - commitment.payment
