@@ -148,7 +148,7 @@ contract Deploy is Script {
         p.challengeWindow = vm.envOr("CHALLENGE_WINDOW", uint256(1 days));
         p.coordinatorFeeBps = vm.envOr("COORDINATOR_FEE_BPS", uint256(500));
         p.minStakeLock = vm.envOr("MIN_STAKE_LOCK", uint256(10e6));
-        p.maxValueAtRisk = vm.envOr("MAX_VALUE_AT_RISK", uint256(1_000e6));
+        p.maxValueAtRisk = vm.envOr("MAX_VALUE_AT_RISK", uint256(900e6));
         p.disputeBond = vm.envOr("DISPUTE_BOND", uint256(5e6));
         p.votingPeriod = vm.envOr("VOTING_PERIOD", uint256(12 hours));
         p.verifierRewardBps = vm.envOr("VERIFIER_REWARD_BPS", uint256(1_000));

@@ -41,7 +41,7 @@ abstract contract BaseTest is Test {
     uint128 internal constant STAKE_LOCK = 10e6;
     uint256 internal constant DISPUTE_BOND = 5e6;
     uint256 internal constant VOTING_PERIOD = 12 hours;
-    uint256 internal constant MAX_VALUE_AT_RISK = 1_000e6;
+    uint256 internal constant MAX_VALUE_AT_RISK = 900e6;
     uint256 internal constant PENALTY_BPS = 5_000;
     uint256 internal constant NO_DECISION_FEE_BPS = 2_000;
     uint256 internal constant BASE_JURY = 5;
