@@ -79,7 +79,7 @@ def main() -> None:
     console.print(table)
     console.print(
         f"infimum of V_max over shares below 1/2: {limit:,.1f} tokens; the cap maxValueAtRisk is "
-        f"{MAX_VALUE_AT_RISK:,.0f} tokens: {'within' if MAX_VALUE_AT_RISK < limit else 'NOT within'} it "
+        f"{MAX_VALUE_AT_RISK:,.0f} tokens: {'within' if limit > MAX_VALUE_AT_RISK else 'NOT within'} it "
         f"(the cap holds for any seat stake of at least {needed:,.1f} tokens at this penalty)"
     )
     RESULTS.mkdir(exist_ok=True)
