@@ -9,7 +9,7 @@ FORGE := $(BIN)/forge
 # Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
 SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
 
-.PHONY: bootstrap build abi demo test lint bench audit clean
+.PHONY: bootstrap build abi demo test test-deep lint bench audit clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -45,6 +45,10 @@ test: lint build
 	$(FORGE) test
 	$(SNAPSHOT) --check --tolerance 1
 	$(VENV)/bin/pytest
+
+# The invariant suite at 5,000 runs of 64 calls each (about an hour on 2 cores); its last output is committed.
+test-deep: build
+	FOUNDRY_PROFILE=deep $(FORGE) test --match-contract Invariant | tee bench/results/invariants_deep.txt
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[bench]"

@@ -50,7 +50,9 @@ contract Handler is Test {
     address[] public miners;
     uint256[] internal signerKeys;
     address[] internal owners;
-    address[] public verifiers;
+    address[] public verifiers; // chaos: random stakes, random votes
+    address[] public sybils; // minimum stake each; always vote against the truth
+    address[] public honest; // most of the stake; always online, always vote the truth
     address internal sponsor;
 
     mapping(uint256 taskId => uint256) internal leafSeedOf;
@@ -71,6 +73,11 @@ contract Handler is Test {
     bool public ghostUnlockAboveLock;
     bool public ghostStatusRegressed;
     bool public ghostDisputeStatusRegressed;
+    /// @dev A miner lost stake over a line that was correct.
+    bool public ghostHonestMinerSlashed;
+    /// @dev A dispute ended against the truth although honest jurors revealed most of its last round's seats.
+    bool public ghostHonestMajorityOverruled;
+    bool internal _resolvingCorrectLine;
     // Successful actions.
     uint256 public created;
     uint256 public opened; // disputes, audits included
@@ -91,6 +98,12 @@ contract Handler is Test {
         }
         for (uint256 i = 0; i < 4; ++i) {
             verifiers.push(makeAddr(string.concat("voter", vm.toString(i))));
+        }
+        for (uint256 i = 0; i < 6; ++i) {
+            sybils.push(makeAddr(string.concat("sybil", vm.toString(i))));
+        }
+        for (uint256 i = 0; i < 4; ++i) {
+            honest.push(makeAddr(string.concat("honest", vm.toString(i))));
         }
         sponsor = makeAddr("audit sponsor");
     }
@@ -131,6 +144,7 @@ contract Handler is Test {
                     if (amount > _lockedBefore[miner]) ghostSlashAboveLock = true;
                     else _lockedBefore[miner] -= amount;
                     if (amount != _resolvingStakeLock) ghostSlashNotTaskLock = true;
+                    if (_resolvingCorrectLine) ghostHonestMinerSlashed = true;
                 } else if (sig == IG.StakeLocked.selector) {
                     _lockedBefore[miner] += abi.decode(logs[i].data, (uint256));
                 } else if (sig == IG.StakeUnlocked.selector) {
@@ -152,7 +166,10 @@ contract Handler is Test {
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             uint8 s = uint8(tasks.getTask(id).status);
             uint8 last = lastStatus[id];
-            if (s < last || (last >= uint8(IT.TaskStatus.Finalized) && s != last)) {
+            // The one step back: an audit that found nothing returns its task to the challenge window.
+            bool auditEnded =
+                last == uint8(IT.TaskStatus.Disputed) && s == uint8(IT.TaskStatus.ResultsCommitted);
+            if ((s < last && !auditEnded) || (last >= uint8(IT.TaskStatus.Finalized) && s != last)) {
                 ghostStatusRegressed = true;
             }
             lastStatus[id] = s;
@@ -163,6 +180,89 @@ contract Handler is Test {
             if (s < last || (last > 1 && s != last)) ghostDisputeStatusRegressed = true;
             lastDisputeStatus[id] = s;
         }
+    }
+
+    // ---- honest and sybil jurors
+
+    /// @dev Moves the clock to `target`, stopping at every phase boundary of an open dispute on the way so that
+    /// the honest verifiers (always online) commit and reveal in every phase they sit in, and the sybils too.
+    function _warpTo(uint256 target) internal {
+        for (uint256 guard = 0; guard < 64; ++guard) {
+            _jurorsAct();
+            uint256 next = target;
+            for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+                if (arbitration.getDispute(id).status != IA.DisputeStatus.Open) continue;
+                (, IA.Round memory round) = _currentRound(id);
+                uint64[2] memory edges = [round.commitDeadline, round.revealDeadline];
+                for (uint256 k = 0; k < 2; ++k) {
+                    if (edges[k] > block.timestamp && edges[k] < next) next = edges[k];
+                }
+            }
+            if (next <= block.timestamp) return;
+            vm.warp(next);
+            if (next == target) {
+                _jurorsAct();
+                return;
+            }
+        }
+        vm.warp(target);
+    }
+
+    /// @dev Honest jurors commit and reveal the truth, sybil jurors the opposite, in every open dispute's current
+    /// round whose phase allows it.
+    function _jurorsAct() internal {
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            IA.Dispute memory d = arbitration.getDispute(id);
+            if (d.status != IA.DisputeStatus.Open) continue;
+            (uint8 r, IA.Round memory round) = _currentRound(id);
+            if (round.commitDeadline == 0) continue;
+            IA.Vote truth =
+                corrupted(d.taskId, d.requestIndex) ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect;
+            IA.Vote lie = truth == IA.Vote.MinersAtFault ? IA.Vote.MinersCorrect : IA.Vote.MinersAtFault;
+            _actAll(id, r, round, honest, truth);
+            _actAll(id, r, round, sybils, lie);
+        }
+    }
+
+    function _actAll(uint256 id, uint8 r, IA.Round memory round, address[] storage group, IA.Vote choice)
+        internal
+    {
+        for (uint256 i = 0; i < group.length; ++i) {
+            IA.Juror memory seat = arbitration.jurorOf(id, r, group[i]);
+            if (seat.seats == 0) continue;
+            if (block.timestamp < round.commitDeadline && seat.commitment == 0) {
+                bytes32 sealed_ = arbitration.voteCommitment(id, r, group[i], choice, _salt(group[i]));
+                vm.prank(group[i]);
+                arbitration.commitVote(id, sealed_);
+            } else if (
+                block.timestamp >= round.commitDeadline && block.timestamp < round.revealDeadline
+                    && seat.commitment != 0 && seat.vote == IA.Vote.None
+            ) {
+                vm.prank(group[i]);
+                arbitration.revealVote(id, choice, _salt(group[i]));
+            }
+        }
+    }
+
+    /// @dev After a resolution: if honest jurors revealed most seats of the last round that was drawn, the outcome
+    /// is the truth.
+    function _checkHonestMajority(uint256 id, IA.DisputeStatus outcome) internal {
+        IA.Dispute memory d = arbitration.getDispute(id);
+        uint8 r = d.round;
+        if (arbitration.roundOf(id, r).commitDeadline == 0) {
+            if (r == 0) return;
+            --r; // an undrawn appeal round: the previous one decided
+        }
+        IA.Round memory round = arbitration.roundOf(id, r);
+        uint256 honestSeats;
+        for (uint256 i = 0; i < honest.length; ++i) {
+            IA.Juror memory seat = arbitration.jurorOf(id, r, honest[i]);
+            if (seat.vote != IA.Vote.None) honestSeats += seat.seats;
+        }
+        if (2 * honestSeats <= uint256(round.votesCorrect) + round.votesAtFault) return;
+        bool wrongLine = corrupted(d.taskId, d.requestIndex);
+        IA.DisputeStatus truth = wrongLine ? IA.DisputeStatus.MinersAtFault : IA.DisputeStatus.MinersCorrect;
+        if (outcome != truth) ghostHonestMajorityOverruled = true;
     }
 
     function _mintTo(address to, address spender, uint256 amount) internal {
@@ -262,7 +362,7 @@ contract Handler is Test {
         address m = miners[minerSeed % miners.length];
         IG.Stake memory s = registry.stakeOf(m);
         if (s.unbonding == 0) return;
-        if (wait % 4 == 0 && block.timestamp < s.unbondingReleaseAt) vm.warp(s.unbondingReleaseAt);
+        if (wait % 4 == 0 && block.timestamp < s.unbondingReleaseAt) _warpTo(s.unbondingReleaseAt);
         vm.prank(m);
         try registry.withdrawStake() {} catch {}
     }
@@ -313,6 +413,11 @@ contract Handler is Test {
         }
         vm.prank(coordinator);
         tasks.assignTask(id, chosen, SafeCast.toUint128(stakeLock));
+    }
+
+    /// @dev Whether line `j` of a committed task is wrong: one line in four, fixed by the task's leaf seed.
+    function corrupted(uint256 taskId, uint256 j) public view returns (bool) {
+        return uint256(keccak256(abi.encode(leafSeedOf[taskId], j, "corrupt"))) % 4 == 0;
     }
 
     /// @dev Leaves of a committed task: pipelines are random picks (repeats allowed) of its assigned miners.
@@ -370,7 +475,7 @@ contract Handler is Test {
         uint256 id = _pickTaskMostlyIn(taskSeed, IT.TaskStatus.ResultsCommitted);
         if (id == 0) return;
         uint256 endsAt = tasks.challengeEndsAt(id);
-        if (wait % 2 == 0 && endsAt > block.timestamp) vm.warp(endsAt);
+        if (wait % 2 == 0 && endsAt > block.timestamp) _warpTo(endsAt);
         try tasks.finalizeTask(id) {} catch {}
     }
 
@@ -380,7 +485,7 @@ contract Handler is Test {
             _pickTaskMostlyIn(taskSeed, taskSeed % 8 < 4 ? IT.TaskStatus.Open : IT.TaskStatus.Assigned);
         if (id == 0) return;
         uint256 deadline = tasks.getTask(id).deadline;
-        if ((wait % 4 == 0 || taskSeed % 4 == 0) && deadline >= block.timestamp) vm.warp(deadline + 1);
+        if ((wait % 4 == 0 || taskSeed % 4 == 0) && deadline >= block.timestamp) _warpTo(deadline + 1);
         try tasks.expireTask(id) {} catch {}
     }
 
@@ -412,10 +517,13 @@ contract Handler is Test {
         uint256 id = _pickDispute(disputeSeed);
         if (id == 0) return;
         (, IA.Round memory round) = _currentRound(id);
-        if (blockhash(round.seedBlock) == 0 && round.seedBlock < block.number) {
+        if (block.number <= round.seedBlock) vm.roll(round.seedBlock + 1);
+        if (blockhash(round.seedBlock) == 0 && round.seedBlock + 256 >= block.number) {
             vm.setBlockhash(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
         }
-        try arbitration.drawJury(id) {} catch {}
+        try arbitration.drawJury(id) {
+            _jurorsAct();
+        } catch {}
     }
 
     function _salt(address juror) internal pure returns (bytes32) {
@@ -429,8 +537,9 @@ contract Handler is Test {
         (uint8 r,) = _currentRound(id);
         address v = verifiers[verifierSeed % verifiers.length];
         IA.Vote choice = atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect;
+        bytes32 commitment = arbitration.voteCommitment(id, r, v, choice, _salt(v));
         vm.prank(v);
-        try arbitration.commitVote(id, arbitration.voteCommitment(id, r, v, choice, _salt(v))) {} catch {}
+        try arbitration.commitVote(id, commitment) {} catch {}
     }
 
     /// @dev One time in two waits for the commit deadline first; reveals either vote (a wrong one fails).
@@ -438,7 +547,7 @@ contract Handler is Test {
         uint256 id = _pickDispute(disputeSeed);
         if (id == 0) return;
         (, IA.Round memory round) = _currentRound(id);
-        if (wait % 2 == 0 && round.commitDeadline > block.timestamp) vm.warp(round.commitDeadline);
+        if (wait % 2 == 0 && round.commitDeadline > block.timestamp) _warpTo(round.commitDeadline);
         address v = verifiers[verifierSeed % verifiers.length];
         vm.prank(v);
         try arbitration.revealVote(id, atFault ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect, _salt(v)) {}
@@ -451,7 +560,7 @@ contract Handler is Test {
         if (id == 0) return;
         IA.Dispute memory d = arbitration.getDispute(id);
         (, IA.Round memory round) = _currentRound(id);
-        if (wait % 2 == 0 && round.revealDeadline > block.timestamp) vm.warp(round.revealDeadline);
+        if (wait % 2 == 0 && round.revealDeadline > block.timestamp) _warpTo(round.revealDeadline);
         address party = partySeed % 2 == 0 ? d.challenger : miners[partySeed % miners.length];
         _mintTo(party, address(escrow), round.bond * 2);
         vm.prank(party);
@@ -465,19 +574,28 @@ contract Handler is Test {
         IA.Dispute memory d = arbitration.getDispute(id);
         (, IA.Round memory round) = _currentRound(id);
         uint256 until = round.commitDeadline == 0 ? round.drawDeadline : round.appealDeadline;
-        if (wait % 2 == 0 && until > block.timestamp) vm.warp(until);
+        if (wait % 2 == 0 && until > block.timestamp) _warpTo(until);
         _resolvingStakeLock = tasks.getTask(d.taskId).stakeLock;
+        _resolvingCorrectLine = !corrupted(d.taskId, d.requestIndex);
         try arbitration.resolve(id) returns (IA.DisputeStatus outcome) {
             ++resolvedAs[uint8(outcome)];
+            _checkHonestMajority(id, outcome);
         } catch {}
     }
 
     // ---- verifiers
 
-    /// @notice Registers every verifier with the minimum stake (setUp).
+    /// @notice Registers every verifier (setUp): sybils first at the minimum stake, then the chaos verifiers at
+    /// the minimum, then the honest ones with 100 seats each.
     function registerVerifiers() external {
+        for (uint256 i = 0; i < sybils.length; ++i) {
+            _stakeVerifier(sybils[i], verifierRegistry.minStake());
+        }
         for (uint256 i = 0; i < verifiers.length; ++i) {
             registerVerifier(i, 0);
+        }
+        for (uint256 i = 0; i < honest.length; ++i) {
+            _stakeVerifier(honest[i], 100 * verifierRegistry.minStake());
         }
     }
 
@@ -485,7 +603,10 @@ contract Handler is Test {
     function registerVerifier(uint256 verifierSeed, uint256 stake) public track {
         address v = verifiers[verifierSeed % verifiers.length];
         if (verifierRegistry.verifierOf(v).registeredAtBlock != 0) return;
-        stake = _bound(stake, verifierRegistry.minStake(), 1_000e6);
+        _stakeVerifier(v, _bound(stake, verifierRegistry.minStake(), 1_000e6));
+    }
+
+    function _stakeVerifier(address v, uint256 stake) internal {
         _mintTo(v, address(verifierRegistry), stake);
         vm.prank(v);
         verifierRegistry.register(stake);
@@ -502,7 +623,7 @@ contract Handler is Test {
     function withdrawVerifierStake(uint256 verifierSeed, uint8 wait) external track {
         address v = verifiers[verifierSeed % verifiers.length];
         uint256 releaseAt = verifierRegistry.verifierOf(v).releaseAt;
-        if (wait % 2 == 0 && releaseAt > block.timestamp) vm.warp(releaseAt);
+        if (wait % 2 == 0 && releaseAt > block.timestamp) _warpTo(releaseAt);
         vm.prank(v);
         try verifierRegistry.withdraw() {} catch {}
     }
@@ -576,12 +697,14 @@ contract Handler is Test {
     }
 
     function warp(uint256 secondsForward) external track {
-        vm.warp(block.timestamp + _bound(secondsForward, 1, 12 hours));
+        _warpTo(block.timestamp + _bound(secondsForward, 1, 12 hours));
     }
 
     /// @notice Every account the market can credit in this setup.
     function allAccounts() public view returns (address[] memory accounts) {
-        accounts = new address[](miners.length + owners.length + verifiers.length + 2);
+        accounts = new address[](
+            miners.length + owners.length + verifiers.length + sybils.length + honest.length + 2
+        );
         uint256 n;
         for (uint256 i = 0; i < miners.length; ++i) {
             accounts[n++] = miners[i];
@@ -592,11 +715,51 @@ contract Handler is Test {
         for (uint256 i = 0; i < verifiers.length; ++i) {
             accounts[n++] = verifiers[i];
         }
+        for (uint256 i = 0; i < sybils.length; ++i) {
+            accounts[n++] = sybils[i];
+        }
+        for (uint256 i = 0; i < honest.length; ++i) {
+            accounts[n++] = honest[i];
+        }
         accounts[n++] = feeRecipient;
         accounts[n] = sponsor;
     }
 
     function minerCount() external view returns (uint256) {
         return miners.length;
+    }
+
+    /// @notice Every verifier the handler drives: chaos, sybil and honest.
+    function allVerifiers() external view returns (address[] memory all) {
+        all = new address[](verifiers.length + sybils.length + honest.length);
+        uint256 n;
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            all[n++] = verifiers[i];
+        }
+        for (uint256 i = 0; i < sybils.length; ++i) {
+            all[n++] = sybils[i];
+        }
+        for (uint256 i = 0; i < honest.length; ++i) {
+            all[n++] = honest[i];
+        }
+    }
+
+    /// @notice Ends everything that can end, as anyone may once every deadline has passed: warps past the longest
+    /// a task and its disputes can run, resolves every dispute, finalizes or expires every task.
+    function endEverything() external {
+        vm.warp(block.timestamp + 90 days + 30 days);
+        vm.roll(block.number + 300);
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            if (arbitration.getDispute(id).status != IA.DisputeStatus.Open) continue;
+            _resolvingStakeLock = tasks.getTask(arbitration.getDispute(id).taskId).stakeLock;
+            arbitration.resolve(id);
+        }
+        // An audit that found nothing gave its task back the window time it ran for.
+        vm.warp(block.timestamp + 90 days + 30 days);
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IT.TaskStatus status = tasks.getTask(id).status;
+            if (status == IT.TaskStatus.Open || status == IT.TaskStatus.Assigned) tasks.expireTask(id);
+            else if (status == IT.TaskStatus.ResultsCommitted) tasks.finalizeTask(id);
+        }
     }
 }

@@ -7,9 +7,13 @@ import {Handler} from "./Handler.sol";
 import {IGPURegistry} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
 import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
+import {IVerifierRegistry} from "../../src/interfaces/IVerifierRegistry.sol";
 
-/// @notice Money and state-machine invariants over random sequences of market actions.
-/// forge-config: default.invariant.runs = 16
+/// @notice Money and state-machine invariants over random sequences of market actions, by honest and adversarial
+/// actors together: chaos verifiers voting at random, sybil verifiers (registered first, at the minimum stake)
+/// always voting against the truth, honest verifiers with most of the stake, always online; owners disputing
+/// correct lines and appealing acquittals with the coordinator's help; miners appealing every conviction and
+/// leaving appeal rounds undrawn; sealers withholding audit seals past the blockhash window.
 contract MarketInvariantTest is StdInvariant, BaseTest {
     Handler internal handler;
 
@@ -37,8 +41,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         );
         handler.registerVerifiers();
         // Every drawn task is audited (selection itself is tested in Audit.t.sol), from a funded pool.
-        vm.prank(admin);
-        arbitration.setAuditRate(10_000);
+        _setAuditRate(10_000);
         handler.fundAuditPool(15e6);
         // Each run starts from a market in motion: miners registered; tasks open, assigned, committed, disputed.
         for (uint256 i = 0; i < 3; ++i) {
@@ -132,12 +135,15 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             sum += escrow.escrowOf(id);
         }
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
-            sum += escrow.bondOf(id);
+            for (uint256 r = 0; r < 3; ++r) {
+                sum += escrow.bondOf(id << 8 | r);
+            }
         }
         address[] memory accounts = handler.allAccounts();
         for (uint256 i = 0; i < accounts.length; ++i) {
             sum += escrow.balanceOf(accounts[i]);
         }
+        assertEq(escrow.arbitrationFloat(), 0, "the float is empty between transactions");
         assertEq(escrow.totalLiabilities(), sum, "liabilities != escrows + bonds + balances + pool");
         assertEq(token.balanceOf(address(escrow)), sum, "balance != liabilities");
     }
@@ -153,8 +159,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             assertEq(escrow.escrowOf(id), ended ? 0 : t.maxPrice, "escrow held");
         }
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
-            bool open = uint8(arbitration.getDispute(id).status) == 1;
-            assertEq(handler.ghostBondSettleCount(id), open ? 0 : 1, "bond settlements");
+            IA.Dispute memory d = arbitration.getDispute(id);
+            bool open = d.status == IA.DisputeStatus.Open;
+            for (uint256 r = 0; r <= d.round; ++r) {
+                assertEq(handler.ghostBondSettleCount(id << 8 | r), open ? 0 : 1, "bond settlements");
+            }
         }
     }
 
@@ -208,22 +217,51 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         }
     }
 
-    /// @dev Arbitration holds exactly the verifiers' stakes (the handler's and BaseTest's).
-    function invariant_arbitrationBalanceEqualsVerifierStakes() public view {
+    /// @dev The verifier registry holds exactly the verifiers' stakes (the handler's and BaseTest's); no verifier
+    /// has more locked than staked, and each has exactly one seat stake locked per seat it holds in an open
+    /// dispute.
+    function invariant_verifierStakesAndSeats() public view {
+        address[] memory all = handler.allVerifiers();
         uint256 sum;
-        for (uint256 i = 0; i < 4; ++i) {
-            sum += verifierRegistry.verifierOf(handler.verifiers(i)).stake;
-            sum += verifierRegistry.verifierOf(verifiers[i]).stake;
+        for (uint256 i = 0; i < all.length; ++i) {
+            sum += _checkSeats(all[i]);
+        }
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            sum += _checkSeats(verifiers[i]);
         }
         assertEq(token.balanceOf(address(verifierRegistry)), sum);
     }
 
+    function _checkSeats(address v) internal view returns (uint256 stake) {
+        IVerifierRegistry.Verifier memory record = verifierRegistry.verifierOf(v);
+        assertLe(record.locked, record.stake, "locked beyond stake");
+        uint256 held;
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            IA.Dispute memory d = arbitration.getDispute(id);
+            if (d.status != IA.DisputeStatus.Open) continue;
+            for (uint8 r = 0; r <= d.round; ++r) {
+                held += uint256(arbitration.jurorOf(id, r, v).seats) * d.terms.seatStake;
+            }
+        }
+        assertEq(record.locked, held, "locked == seats held in open disputes");
+        return record.stake;
+    }
+
+    /// @dev Honest miners never lose stake: no line that was correct was ever slashed, and no dispute ended against
+    /// the truth while honest jurors revealed most of its deciding round's seats.
+    function invariant_honestMajorityDecides() public view {
+        assertFalse(handler.ghostHonestMinerSlashed(), "a miner was slashed over a correct line");
+        assertFalse(handler.ghostHonestMajorityOverruled(), "an honest majority was overruled");
+    }
+
     /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at
-    /// most one dispute, whoever opened it.
+    /// most one owner dispute and one audit, each in its own slot.
     function invariant_auditsOnlyOnSelectedLines() public view {
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             IA.Dispute memory d = arbitration.getDispute(id);
-            assertEq(arbitration.disputeOfTask(d.taskId), id, "one dispute per task");
+            uint256 slot =
+                d.audit ? arbitration.auditOf(d.taskId).disputeId : arbitration.disputeOfTask(d.taskId);
+            assertEq(slot, id, "one owner dispute and one audit per task");
             assertEq(d.challenger, tasks.getTask(d.taskId).owner, "the owner is the challenger");
             if (!d.audit) continue;
             IA.Audit memory a = arbitration.auditOf(d.taskId);
@@ -247,8 +285,26 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(held, token.totalSupply());
     }
 
-    /// @dev The handler's own counts agree with the contracts.
-    function afterInvariant() public view {
+    /// @dev The handler's own counts agree with the contracts; then, once every deadline has passed, anyone can
+    /// end every dispute and task, and every token becomes withdrawable: no escrow, bond, float or seat lock is
+    /// left, and the escrow still holds exactly what it owes.
+    function afterInvariant() public {
+        _checkCounts();
+        handler.endEverything();
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            assertGe(uint8(tasks.getTask(id).status), uint8(IT.TaskStatus.Finalized), "task ended");
+            assertEq(escrow.escrowOf(id), 0, "escrow released");
+        }
+        for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
+            assertGt(uint8(arbitration.getDispute(id).status), uint8(IA.DisputeStatus.Open), "dispute ended");
+        }
+        invariant_escrowBalanceEqualsLiabilities();
+        invariant_verifierStakesAndSeats();
+        invariant_lockedStakeBacksLiveTasks();
+        invariant_honestMajorityDecides();
+    }
+
+    function _checkCounts() internal view {
         assertEq(handler.created(), tasks.taskCount(), "tasks created");
         assertEq(handler.opened(), arbitration.disputeCount(), "disputes opened");
         uint256 audits;
