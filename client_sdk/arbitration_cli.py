@@ -362,3 +362,129 @@ def resolve(
         )
         return
     console.print(f"dispute {dispute_id}: {outcome.name.lower()}: {said}", markup=False, soft_wrap=True)
+
+
+def _duty(market: Market, me: str, now: int) -> list[dict[str, object]]:
+    """The open disputes (among the newest 1,000) whose current round seats `me`, and what each needs now."""
+    duty: list[dict[str, object]] = []
+    newest = market.arbitration.dispute_count()
+    for dispute_id in range(newest, max(0, newest - MAX_SCAN), -1):
+        record = market.arbitration.get_dispute(dispute_id)
+        if record.status != DisputeStatus.OPEN:
+            continue
+        seat = market.arbitration.juror_of(dispute_id, record.round, me)
+        if seat.seats == 0:
+            continue
+        current = market.arbitration.round_of(dispute_id, record.round)
+        phase = _phase(record, current, now)
+        committed, revealed = any(seat.commitment), seat.vote != 0
+        if phase == Phase.COMMIT and not committed:
+            needs = "commit your vote"
+        elif phase == Phase.REVEAL and committed and not revealed:
+            needs = "reveal your vote"
+        elif phase in (Phase.REVEAL, Phase.APPEAL, Phase.OVER) and not revealed:
+            needs = "nothing: you missed the vote, so your seats lose half their stake"
+        else:
+            needs = "nothing for now"
+        ends = _next_deadline(current, phase)
+        duty.append(
+            {
+                "dispute": dispute_id,
+                "round": record.round,
+                "seats": seat.seats,
+                "locked": format_amount(seat.seats * record.terms.seat_stake),
+                "phase": phase.name.lower(),
+                "phase_ends": ends,
+                "needs": needs,
+            }
+        )
+    return duty
+
+
+@app.command("status")
+@one_line_errors
+def status(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Your verifier stake and jury duty: what is staked and locked by jury seats, every open dispute you sit
+    on and what it needs from you now, and what the escrow owes you (juror rewards)."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me, now = market.address, market.chain_time()
+    record = market.verifiers.verifier_of(me)
+    duty = _duty(market, me, now)
+    report: dict[str, object] = {
+        "verifier": me,
+        "stake": format_amount(record.stake),
+        "locked_by_seats": format_amount(record.locked),
+        "state": "active" if record.active else ("exiting" if record.registered else "not registered"),
+        "release_at": record.release_at,
+        "withdrawable": format_amount(market.escrow.balance_of(me)),
+        "seats": duty,
+    }
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    if not record.registered:
+        console.print(f"{me} is not a verifier: `arbitration verify --stake AMOUNT` registers and runs one")
+    else:
+        state = (
+            "active: drawable onto juries"
+            if record.active
+            else f"exiting: no new juries; stake withdrawable from {_when(record.release_at)}"
+        )
+        console.print(
+            f"{me}: {format_amount(record.stake)} staked, {format_amount(record.locked)} of it held by jury "
+            f"seats; {state}",
+            soft_wrap=True,
+        )
+    console.print(f"the escrow owes you {report['withdrawable']} (`market withdraw` takes it)")
+    for d in duty:
+        ends = int(str(d["phase_ends"]))
+        console.print(
+            f"dispute {d['dispute']} round {d['round']}: {d['seats']} seat(s), {d['locked']} locked; "
+            f"phase {d['phase']}" + (f" until {_when(ends)}" if ends else "") + f"; needs: {d['needs']}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+@app.command("exit")
+@one_line_errors
+def exit_verifier(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Stop being drawn onto juries and start the unbonding period (seats you hold still need your votes)."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    if not market.verifiers.is_verifier(market.address):
+        raise UserError(f"{market.address} is not an active verifier")
+    market.verifiers.request_exit()
+    release = market.verifiers.verifier_of(market.address).release_at
+    console.print(f"exiting: no new juries; `arbitration withdraw-stake` from {_when(release)}")
+
+
+@app.command("withdraw-stake")
+@one_line_errors
+def withdraw_stake(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Take back your verifier stake, after the unbonding period and once no jury seat holds any of it."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    record = market.verifiers.verifier_of(market.address)
+    if not record.registered:
+        raise UserError(f"{market.address} has no verifier stake")
+    if record.exit_at_block == 0:
+        raise UserError("request your exit first: `arbitration exit`")
+    if market.chain_time() < record.release_at:
+        raise UserError(f"the unbonding period ends at {_when(record.release_at)}")
+    if record.locked:
+        held = format_amount(record.locked)
+        raise UserError(f"{held} is still held by jury seats: wait for those disputes to end")
+    market.verifiers.withdraw()
+    console.print(f"withdrew {format_amount(record.stake)} of verifier stake")

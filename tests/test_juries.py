@@ -2,13 +2,19 @@
 the minimum stake, colluding with a task owner who disputes a correct line, against four honest verifiers
 holding more stake in all. The sybils vote "at fault" in every round, the honest verifiers vote "correct", and
 the miners appeal every conviction; the stake-weighted jury of the last round decides. The honest miners lose
-nothing, every sybil seat loses half its stake to the honest jurors, and every balance is exact."""
+nothing, every sybil seat loses half its stake to the honest jurors, and every balance is exact. And a juror
+reads its duty in plain words from `arbitration status`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from click.testing import Result
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from typer.testing import CliRunner
 
+from client_sdk.arbitration_cli import app as arbitration_app
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, Vote
@@ -100,3 +106,65 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
         expected = commitment.miner_amounts[i] + share + (appeal_bonds if i == 0 else 0)
         assert admin_market.escrow.balance_of(miner.address) == expected
     assert admin_market.escrow.balance_of(user.address) == config.max_price - commitment.payment
+
+
+def test_a_juror_reads_its_duty_in_plain_words(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """`arbitration status` tells a verifier what it staked, what seats lock, and what each seat needs now;
+    `exit` and `withdraw-stake` refuse with the reason until the stake is free."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    verifier = accounts[6]
+    mine = register_verifier(admin_market, verifier, seats=5)
+
+    def cli(*args: str) -> Result:
+        env = {
+            "BATCHMARKET_PRIVATE_KEY": verifier.key.to_0x_hex(),
+            "BATCHMARKET_RPC_URL": chain.rpc_url,
+            "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+        }
+        return CliRunner().invoke(arbitration_app, list(args), env=env)
+
+    idle = cli("status")
+    assert idle.exit_code == 0, idle.output
+    assert f"{verifier.address}: 500.000000 staked, 0.000000 of it held by jury seats; active" in idle.stdout
+
+    config = DemoConfig()
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    leaves = simulate_inference(task_id, config, [m.address for m in miners])
+    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    commitment = price_results(admin_market, task_id, leaves, config)
+    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
+    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    owner = admin_market.as_account(user)
+    bond = admin_market.arbitration.config_of(task_id).dispute_bond
+    admin_market.token.mint(user.address, bond)
+    owner.token.approve(owner.escrow.address, bond)
+    dispute_id = owner.arbitration.open_dispute(leaves[0], tree.proof(0))
+    chain.advance_time(1)
+    chain.advance_time(1)
+    admin_market.arbitration.draw_jury(dispute_id)
+    seats = admin_market.arbitration.juror_of(dispute_id, 0, verifier.address).seats
+    assert seats == 5, "the only verifier: all five seats, one seat stake each"
+
+    due = cli("status")
+    assert "500.000000 of it held by jury seats" in due.stdout
+    assert f"dispute {dispute_id} round 0: 5 seat(s), 500.000000 locked; phase commit until " in due.stdout
+    assert due.stdout.rstrip().endswith("needs: commit your vote")
+    sealed = mine.arbitration.vote_commitment(dispute_id, 0, verifier.address, Vote.MINERS_CORRECT, bytes(32))
+    mine.arbitration.commit_vote(dispute_id, sealed)
+    assert cli("status").stdout.rstrip().endswith("needs: nothing for now")
+    current = admin_market.arbitration.round_of(dispute_id, 0)
+    chain.advance_time(current.commit_deadline - admin_market.chain_time())
+    assert cli("status").stdout.rstrip().endswith("needs: reveal your vote")
+
+    exited = cli("exit")
+    assert exited.exit_code == 0, exited.output
+    locked = cli("withdraw-stake")
+    assert locked.exit_code == 1 and locked.stderr.startswith("error: the unbonding period ends at ")
+    chain.advance_time(admin_market.verifiers.unbonding_period())
+    still = cli("withdraw-stake")
+    assert still.stderr.strip() == (
+        "error: 500.000000 is still held by jury seats: wait for those disputes to end"
+    )

@@ -1,10 +1,11 @@
-"""The `arbitration` command: the dispute commands of the SDK plus `verify`, which needs the model code."""
+"""The `arbitration` command: the dispute and verifier commands of the SDK plus `verify`, which needs the
+model code."""
 
 from __future__ import annotations
 
 import typer
 
-from client_sdk.arbitration_cli import dispute_app
+from client_sdk.arbitration_cli import dispute_app, exit_verifier, status, withdraw_stake
 from miner.verify.command import verify
 
 app = typer.Typer(
@@ -14,6 +15,9 @@ app = typer.Typer(
 )
 app.add_typer(dispute_app, name="dispute")
 app.command("verify")(verify)
+app.command("status")(status)
+app.command("exit")(exit_verifier)
+app.command("withdraw-stake")(withdraw_stake)
 
 
 if __name__ == "__main__":
