@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from eth_account.signers.local import LocalAccount
 from web3.contract.contract import ContractFunction
@@ -11,8 +11,11 @@ from web3.contract.contract import ContractFunction
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile, Vote
+from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import model_id, short_string
-from demo.lifecycle import MODEL, DemoConfig, create_task
+from client_sdk.merkle import MerkleTree
+from client_sdk.results import ResultLeaf
+from demo.lifecycle import MODEL, DemoConfig, create_task, price_results, simulate_inference
 
 UNIT = 10**6
 
@@ -52,6 +55,29 @@ def assigned_task(
     return task_id
 
 
+@dataclass(frozen=True)
+class Committed:
+    task_id: int
+    leaves: list[ResultLeaf]
+    tree: MerkleTree
+    commitment: ResultCommitment
+
+
+def committed_task(
+    admin: Market, coordinator: LocalAccount, user: LocalAccount, miners: list[LocalAccount]
+) -> Committed:
+    """An assigned task (see `assigned_task`) whose results are committed: one leaf per request, served by all
+    `miners`, priced with the demo parameters and signed by every miner."""
+    config = DemoConfig()
+    task_id = assigned_task(admin, coordinator, user, miners)
+    leaves = simulate_inference(task_id, config, [m.address for m in miners])
+    commitment = price_results(admin, task_id, leaves, config)
+    chain_id, registry = admin.w3.eth.chain_id, admin.deployment.task_registry
+    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    admin.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    return Committed(task_id, leaves, MerkleTree([leaf.hash() for leaf in leaves]), commitment)
+
+
 def govern(admin: Market, chain: Anvil, call: ContractFunction) -> None:
     """Runs an admin `call` the only way there is: scheduled in the timelock, executed after its delay."""
     admin.timelock.schedule(call)
@@ -84,8 +110,8 @@ def run_round(
     vote: Vote | Callable[[str], Vote],
 ) -> list[str]:
     """Draws the current round (once a block after its seed block exists), has every drawn juror among
-    `jurors` commit then reveal `vote` (or `vote(juror)`; Vote.NONE: stays silent), and moves the clock past
-    the appeal phase; returns the drawn jurors."""
+    `jurors` commit then reveal `vote` (or `vote(juror)`; Vote.NONE: stays silent), and moves the clock to
+    the start of the appeal phase (`past_appeal` ends it); returns the drawn jurors."""
     record = admin.arbitration.get_dispute(dispute_id)
     seed_block = admin.arbitration.round_of(dispute_id, record.round).seed_block
     while admin.w3.eth.block_number <= seed_block:  # calls are estimated against the latest block
@@ -104,5 +130,12 @@ def run_round(
     for juror, choice in choices.items():
         if choice != Vote.NONE:
             jurors[juror].arbitration.reveal_vote(dispute_id, choice, salt)
-    chain.advance_time(current.appeal_deadline - admin.chain_time())
+    chain.advance_time(current.reveal_deadline - admin.chain_time())
     return drawn
+
+
+def past_appeal(admin: Market, chain: Anvil, dispute_id: int) -> None:
+    """Moves the clock to the end of the current round's appeal phase: anyone may resolve from then on."""
+    record = admin.arbitration.get_dispute(dispute_id)
+    deadline = admin.arbitration.round_of(dispute_id, record.round).appeal_deadline
+    chain.advance_time(deadline - admin.chain_time())

@@ -1,9 +1,10 @@
 """Juries on the real contracts (anvil, through the SDK), attacked: twelve sybil verifiers registered first at
 the minimum stake, colluding with a task owner who disputes a correct line, against four honest verifiers
-holding more stake in all. The sybils vote "at fault" in every round, the honest verifiers vote "correct", and
-the miners appeal every conviction; the stake-weighted jury of the last round decides. The honest miners lose
-nothing, every sybil seat loses half its stake to the honest jurors, and every balance is exact. And a juror
-reads its duty in plain words from `arbitration status`."""
+holding most of the stake (50 seats each: the sybils' share is 6%, so their chance of a majority of the last
+jury's 23 seats is about one in a billion). The sybils vote "at fault" in every round, the honest verifiers
+vote "correct", and the miners appeal every conviction; the stake-weighted jury of the last round decides. The
+honest miners lose nothing, every sybil seat loses half its stake to the honest jurors, and every balance is
+exact. And a juror reads its duty in plain words from `arbitration status`."""
 
 from __future__ import annotations
 
@@ -18,10 +19,8 @@ from client_sdk.arbitration_cli import app as arbitration_app
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, Vote
-from client_sdk.eip712 import sign_commitment
-from client_sdk.merkle import MerkleTree
-from demo.lifecycle import DemoConfig, price_results, simulate_inference
-from tests.helpers import assigned_task, register_verifier, run_round
+from demo.lifecycle import DemoConfig
+from tests.helpers import committed_task, past_appeal, register_verifier, run_round
 
 LAST_ROUND = 2
 
@@ -40,18 +39,13 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
     sybils = {
         a.address: register_verifier(admin_market, a) for a in (fresh_account(chain) for _ in range(12))
     }
-    honest = {a.address: register_verifier(admin_market, a, seats=10) for a in accounts[5:9]}
+    honest = {a.address: register_verifier(admin_market, a, seats=50) for a in accounts[5:9]}
     jurors = sybils | honest
     seat_stake = admin_market.verifiers.min_stake()
 
     config = DemoConfig()
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    leaves = simulate_inference(task_id, config, [m.address for m in miners])
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    commitment = price_results(admin_market, task_id, leaves, config)
-    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
-    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    task = committed_task(admin_market, coordinator, user, miners)
+    task_id, leaves, tree, commitment = task.task_id, task.leaves, task.tree, task.commitment
 
     owner = admin_market.as_account(user)
     terms = admin_market.arbitration.config_of(task_id)
@@ -78,6 +72,7 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
         appellant.token.approve(appellant.escrow.address, bond)
         appellant.arbitration.appeal(dispute_id)
         appeal_bonds += bond
+    past_appeal(admin_market, chain, dispute_id)
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_CORRECT
 
     seats: dict[str, int] = {}
@@ -96,7 +91,7 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
         assert admin_market.escrow.balance_of(sybil) == 0
     for juror in honest:
         assert admin_market.escrow.balance_of(juror) == per_seat * seats.get(juror, 0)
-        assert admin_market.verifiers.verifier_of(juror).stake == 10 * seat_stake
+        assert admin_market.verifiers.verifier_of(juror).stake == 50 * seat_stake
     # The honest miners: stake whole, paid as committed, plus the forfeited bond less the jurors' share.
     rest = terms.dispute_bond - reward
     for i, miner in enumerate(miners):
@@ -129,14 +124,8 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert idle.exit_code == 0, idle.output
     assert f"{verifier.address}: 500.000000 staked, 0.000000 of it held by jury seats; active" in idle.stdout
 
-    config = DemoConfig()
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    leaves = simulate_inference(task_id, config, [m.address for m in miners])
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    commitment = price_results(admin_market, task_id, leaves, config)
-    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
-    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    task = committed_task(admin_market, coordinator, user, miners)
+    task_id, leaves, tree = task.task_id, task.leaves, task.tree
     owner = admin_market.as_account(user)
     bond = admin_market.arbitration.config_of(task_id).dispute_bond
     admin_market.token.mint(user.address, bond)

@@ -14,11 +14,9 @@ from eth_utils.crypto import keccak
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, TaskStatus, Verifier, Vote
-from client_sdk.eip712 import sign_commitment
 from client_sdk.errors import ContractRevert
-from client_sdk.merkle import MerkleTree
-from demo.lifecycle import DemoConfig, price_results, simulate_inference
-from tests.helpers import UNIT, assigned_task, register_verifier, run_round, set_audit_rate
+from demo.lifecycle import DemoConfig
+from tests.helpers import UNIT, committed_task, past_appeal, register_verifier, run_round, set_audit_rate
 
 
 def test_a_verifier_stakes_exits_and_withdraws(
@@ -86,13 +84,8 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
 
     # A committed task: one leaf per request, served by both miners.
     config = DemoConfig()
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    leaves = simulate_inference(task_id, config, [m.address for m in miners])
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    commitment = price_results(admin_market, task_id, leaves, config)
-    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
-    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    task = committed_task(admin_market, coordinator, user, miners)
+    task_id, leaves, tree = task.task_id, task.leaves, task.tree
 
     with pytest.raises(ContractRevert) as caught:
         auditor.arbitration.open_audit(leaves[0], tree.proof(0))
@@ -137,6 +130,7 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     assert admin_market.arbitration.dispute_of_task(task_id) == 0, "the owner's own dispute is still free"
 
     drawn_jurors = run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)
+    past_appeal(admin_market, chain, dispute_id)
     assert verifier.address not in drawn_jurors, "the auditor never sits on its own audit"
     seats = admin_market.arbitration.round_of(dispute_id, 0).seats_drawn
     assert seats == 3, "three eligible verifiers, one seat of stake each"
