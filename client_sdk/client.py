@@ -26,6 +26,7 @@ from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
+from client_sdk.units import format_amount
 from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -178,6 +179,19 @@ class Files:
         return self._client.request("GET", f"/v1/files/{file_id}/content").content
 
 
+def check_value_cap(market: Market, max_price: int) -> None:
+    """Refuses, before any transaction, a max price that leaves no room under the value cap for even one
+    miner's stake lock: no coordinator could assign such a task."""
+    cap, lock = market.tasks.max_value_at_risk(), market.tasks.min_stake_lock()
+    if max_price + lock > cap:
+        most = format_amount(max(0, cap - lock))
+        raise UserError(
+            f"the max price {format_amount(max_price)} is more than one task may put at stake: the cap is "
+            f"{format_amount(cap)} for the max price plus every miner's stake lock "
+            f"({format_amount(lock)} each), so at most {most}; split the batch"
+        )
+
+
 class Batches:
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -203,6 +217,7 @@ class Batches:
         owner = self._client.account.address
         if market.token.balance_of(owner) < max_price:
             raise UserError(f"the wallet {owner} holds less than the max price {max_price}")
+        check_value_cap(market, max_price)
         market.token.allow(owner, market.escrow.address, max_price)
         now = market.chain_time()
         task_id = market.tasks.create_task(

@@ -9,7 +9,7 @@ from pathlib import Path
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
-from client_sdk.chain.types import Task
+from client_sdk.chain.types import Task, TaskTerms
 from client_sdk.eip712 import ResultCommitment, recover_signer
 
 
@@ -32,14 +32,13 @@ class CoordinatorChain:
     def task(self, task_id: int) -> Task:
         return self.market.tasks.get_task(task_id)
 
-    def min_stake_lock(self) -> int:
-        return self.market.tasks.min_stake_lock()
+    def terms(self, task_id: int) -> TaskTerms:
+        """The window, fee, stake-lock floor and value cap the task lives under (fixed at its creation)."""
+        return self.market.tasks.terms_of(task_id)
 
-    def fee_bps(self) -> int:
-        return self.market.tasks.coordinator_fee_bps()
-
-    def challenge_window(self) -> int:
-        return self.market.tasks.challenge_window()
+    def challenge_ends_at(self, task_id: int) -> int:
+        """End of the task's challenge window, extended by any audit that ran."""
+        return self.market.tasks.challenge_ends_at(task_id)
 
     def assign(self, task_id: int, miners: Sequence[str], stake_lock: int) -> None:
         self.market.tasks.assign_task(task_id, miners, stake_lock)

@@ -4,7 +4,9 @@ holding most of the stake (50 seats each: the sybils' share is 6%, so their chan
 jury's 23 seats is about one in a billion). The sybils vote "at fault" in every round, the honest verifiers
 vote "correct", and the miners appeal every conviction; the stake-weighted jury of the last round decides. The
 honest miners lose nothing, every sybil seat loses half its stake to the honest jurors, and every balance is
-exact. And a juror reads its duty in plain words from `arbitration status`."""
+exact. A jury that never reveals leaves the dispute undecided: the owner pays the no-decision fee to the
+line's pipeline, every silent seat loses half its stake to the audit pool. And a juror reads its duty in plain
+words from `arbitration status`."""
 
 from __future__ import annotations
 
@@ -101,6 +103,58 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
         expected = commitment.miner_amounts[i] + share + (appeal_bonds if i == 0 else 0)
         assert admin_market.escrow.balance_of(miner.address) == expected
     assert admin_market.escrow.balance_of(user.address) == config.max_price - commitment.payment
+
+
+def test_a_jury_that_never_reveals_leaves_no_decision(
+    admin_market: Market, chain: Anvil, accounts: list[LocalAccount]
+) -> None:
+    """Three verifiers drawn, one commits and none reveals: NoDecision. The results stand (the task settles as
+    committed), the owner's bond comes back less the no-decision fee, which the line's pipeline shares (dust to
+    its first miner), and each silent seat loses the penalty share of its seat stake; with no coherent seat to
+    pay, the penalties go to the audit pool."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    jurors = {a.address: register_verifier(admin_market, a) for a in accounts[6:9]}
+    task = committed_task(admin_market, coordinator, user, miners)
+    owner = admin_market.as_account(user)
+    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
+    admin_market.token.mint(user.address, bond)
+    owner.token.approve(owner.escrow.address, bond)
+    dispute_id = owner.arbitration.open_dispute(task.leaves[0], task.tree.proof(0))
+    pool = admin_market.escrow.audit_pool()
+
+    seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
+    while admin_market.w3.eth.block_number <= seed_block:
+        chain.advance_time(1)
+    admin_market.arbitration.draw_jury(dispute_id)
+    drawn = admin_market.arbitration.jurors_of(dispute_id, 0)
+    assert sorted(drawn) == sorted(jurors), "every eligible verifier, one seat of stake each"
+    silent = jurors[drawn[0]]  # commits, then never reveals
+    sealed = silent.arbitration.vote_commitment(dispute_id, 0, drawn[0], Vote.MINERS_CORRECT, bytes(32))
+    silent.arbitration.commit_vote(dispute_id, sealed)
+    past_appeal(admin_market, chain, dispute_id)
+    assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.NO_DECISION
+
+    record = admin_market.arbitration.get_dispute(dispute_id)
+    seat_stake, terms = record.terms.seat_stake, record.terms
+    penalty = seat_stake * terms.penalty_bps // 10_000
+    assert penalty == seat_stake // 2, "the deploy script's default: half of each seat's stake"
+    seats = {j: admin_market.arbitration.juror_of(dispute_id, 0, j).seats for j in drawn}
+    for juror in drawn:
+        verifier = admin_market.verifiers.verifier_of(juror)
+        assert (verifier.stake, verifier.locked) == (seat_stake - seats[juror] * penalty, 0)
+        assert admin_market.escrow.balance_of(juror) == 0
+    assert admin_market.escrow.audit_pool() == pool + sum(seats.values()) * penalty
+
+    fee = bond * terms.no_decision_fee_bps // 10_000
+    pipeline = admin_market.arbitration.pipeline_of(dispute_id)
+    assert sorted(pipeline) == sorted(m.address for m in miners)
+    share = fee // len(pipeline)
+    paid = dict(zip(admin_market.tasks.miners_of(task.task_id), task.commitment.miner_amounts, strict=True))
+    for i, miner in enumerate(pipeline):
+        part = fee - share * (len(pipeline) - 1) if i == 0 else share
+        assert admin_market.escrow.balance_of(miner) == paid[miner] + part
+    refund = DemoConfig().max_price - task.commitment.payment
+    assert admin_market.escrow.balance_of(user.address) == refund + bond - fee
 
 
 def test_a_juror_reads_its_duty_in_plain_words(

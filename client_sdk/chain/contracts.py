@@ -27,6 +27,7 @@ from client_sdk.chain.types import (
     Round,
     Stake,
     Task,
+    TaskTerms,
     Verifier,
     Vote,
 )
@@ -146,6 +147,14 @@ class TaskRegistry(_Bound):
         """End of the task's challenge window (its own window, extended by audits that ran); 0 before
         commit."""
         return int(self.contract.functions.challengeEndsAt(task_id).call())
+
+    def terms_of(self, task_id: int) -> TaskTerms:
+        """The window, fee, stake-lock floor and value cap the task was created under."""
+        return TaskTerms(*self.contract.functions.termsOf(task_id).call())
+
+    def max_value_at_risk(self) -> int:
+        """Most a task created now may put at stake in one dispute: maximum price plus every stake lock."""
+        return int(self.contract.functions.maxValueAtRisk().call())
 
     def coordinator_of(self, task_id: int) -> str:
         return str(self.contract.functions.coordinatorOf(task_id).call())

@@ -115,6 +115,19 @@ class Task:
 
 
 @dataclass(frozen=True)
+class TaskTerms:
+    """Mirrors ITaskRegistry.TaskTerms: the registry's parameters in force when a task was created, which
+    apply to it for its whole life."""
+
+    created_at: int
+    challenge_window: int
+    coordinator_fee_bps: int
+    fee_recipient: str
+    min_stake_lock: int
+    max_value_at_risk: int
+
+
+@dataclass(frozen=True)
 class ArbitrationConfig:
     """Mirrors IArbitration.Config: the dispute bond, seconds per phase, the jurors' reward share, the audit
     rate, a silent or incoherent seat's penalty and an undecided dispute's fee (basis points), round 0's seats

@@ -81,9 +81,8 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     elif batch.status == "finalizing":
         _finalize(session, ctx, batch, now)
     elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
-        if (
-            task.status == TaskStatus.RESULTS_COMMITTED
-            and chain_now > task.committed_at + ctx.chain.challenge_window()
+        if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
+            batch.task_id
         ):
             ctx.chain.finalize(batch.task_id)
         batch.finalized = task.status == TaskStatus.FINALIZED
@@ -145,8 +144,25 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
     if not pipelines:
         return  # wait for miners; the deadline check expires the batch if none come
     if task.status == TaskStatus.OPEN:
-        miners = assigned_miners(pipelines, [m.address for m in live])
-        ctx.chain.assign(batch.task_id, miners, ctx.chain.min_stake_lock())
+        terms = ctx.chain.terms(batch.task_id)
+        room = stake_lock_room(task.max_price, terms.min_stake_lock, terms.max_value_at_risk)
+        miners = assigned_miners(pipelines, [m.address for m in live], room)
+        if miners is None:
+            batch.errors = [
+                {
+                    "code": "value_cap",
+                    "message": (
+                        f"the max price leaves room for the stake locks of {room} miner(s), but a pipeline "
+                        f"needs more: a task may put at most {terms.max_value_at_risk} base units at stake "
+                        "(max price plus every miner's stake lock); lower the max price or split the batch"
+                    ),
+                    "param": "max_price",
+                    "line": None,
+                }
+            ]
+            _set(batch, "failed", now)
+            return
+        ctx.chain.assign(batch.task_id, miners, terms.min_stake_lock)
         batch.miners = miners
     elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
         batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
@@ -156,13 +172,28 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
     _set(batch, "in_progress", now)
 
 
-def assigned_miners(pipelines: list[PipelineRecord], live: list[str]) -> list[str]:
-    """The miners to assign on-chain: the planned pipelines' miners, then live spares up to the contract's
-    limit. Only assigned miners can sign the results and be paid, so a re-plan after a miner fails can only
-    draw on them; a spare that serves nothing is paid nothing and gets its stake lock back at settlement."""
+def stake_lock_room(max_price: int, stake_lock: int, max_value_at_risk: int) -> int:
+    """How many miners' stake locks fit beside the maximum price under the task's value cap."""
+    if max_price > max_value_at_risk:
+        return 0
+    if stake_lock == 0:
+        return MAX_MINERS_PER_TASK
+    return min(MAX_MINERS_PER_TASK, (max_value_at_risk - max_price) // stake_lock)
+
+
+def assigned_miners(
+    pipelines: list[PipelineRecord], live: list[str], room: int = MAX_MINERS_PER_TASK
+) -> list[str] | None:
+    """The miners to assign on-chain: the planned pipelines' miners, then live spares, at most `room` in all
+    (the contract's limit, and the stake locks the task's value cap leaves room for); None when the planned
+    miners alone do not fit. Only assigned miners can sign the results and be paid, so a re-plan after a miner
+    fails can only draw on them; a spare that serves nothing is paid nothing and gets its stake lock back at
+    settlement."""
     planned = {miner for p in pipelines for miner in p.miners}
+    if len(planned) > room:
+        return None
     spares = [address for address in live if address not in planned]
-    return sorted(planned | set(spares[: max(0, MAX_MINERS_PER_TASK - len(planned))]))
+    return sorted(planned | set(spares[: room - len(planned)]))
 
 
 def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) -> list[PipelineRecord]:
@@ -306,7 +337,8 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> No
     for result in results:
         for miner, layers in zip(result.pipeline, result.stage_layers or [], strict=True):
             weights[miner] += (result.input_tokens + result.output_tokens) * layers
-    amounts = settlement.split(pay - settlement.fee(pay, ctx.chain.fee_bps()), [weights[m] for m in miners])
+    fee_bps = ctx.chain.terms(batch.task_id).coordinator_fee_bps
+    amounts = settlement.split(pay - settlement.fee(pay, fee_bps), [weights[m] for m in miners])
     batch.results_root = "0x" + tree.root.hex()
     batch.commitment = {
         "results_root": batch.results_root,
