@@ -1,24 +1,32 @@
-"""What corrupting a dispute's jury costs, against what a dispute can move (docs/security.md).
+"""What corrupting a dispute's jury costs, against what one dispute can move (docs/security.md).
 
-An attacker holds a share p of the verifiers' seat weight; honest jurors always reveal the truth, and an
-honest party that loses a round always appeals while it can. The attacker's outcome stands only if it holds a
-strict majority of the last round's seats, so P_win(p) = P[Bin(23, p) >= 12] (draws with replacement: a
-binomial; drawing without replacement only lowers the attacker's odds). When it loses, each of its seats in
-every round (39p expected over 5 + 11 + 23) is incoherent and loses the seat penalty. A risk-neutral attacker
-gains in expectation only if V * P_win > (1 - P_win) * 39p * penalty, so a dispute is unprofitable to corrupt
-when V < V_max(p) = (1 - P_win) / P_win * 39p * penalty. V_max falls as p grows and tends to 19.5 * penalty as
-p tends to one half; beyond one half (a majority of the verifiers' stake) nothing protects a dispute.
+An attacker holds a share p of the verifiers' seat weight. Honest jurors always reveal the true vote; both
+sides appeal a round they lost while they can, so the last round (23 seats) always runs and decides. Each
+round's seats are drawn as independent binomials (draws with replacement; the contract redraws a verifier
+whose free stake is used up, which is closer to drawing without replacement and only tightens the tails).
+The attacker wins iff it holds a strict majority of the last round: P_win(p) = P[Bin(23, p) >= 12].
 
-The parameters are the deploy script's defaults (contracts/script/Deploy.s.sol). Prints the table and writes
-it, with a plot of V_max against the cap, under bench/results/.
+Two bounds on V, the value one dispute moves, below which corruption does not pay a risk-neutral attacker:
+
+- simple: the attacker loses the penalty on each of its seats of every round (39p expected) when it loses,
+  and gains nothing else: V_max = (1 - P_win) / P_win * 39p * penalty. Tends to 19.5 * penalty as p -> 1/2.
+- net: what the contract does. Losing, it pays the penalty on its seats given that it lost (fewer than 23p in
+  the last round). Winning, its seats are the coherent ones and collect the penalty of every honest seat.
+  V_max = (E[attacker seats; lose] - E[honest seats; win]) * penalty / P_win. Tends to 0 as p -> 1/2.
+  Bonds (5, 10, 20 tokens) and the 10% juror reward (paid out of V) are left out.
+
+Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the table and writes it, with a plot of
+both bounds against the cap, under bench/results/.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
+from scipy.optimize import brentq
 from scipy.stats import binom
 
 RESULTS = Path(__file__).parent / "results"
@@ -26,13 +34,11 @@ SEAT_STAKE = 100.0  # tokens: VerifierRegistry.minStake, one seat
 PENALTY_BPS = 5_000  # jurorPenaltyBps
 BASE_JURY = 5
 ROUNDS = 3
-MAX_VALUE_AT_RISK = 900.0  # tokens: TaskRegistry.maxValueAtRisk
-SHARES = (0.05, 0.10, 0.20, 0.30, 0.40, 0.45, 0.49, 0.499, 0.4999)
-
-
-def jury_sizes() -> list[int]:
-    """Seats per round: 2^r * (base + 1) - 1."""
-    return [(BASE_JURY + 1) * 2**r - 1 for r in range(ROUNDS)]
+MAX_VALUE_AT_RISK = 900.0  # tokens: TaskRegistry.maxValueAtRisk, deploy default
+CAPS = (900.0, 1_000.0)
+SHARES = (0.05, 0.10, 0.20, 0.30, 0.40, 0.45, 0.49, 0.499)
+SIZES = [(BASE_JURY + 1) * 2**r - 1 for r in range(ROUNDS)]  # 5, 11, 23
+SEAT_PENALTY = SEAT_STAKE * PENALTY_BPS / 10_000
 
 
 def win_probability(share: float, seats: int) -> float:
@@ -40,66 +46,92 @@ def win_probability(share: float, seats: int) -> float:
     return float(binom.sf(seats // 2, seats, share))
 
 
-def value_bound(share: float, seat_penalty: float) -> float:
-    """V_max(share): the most a dispute may move and stay unprofitable to corrupt at that share."""
-    sizes = jury_sizes()
-    p_win = win_probability(share, sizes[-1])
-    expected_loss = sum(sizes) * share * seat_penalty
-    return (1 - p_win) / p_win * expected_loss
+def simple_bound(share: float, penalty: float = SEAT_PENALTY) -> float:
+    """(1 - P_win) / P_win * 39p * penalty: penalties lost, nothing won."""
+    p_win = win_probability(share, SIZES[-1])
+    return (1 - p_win) / p_win * sum(SIZES) * share * penalty
 
 
-def limit_bound(seat_penalty: float) -> float:
-    """The infimum of V_max over shares below one half: (1/2 * sum of seats) * penalty."""
-    return sum(jury_sizes()) / 2 * seat_penalty
+def net_bound(share: float, penalty: float = SEAT_PENALTY) -> float:
+    """Expected penalties the attacker pays when it loses, less those it collects when it wins, over P_win."""
+    last = SIZES[-1]
+    earlier = sum(SIZES[:-1])
+    seats = np.arange(last + 1)
+    mass = binom.pmf(seats, last, share)
+    wins = seats > last // 2
+    p_win = float(mass[wins].sum())
+    paid = (1 - p_win) * earlier * share + float((seats * mass)[~wins].sum())
+    won = p_win * earlier * (1 - share) + float(((last - seats) * mass)[wins].sum())
+    return (paid - won) * penalty / p_win
+
+
+def safe_share(cap: float, penalty: float = SEAT_PENALTY) -> float:
+    """The largest share at which the net bound still covers `cap` (the net bound falls with the share)."""
+    return brentq(lambda s: net_bound(s, penalty) - cap, 0.2, 0.4999999)
 
 
 def main() -> None:
-    seat_penalty = SEAT_STAKE * PENALTY_BPS / 10_000
-    sizes = jury_sizes()
     table = Table(
         "attacker share",
-        *(f"P_win, {n} seats" for n in sizes),
-        "expected penalty if it loses",
-        "V_max (tokens)",
+        *(f"P_win, {n} seats" for n in SIZES),
+        "penalty if it loses (39p x 50)",
+        "V_max simple",
+        "V_max net",
         title=(
-            f"Cost to corrupt a jury: seat stake {SEAT_STAKE:.0f}, penalty {PENALTY_BPS / 100:.0f}%, "
-            f"juries {'/'.join(map(str, sizes))}"
+            f"Cost to corrupt a jury: seat stake {SEAT_STAKE:.0f} tokens, penalty {PENALTY_BPS / 100:.0f}%, "
+            f"juries {'/'.join(map(str, SIZES))}; V_max in tokens"
         ),
     )
     for share in SHARES:
         table.add_row(
-            f"{share:.4g}",
-            *(f"{win_probability(share, n):.3g}" for n in sizes),
-            f"{sum(sizes) * share * seat_penalty:,.1f}",
-            f"{value_bound(share, seat_penalty):,.1f}",
+            f"{share:g}",
+            *(f"{win_probability(share, n):.3g}" for n in SIZES),
+            f"{sum(SIZES) * share * SEAT_PENALTY:,.1f}",
+            f"{simple_bound(share):,.1f}",
+            f"{net_bound(share):,.1f}",
         )
-    limit = limit_bound(seat_penalty)
-    needed = MAX_VALUE_AT_RISK / (sum(sizes) / 2) / (PENALTY_BPS / 10_000)
-    console = Console(record=True, width=130)
+    grid = np.linspace(0.01, 0.4999, 5_000)
+    simple_inf = min(simple_bound(s) for s in grid)
+    limit = sum(SIZES) / 2 * SEAT_PENALTY
+    lines = [
+        f"simple: infimum over p < 1/2 = {limit:,.1f} tokens (the limit at p -> 1/2; "
+        f"grid minimum {simple_inf:,.1f})",
+        *(
+            f"  cap {cap:,.0f}: {'within' if cap < limit else 'NOT within'} it; holds for seat stake >= "
+            f"{SEAT_STAKE * cap / limit:,.1f} tokens (or penalty >= {PENALTY_BPS / 100 * cap / limit:.1f}%)"
+            for cap in CAPS
+        ),
+        "net: V_max -> 0 as p -> 1/2: no seat stake covers every share below 1/2",
+        *(
+            f"  cap {cap:,.0f}: holds for p <= {safe_share(cap):.3f} at seat stake {SEAT_STAKE:.0f}; "
+            "seat stake to hold up to p = "
+            + ", ".join(f"{s:g}: {SEAT_STAKE * cap / net_bound(s):,.0f}" for s in (0.40, 0.45, 0.49))
+            + " tokens"
+            for cap in CAPS
+        ),
+    ]
+    console = Console(record=True, width=150)
     console.print(table)
-    console.print(
-        f"infimum of V_max over shares below 1/2: {limit:,.1f} tokens; the cap maxValueAtRisk is "
-        f"{MAX_VALUE_AT_RISK:,.0f} tokens: {'within' if limit > MAX_VALUE_AT_RISK else 'NOT within'} it "
-        f"(the cap holds for any seat stake of at least {needed:,.1f} tokens at this penalty)"
-    )
+    for line in lines:
+        console.print(line)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "jury_security.txt").write_text(console.export_text())
-    plot(seat_penalty, limit)
+    plot()
 
 
-def plot(seat_penalty: float, limit: float) -> None:
+def plot() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shares = [0.25 + i * 0.0025 for i in range(100)]
+    shares = np.linspace(0.25, 0.4995, 200)
     figure, axes = plt.subplots(figsize=(7, 4))
-    axes.semilogy(shares, [value_bound(s, seat_penalty) for s in shares], label="V_max (unprofitable below)")
-    axes.axhline(MAX_VALUE_AT_RISK, color="red", linestyle="--", label="maxValueAtRisk")
-    axes.axhline(limit, color="grey", linestyle=":", label="limit as the share tends to 1/2")
+    axes.semilogy(shares, [simple_bound(s) for s in shares], label="V_max simple (penalties lost only)")
+    axes.semilogy(shares, [net_bound(s) for s in shares], label="V_max net (less penalties won)")
+    axes.axhline(MAX_VALUE_AT_RISK, color="red", linestyle="--", label="maxValueAtRisk (900)")
     axes.set_xlabel("attacker's share of verifier seat weight")
-    axes.set_ylabel("tokens a dispute may move")
+    axes.set_ylabel("tokens one dispute may move")
     axes.legend()
     figure.tight_layout()
     figure.savefig(RESULTS / "jury_security.png", dpi=120)
