@@ -298,7 +298,8 @@ def draw(
     drawn = market.arbitration.round_of(dispute_id, record.round)
     console.print(
         f"dispute {dispute_id} round {record.round}: {drawn.seats_drawn} of {drawn.seats} seats drawn; "
-        f"jurors commit until {_when(drawn.commit_deadline)}"
+        f"jurors commit until {_when(drawn.commit_deadline)}",
+        soft_wrap=True,
     )
 
 
@@ -327,7 +328,8 @@ def appeal(
     seats = market.arbitration.round_of(dispute_id, record.round + 1).seats
     console.print(
         f"dispute {dispute_id} appealed: round {record.round + 1}, {seats} seats, bond {format_amount(bond)} "
-        "posted (back to you if your side wins)"
+        "posted (back to you if your side wins)",
+        soft_wrap=True,
     )
 
 

@@ -109,9 +109,9 @@ def test_a_jury_that_never_reveals_leaves_no_decision(
     admin_market: Market, chain: Anvil, accounts: list[LocalAccount]
 ) -> None:
     """Three verifiers drawn, one commits and none reveals: NoDecision. The results stand (the task settles as
-    committed), the owner's bond comes back less the no-decision fee, which the line's pipeline shares (dust to
-    its first miner), and each silent seat loses the penalty share of its seat stake; with no coherent seat to
-    pay, the penalties go to the audit pool."""
+    committed), the owner's bond comes back less the no-decision fee, which the line's pipeline shares (dust
+    to its first miner), and each silent seat loses the penalty share of its seat stake; with no coherent seat
+    to pay, the penalties go to the audit pool."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     jurors = {a.address: register_verifier(admin_market, a) for a in accounts[6:9]}
     task = committed_task(admin_market, coordinator, user, miners)
@@ -211,3 +211,78 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert still.stderr.strip() == (
         "error: 500.000000 is still held by jury seats: wait for those disputes to end"
     )
+
+
+def test_draw_appeal_and_resolve_from_the_command_line(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """`arbitration dispute draw | appeal | resolve`: a miner convicted in round 0 appeals from its shell and
+    posts twice the bond; the larger jury acquits; every refusal on the way is one clear line."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    jurors = {a.address: register_verifier(admin_market, a, seats=5) for a in accounts[5:8]}
+    task = committed_task(admin_market, coordinator, user, miners)
+    owner = admin_market.as_account(user)
+    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
+    admin_market.token.mint(user.address, bond)
+    owner.token.approve(owner.escrow.address, bond)
+    dispute_id = owner.arbitration.open_dispute(task.leaves[0], task.tree.proof(0))
+
+    def cli(account: LocalAccount, *args: str) -> Result:
+        env = {
+            "BATCHMARKET_PRIVATE_KEY": account.key.to_0x_hex(),
+            "BATCHMARKET_RPC_URL": chain.rpc_url,
+            "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+        }
+        return CliRunner().invoke(arbitration_app, ["dispute", *args, str(dispute_id)], env=env)
+
+    early = cli(miners[0], "appeal")
+    assert early.exit_code == 1
+    assert early.stderr.strip() == (
+        f"error: dispute {dispute_id} cannot be appealed now: round 0 is waiting for its jury to be drawn"
+    )
+    chain.advance_time(1)
+    chain.advance_time(1)
+    drawn = cli(user, "draw")
+    assert drawn.exit_code == 0, drawn.output
+    assert drawn.stdout.startswith(f"dispute {dispute_id} round 0: ")
+    again = cli(user, "draw")
+    assert again.stderr.strip() == f"error: dispute {dispute_id} round 0 has no jury left to draw"
+
+    # Round 0: the jurors wrongly convict; the miner appeals; round 1 acquits.
+    salt = bytes(32)
+    for round_index, vote in ((0, Vote.MINERS_AT_FAULT), (1, Vote.MINERS_CORRECT)):
+        if round_index == 1:
+            chain.advance_time(1)
+            chain.advance_time(1)
+            assert cli(user, "draw").exit_code == 0
+        seated = admin_market.arbitration.jurors_of(dispute_id, round_index)
+        for juror in seated:
+            sealed = jurors[juror].arbitration.vote_commitment(dispute_id, round_index, juror, vote, salt)
+            jurors[juror].arbitration.commit_vote(dispute_id, sealed)
+        current = admin_market.arbitration.round_of(dispute_id, round_index)
+        chain.advance_time(current.commit_deadline - admin_market.chain_time())
+        for juror in seated:
+            jurors[juror].arbitration.reveal_vote(dispute_id, vote, salt)
+        chain.advance_time(current.reveal_deadline - admin_market.chain_time())
+        if round_index == 0:
+            winner = cli(user, "appeal")
+            assert (
+                winner.stderr.strip()
+                == f"error: the appeal bond is 10.000000 but {user.address} holds 0.000000"
+            )
+            admin_market.token.mint(miners[0].address, 2 * bond)
+            appealed = cli(miners[0], "appeal")
+            assert appealed.exit_code == 0, appealed.output
+            assert appealed.stdout.strip() == (
+                f"dispute {dispute_id} appealed: round 1, 11 seats, bond 10.000000 posted (back to you if "
+                "your side wins)"
+            )
+    early_resolve = cli(user, "resolve")
+    assert early_resolve.stderr.startswith(
+        f"error: dispute {dispute_id} round 1: the losing side may appeal until "
+    )
+    past_appeal(admin_market, chain, dispute_id)
+    resolved = cli(user, "resolve")
+    assert resolved.exit_code == 0, resolved.output
+    assert resolved.stdout.startswith(f"dispute {dispute_id}: miners_correct: the results were correct")
+    assert admin_market.escrow.balance_of(miners[0].address) >= 2 * bond, "the appeal bond came back"
