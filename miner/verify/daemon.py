@@ -40,6 +40,7 @@ log = logging.getLogger("batchmarket.verifier")
 MAX_NEW_PER_STEP = 256  # new disputes and tasks taken on per step: a backlog is worked off over steps
 DONE_TASK = (TaskStatus.FINALIZED, TaskStatus.EXPIRED, TaskStatus.CANCELLED)
 LAST_ROUND = 2  # rounds 0, 1, 2: the last cannot be appealed
+BLOCKHASH_WINDOW = 256  # blocks whose hash the EVM keeps: a round undrawn by then can only be resolved
 
 
 class LineJudge:
@@ -135,7 +136,10 @@ class Verifier:
         current = arbitration.round_of(dispute_id, record.round)
         phase = current.phase(now)
         if phase == Phase.DRAWING:
-            if self.market.w3.eth.block_number > current.seed_block:
+            block = self.market.w3.eth.block_number
+            if block > current.seed_block + BLOCKHASH_WINDOW:  # the seed is gone: the round can only end
+                self._attempt(f"resolve dispute {dispute_id}", arbitration.resolve, dispute_id)
+            elif block > current.seed_block:
                 self._attempt(f"draw the jury of dispute {dispute_id}", arbitration.draw_jury, dispute_id)
         elif phase == Phase.COMMIT:
             self._commit(dispute_id, record, now, current.commit_deadline)

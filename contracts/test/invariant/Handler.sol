@@ -36,6 +36,9 @@ contract Handler is Test {
     }
 
     bytes32 internal constant MODEL = "llama-3.1-8b-instruct";
+    /// @dev Longer than any task (5 days to its deadline), its challenge window, an audit's longest run (which
+    /// extends that window) and the owner's dispute's longest run (3 rounds of 4 phases each) together.
+    uint256 public constant ENDS_WITHIN = 60 days;
 
     MockStablecoin internal token;
     GPURegistry internal registry;
@@ -54,6 +57,9 @@ contract Handler is Test {
     address[] public sybils; // minimum stake each; always vote against the truth
     address[] public honest; // most of the stake; always online, always vote the truth
     address internal sponsor;
+    /// @dev A colluding owner and the coordinator, both staked as verifiers: they vote "at fault" on every jury
+    /// they sit on and must never sit on a dispute of a task they are party to.
+    address[] public colluders;
 
     mapping(uint256 taskId => uint256) internal leafSeedOf;
     mapping(uint256 taskId => uint256) internal leafCountOf;
@@ -78,6 +84,24 @@ contract Handler is Test {
     /// @dev A dispute ended against the truth although honest jurors revealed most of its last round's seats.
     bool public ghostHonestMajorityOverruled;
     bool internal _resolvingCorrectLine;
+    /// @dev Per miner: stake put in (register, addStake), taken out (withdrawStake) and slashed, in total and over
+    /// lines that were correct.
+    mapping(address miner => uint256) public ghostStakeIn;
+    mapping(address miner => uint256) public ghostStakeOut;
+    mapping(address miner => uint256) public ghostSlashedOf;
+    mapping(address miner => uint256) public ghostSlashedOverCorrectLine;
+    /// @dev A party to a task (owner, coordinator, assigned miner or signer, opener, pipeline) was seated on a jury
+    /// of one of its disputes.
+    bool public ghostPartySeated;
+    /// @dev An audit sealed after its seed block's hash was gone came out selected.
+    bool public ghostWithheldSealSelected;
+    // Adversarial actions that went through.
+    uint256 public sybilAudits;
+    uint256 public sybilAppeals;
+    uint256 public griefAppeals;
+    uint256 public collusiveDisputes;
+    uint256 public collusiveAppeals;
+    uint256 public withheldSeals;
     // Successful actions.
     uint256 public created;
     uint256 public opened; // disputes, audits included
@@ -106,19 +130,26 @@ contract Handler is Test {
             honest.push(makeAddr(string.concat("honest", vm.toString(i))));
         }
         sponsor = makeAddr("audit sponsor");
+        colluders.push(owners[0]);
+        colluders.push(coordinator);
     }
 
     // ---- bookkeeping
 
     modifier track() {
         vm.roll(block.number + 1);
-        for (uint256 i = 0; i < miners.length; ++i) {
-            _lockedBefore[miners[i]] = registry.stakeOf(miners[i]).locked;
-        }
+        _snapshotLocks();
         vm.recordLogs();
         _;
         _readLogs(vm.getRecordedLogs());
+        _resolvingCorrectLine = false;
         _checkStatuses();
+    }
+
+    function _snapshotLocks() internal {
+        for (uint256 i = 0; i < miners.length; ++i) {
+            _lockedBefore[miners[i]] = registry.stakeOf(miners[i]).locked;
+        }
     }
 
     function _readLogs(Vm.Log[] memory logs) internal {
@@ -144,7 +175,13 @@ contract Handler is Test {
                     if (amount > _lockedBefore[miner]) ghostSlashAboveLock = true;
                     else _lockedBefore[miner] -= amount;
                     if (amount != _resolvingStakeLock) ghostSlashNotTaskLock = true;
-                    if (_resolvingCorrectLine) ghostHonestMinerSlashed = true;
+                    ghostSlashedOf[miner] += amount;
+                    if (_resolvingCorrectLine) {
+                        ghostHonestMinerSlashed = true;
+                        ghostSlashedOverCorrectLine[miner] += amount;
+                    }
+                } else if (sig == IG.StakeWithdrawn.selector) {
+                    ghostStakeOut[miner] += abi.decode(logs[i].data, (uint256));
                 } else if (sig == IG.StakeLocked.selector) {
                     _lockedBefore[miner] += abi.decode(logs[i].data, (uint256));
                 } else if (sig == IG.StakeUnlocked.selector) {
@@ -221,6 +258,7 @@ contract Handler is Test {
             IA.Vote lie = truth == IA.Vote.MinersAtFault ? IA.Vote.MinersCorrect : IA.Vote.MinersAtFault;
             _actAll(id, r, round, honest, truth);
             _actAll(id, r, round, sybils, lie);
+            _actAll(id, r, round, colluders, IA.Vote.MinersAtFault);
         }
     }
 
@@ -338,6 +376,7 @@ contract Handler is Test {
         );
         vm.prank(m);
         registry.register(p, stake);
+        ghostStakeIn[m] += stake;
     }
 
     function addStake(uint256 minerSeed, uint256 amount) external track {
@@ -347,6 +386,7 @@ contract Handler is Test {
         _mintTo(m, address(registry), amount);
         vm.prank(m);
         registry.addStake(amount);
+        ghostStakeIn[m] += amount;
     }
 
     function requestUnstake(uint256 minerSeed, uint256 amount) external track {
@@ -522,6 +562,7 @@ contract Handler is Test {
             vm.setBlockhash(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
         }
         try arbitration.drawJury(id) {
+            _checkNoPartySeated(id);
             _jurorsAct();
         } catch {}
     }
@@ -586,7 +627,8 @@ contract Handler is Test {
     // ---- verifiers
 
     /// @notice Registers every verifier (setUp): sybils first at the minimum stake, then the chaos verifiers at
-    /// the minimum, then the honest ones with 100 seats each.
+    /// the minimum, the colluders at the minimum, then the honest ones with
+    /// 1,000 seats each.
     function registerVerifiers() external {
         for (uint256 i = 0; i < sybils.length; ++i) {
             _stakeVerifier(sybils[i], verifierRegistry.minStake());
@@ -594,8 +636,13 @@ contract Handler is Test {
         for (uint256 i = 0; i < verifiers.length; ++i) {
             registerVerifier(i, 0);
         }
+        for (uint256 i = 0; i < colluders.length; ++i) {
+            _stakeVerifier(colluders[i], verifierRegistry.minStake());
+        }
+        // Honest stake dwarfs everyone else's (sybils 6 seats, colluders 2, chaos at most 40): a jury with a
+        // lying majority among its revealed seats is then vanishingly rare, so a correct line is never convicted.
         for (uint256 i = 0; i < honest.length; ++i) {
-            _stakeVerifier(honest[i], 100 * verifierRegistry.minStake());
+            _stakeVerifier(honest[i], 1_000 * verifierRegistry.minStake());
         }
     }
 
@@ -686,6 +733,160 @@ contract Handler is Test {
         } catch {}
     }
 
+    // ---- adversaries
+
+    /// @dev After every draw: no party to the task or the dispute holds a seat on this round's jury.
+    function _checkNoPartySeated(uint256 id) internal {
+        IA.Dispute memory d = arbitration.getDispute(id);
+        address[] memory assigned = tasks.minersOf(d.taskId);
+        address[] memory pipeline = arbitration.pipelineOf(id);
+        address[] memory parties = new address[](3 + 2 * assigned.length + pipeline.length);
+        (parties[0], parties[1], parties[2]) = (d.challenger, tasks.coordinatorOf(d.taskId), d.opener);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            parties[3 + 2 * i] = assigned[i];
+            parties[4 + 2 * i] = registry.signerOf(assigned[i]);
+        }
+        for (uint256 i = 0; i < pipeline.length; ++i) {
+            parties[3 + 2 * assigned.length + i] = pipeline[i];
+        }
+        for (uint256 i = 0; i < parties.length; ++i) {
+            if (parties[i] != address(0) && arbitration.jurorOf(id, d.round, parties[i]).seats != 0) {
+                ghostPartySeated = true;
+            }
+        }
+    }
+
+    /// @dev (a) A sybil verifier opens the audit of a selected task, whatever its line holds.
+    function sybilAudit(uint256 taskSeed, uint256 sybilSeed) external track {
+        uint256 count = tasks.taskCount();
+        uint256 id;
+        for (uint256 i = 0; i < count && id == 0; ++i) {
+            uint256 candidate = (taskSeed % count + i) % count + 1;
+            IA.Audit memory a = arbitration.auditOf(candidate);
+            if (a.selected && a.disputeId == 0 && leafCountOf[candidate] != 0) id = candidate;
+        }
+        if (id == 0) return;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = arbitration.auditOf(id).requestIndex;
+        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        vm.prank(sybils[sybilSeed % sybils.length]);
+        try arbitration.openAudit(id, ls[index], proof) {
+            ++opened;
+            ++audited;
+            ++sybilAudits;
+        } catch {}
+    }
+
+    /// @dev (a) A sybil that opened an audit appeals every acquittal (the truth when the line is correct), once
+    /// the round's reveal phase is over.
+    function sybilAppeal(uint256 disputeSeed) external track {
+        uint256 id = _pickOpenWhere(disputeSeed, true);
+        if (id == 0) return;
+        if (_appealAfterReveal(id, arbitration.getDispute(id).opener, IA.DisputeStatus.MinersCorrect)) {
+            ++sybilAppeals;
+        }
+    }
+
+    /// @dev (b) The colluding owner disputes a line that is correct, on a task the coordinator committed.
+    function collusiveDispute(uint256 taskSeed, uint256 leafSeed) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.ResultsCommitted);
+        if (id == 0 || leafCountOf[id] == 0) {
+            id = _pickLiveTask(taskSeed, IT.TaskStatus.Disputed);
+            if (id == 0 || leafCountOf[id] == 0) return;
+        }
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = leafSeed % ls.length;
+        for (uint256 i = 0; i < ls.length && corrupted(id, index); ++i) {
+            index = (index + 1) % ls.length;
+        }
+        if (corrupted(id, index)) return;
+        address owner = tasks.getTask(id).owner;
+        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        _mintTo(owner, address(escrow), arbitration.disputeBond());
+        vm.prank(owner);
+        try arbitration.openDispute(id, ls[index], proof) {
+            ++opened;
+            ++collusiveDisputes;
+        } catch {}
+    }
+
+    /// @dev (b) The owner appeals every acquittal of a correct line it disputed.
+    function collusiveAppeal(uint256 disputeSeed) external track {
+        uint256 id = _pickOpenWhere(disputeSeed, false);
+        if (id == 0) return;
+        IA.Dispute memory d = arbitration.getDispute(id);
+        if (d.audit || corrupted(d.taskId, d.requestIndex)) return;
+        if (_appealAfterReveal(id, d.challenger, IA.DisputeStatus.MinersCorrect)) ++collusiveAppeals;
+    }
+
+    /// @dev (c) A griefing miner of the disputed pipeline appeals every conviction, right or wrong, and never draws
+    /// the jury it asked for (anyone else may, through `drawJury`).
+    function griefAppeal(uint256 disputeSeed, uint256 minerSeed) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        address[] memory pipeline = arbitration.pipelineOf(id);
+        if (pipeline.length == 0 || arbitration.getDispute(id).status != IA.DisputeStatus.Open) return;
+        if (_appealAfterReveal(id, pipeline[minerSeed % pipeline.length], IA.DisputeStatus.MinersAtFault)) {
+            ++griefAppeals;
+        }
+    }
+
+    /// @dev (d) A withholding sealer lets the draw block's hash expire before sealing: the audit must seal as not
+    /// selected.
+    function withholdSeal(uint256 taskSeed, uint16 extra) external track {
+        uint256 id = _pickAudit(taskSeed | 1, false);
+        if (id == 0) return;
+        uint256 drawBlock = arbitration.auditOf(id).drawBlock;
+        if (block.number <= drawBlock + 256) vm.roll(drawBlock + 257 + extra % 64);
+        try arbitration.sealAudit(id) returns (bool selected) {
+            ++withheldSeals;
+            if (selected || arbitration.auditOf(id).selected) ghostWithheldSealSelected = true;
+        } catch {}
+    }
+
+    /// @dev An open dispute (an audit opened by a sybil when `bySybil`, else an owner's dispute); 0 if none.
+    function _pickOpenWhere(uint256 seed, bool bySybil) internal view returns (uint256) {
+        uint256 count = arbitration.disputeCount();
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = (seed % count + i) % count + 1;
+            IA.Dispute memory d = arbitration.getDispute(id);
+            if (d.status != IA.DisputeStatus.Open) continue;
+            bool sybilOpened = d.audit && _isSybil(d.opener);
+            if (bySybil ? sybilOpened : !d.audit) return id;
+        }
+        return 0;
+    }
+
+    function _isSybil(address a) internal view returns (bool) {
+        for (uint256 i = 0; i < sybils.length; ++i) {
+            if (sybils[i] == a) return true;
+        }
+        return false;
+    }
+
+    /// @dev `party` appeals if the current round's jury is drawn and its outcome is `against`, after waiting (with
+    /// the jurors acting) for the reveal phase to end.
+    function _appealAfterReveal(uint256 id, address party, IA.DisputeStatus against) internal returns (bool) {
+        (, IA.Round memory round) = _currentRound(id);
+        if (round.commitDeadline == 0) return false;
+        if (round.revealDeadline > block.timestamp) _warpTo(round.revealDeadline);
+        if (arbitration.getDispute(id).status != IA.DisputeStatus.Open) return false;
+        (, round) = _currentRound(id);
+        IA.DisputeStatus outcome = round.votesAtFault > round.votesCorrect
+            ? IA.DisputeStatus.MinersAtFault
+            : round.votesCorrect > round.votesAtFault
+                ? IA.DisputeStatus.MinersCorrect
+                : IA.DisputeStatus.NoDecision;
+        if (outcome != against) return false;
+        _mintTo(party, address(escrow), round.bond * 2);
+        vm.prank(party);
+        try arbitration.appeal(id) {
+            return true;
+        } catch {
+            return false;
+        }
+    }
+
     // ---- others
 
     function withdraw(uint256 accountSeed) external track {
@@ -703,7 +904,7 @@ contract Handler is Test {
     /// @notice Every account the market can credit in this setup.
     function allAccounts() public view returns (address[] memory accounts) {
         accounts = new address[](
-            miners.length + owners.length + verifiers.length + sybils.length + honest.length + 2
+            miners.length + owners.length + verifiers.length + sybils.length + honest.length + 3
         );
         uint256 n;
         for (uint256 i = 0; i < miners.length; ++i) {
@@ -722,6 +923,7 @@ contract Handler is Test {
             accounts[n++] = honest[i];
         }
         accounts[n++] = feeRecipient;
+        accounts[n++] = coordinator;
         accounts[n] = sponsor;
     }
 
@@ -729,9 +931,9 @@ contract Handler is Test {
         return miners.length;
     }
 
-    /// @notice Every verifier the handler drives: chaos, sybil and honest.
+    /// @notice Every verifier the handler drives: chaos, sybil, honest and colluding.
     function allVerifiers() external view returns (address[] memory all) {
-        all = new address[](verifiers.length + sybils.length + honest.length);
+        all = new address[](verifiers.length + sybils.length + honest.length + colluders.length);
         uint256 n;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             all[n++] = verifiers[i];
@@ -742,24 +944,50 @@ contract Handler is Test {
         for (uint256 i = 0; i < honest.length; ++i) {
             all[n++] = honest[i];
         }
+        for (uint256 i = 0; i < colluders.length; ++i) {
+            all[n++] = colluders[i];
+        }
     }
 
     /// @notice Ends everything that can end, as anyone may once every deadline has passed: warps past the longest
-    /// a task and its disputes can run, resolves every dispute, finalizes or expires every task.
+    /// a task and its disputes can run, resolves every dispute, finalizes or expires every task. Reads the events
+    /// like every action, so slashes here are checked too.
     function endEverything() external {
-        vm.warp(block.timestamp + 90 days + 30 days);
+        vm.warp(block.timestamp + ENDS_WITHIN);
         vm.roll(block.number + 300);
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
-            if (arbitration.getDispute(id).status != IA.DisputeStatus.Open) continue;
-            _resolvingStakeLock = tasks.getTask(arbitration.getDispute(id).taskId).stakeLock;
-            arbitration.resolve(id);
+            IA.Dispute memory d = arbitration.getDispute(id);
+            if (d.status != IA.DisputeStatus.Open) continue;
+            _resolvingStakeLock = tasks.getTask(d.taskId).stakeLock;
+            _resolvingCorrectLine = !corrupted(d.taskId, d.requestIndex);
+            _snapshotLocks();
+            vm.recordLogs();
+            IA.DisputeStatus outcome = arbitration.resolve(id);
+            _readLogs(vm.getRecordedLogs());
+            _resolvingCorrectLine = false;
+            ++resolvedAs[uint8(outcome)];
+            _checkHonestMajority(id, outcome);
         }
         // An audit that found nothing gave its task back the window time it ran for.
-        vm.warp(block.timestamp + 90 days + 30 days);
+        vm.warp(block.timestamp + ENDS_WITHIN);
+        _snapshotLocks();
+        vm.recordLogs();
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             IT.TaskStatus status = tasks.getTask(id).status;
             if (status == IT.TaskStatus.Open || status == IT.TaskStatus.Assigned) tasks.expireTask(id);
             else if (status == IT.TaskStatus.ResultsCommitted) tasks.finalizeTask(id);
+        }
+        _readLogs(vm.getRecordedLogs());
+        _checkStatuses();
+    }
+
+    /// @notice Every account withdraws its escrow balance.
+    function withdrawAll() external {
+        address[] memory accounts = allAccounts();
+        for (uint256 i = 0; i < accounts.length; ++i) {
+            if (escrow.balanceOf(accounts[i]) == 0) continue;
+            vm.prank(accounts[i]);
+            escrow.withdraw();
         }
     }
 }

@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[38] memory s = [
+        bytes4[45] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -107,7 +107,14 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.openAudit.selector,
             Handler.openAudit.selector,
             Handler.withdraw.selector,
-            Handler.warp.selector
+            Handler.warp.selector,
+            Handler.sybilAudit.selector,
+            Handler.sybilAppeal.selector,
+            Handler.collusiveDispute.selector,
+            Handler.collusiveAppeal.selector,
+            Handler.griefAppeal.selector,
+            Handler.griefAppeal.selector,
+            Handler.withholdSeal.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -254,6 +261,34 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertFalse(handler.ghostHonestMajorityOverruled(), "an honest majority was overruled");
     }
 
+    /// @dev Per miner, stake is exactly what it put in, less what it withdrew and what was slashed; and it is
+    /// slashed only over a line the handler corrupted: a miner that served only correct lines never loses stake,
+    /// whatever the sybils, colluders and griefers did.
+    function invariant_honestMinerNeverLosesStake() public view {
+        for (uint256 i = 0; i < handler.minerCount(); ++i) {
+            address m = handler.miners(i);
+            IGPURegistry.Stake memory s = registry.stakeOf(m);
+            assertEq(
+                uint256(s.free) + s.locked + s.unbonding,
+                handler.ghostStakeIn(m) - handler.ghostStakeOut(m) - handler.ghostSlashedOf(m),
+                "stake == in - out - slashed"
+            );
+            assertEq(handler.ghostSlashedOverCorrectLine(m), 0, "slashed over a correct line");
+        }
+        assertFalse(handler.ghostHonestMinerSlashed(), "a miner was slashed over a correct line");
+    }
+
+    /// @dev No party to a task (owner, coordinator, assigned miner or its signer, opener, pipeline) was ever drawn
+    /// onto a jury of its dispute, though the colluding owner and coordinator are staked verifiers.
+    function invariant_noPartyOnItsJury() public view {
+        assertFalse(handler.ghostPartySeated(), "a party sat on its own jury");
+    }
+
+    /// @dev Withholding an audit's seal past the blockhash window never buys a selection (fails closed).
+    function invariant_withheldSealNeverSelects() public view {
+        assertFalse(handler.ghostWithheldSealSelected(), "a withheld seal selected the task");
+    }
+
     /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at
     /// most one owner dispute and one audit, each in its own slot.
     function invariant_auditsOnlyOnSelectedLines() public view {
@@ -290,6 +325,69 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// left, and the escrow still holds exactly what it owes.
     function afterInvariant() public {
         _checkCounts();
+        _endAndCheck();
+    }
+
+    /// @dev The bounded-time property on a fixed adversarial sequence from setUp's market: sybils audit and
+    /// appeal, the colluding owner disputes correct lines and appeals acquittals, a griefing miner appeals
+    /// convictions and never draws, a sealer withholds; then everything ends within `ENDS_WITHIN` twice over.
+    function test_everythingEndsWithinBoundedTime() public {
+        handler.createTask(1, 100e6, 6, 3 days);
+        handler.createTask(2, 100e6, 6, 3 days);
+        for (uint256 k = 0; k < tasks.taskCount(); ++k) {
+            handler.assignTask(k, 0x7, 10e6);
+            handler.commitResults(k, 40e6, k + 11);
+        }
+        handler.sybilAudit(2, 2);
+        handler.collusiveDispute(0, 1);
+        handler.collusiveDispute(2, 3);
+        // An honest owner disputes a corrupted line, so that a griefing miner has a conviction to appeal.
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            if (tasks.getTask(id).status != IT.TaskStatus.ResultsCommitted) continue;
+            for (uint256 j = 0; j < tasks.getTask(id).requestCount; ++j) {
+                if (handler.corrupted(id, j)) {
+                    handler.openDispute(4 * (id - 1), j);
+                    break;
+                }
+            }
+        }
+        // A draw on a committed task, then its seal withheld past the blockhash window.
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            if (tasks.getTask(id).status != IT.TaskStatus.ResultsCommitted) continue;
+            if (arbitration.auditOf(id).drawBlock != 0) continue;
+            arbitration.drawAudit(id);
+            handler.withholdSeal(id - 1, 3);
+            break;
+        }
+        for (uint256 i = 0; i < 8; ++i) {
+            for (uint256 d = 0; d < arbitration.disputeCount(); ++d) {
+                handler.drawJury(4 * d);
+                handler.griefAppeal(4 * d, i);
+            }
+            handler.sybilAppeal(i);
+            handler.collusiveAppeal(i);
+            handler.warp(6 hours);
+        }
+        handler.resolve(1, 0);
+        _checkCounts();
+        emit log_named_uint("sybil audits", handler.sybilAudits());
+        emit log_named_uint("sybil appeals", handler.sybilAppeals());
+        emit log_named_uint("collusive disputes", handler.collusiveDisputes());
+        emit log_named_uint("collusive appeals", handler.collusiveAppeals());
+        emit log_named_uint("grief appeals", handler.griefAppeals());
+        emit log_named_uint("withheld seals", handler.withheldSeals());
+        uint256 start = block.timestamp;
+        _endAndCheck();
+        assertLe(block.timestamp - start, 2 * handler.ENDS_WITHIN(), "bounded time");
+        invariant_honestMinerNeverLosesStake();
+        invariant_noPartyOnItsJury();
+        invariant_withheldSealNeverSelects();
+        invariant_tokensConserved();
+    }
+
+    /// @dev Ends everything, then checks that every task and dispute has ended and every token is withdrawable:
+    /// once every account withdraws, the escrow holds only the audit pool and no verifier has a seat locked.
+    function _endAndCheck() internal {
         handler.endEverything();
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             assertGe(uint8(tasks.getTask(id).status), uint8(IT.TaskStatus.Finalized), "task ended");
@@ -302,6 +400,16 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         invariant_verifierStakesAndSeats();
         invariant_lockedStakeBacksLiveTasks();
         invariant_honestMajorityDecides();
+        invariant_honestMinerNeverLosesStake();
+        invariant_statusesOnlyMoveForward();
+        invariant_taskSettlesAtMostOnce();
+        handler.withdrawAll();
+        assertEq(token.balanceOf(address(escrow)), escrow.auditPool(), "only the audit pool is left");
+        address[] memory all = handler.allVerifiers();
+        for (uint256 i = 0; i < all.length; ++i) {
+            assertEq(verifierRegistry.verifierOf(all[i]).locked, 0, "seat locks released");
+        }
+        invariant_tokensConserved();
     }
 
     function _checkCounts() internal view {
