@@ -22,6 +22,7 @@ from client_sdk.eip712 import sign_commitment
 from demo.lifecycle import (
     DemoConfig,
     Parties,
+    accept_task,
     create_task,
     fund,
     price_results,
@@ -52,14 +53,16 @@ def measure(node: Anvil, market: Market, parties: Parties, requests: int) -> dic
     task_id = create_task(market.as_account(parties.user), config)
     gas["create"] = last_tx_gas(market)
     miners = [m.address for m in parties.miners]
-    market.as_account(parties.coordinator).tasks.assign_task(task_id, miners, config.stake_lock)
+    acceptances = accept_task(market, task_id, list(parties.miners), config.stake_lock)
+    market.as_account(parties.coordinator).tasks.assign_task(task_id, miners, config.stake_lock, acceptances)
     gas["assign"] = last_tx_gas(market)
     # The results tree is built off-chain and the chain sees only its root, so the demo's 8 leaves stand in
     # for every batch size; that also keeps usage and payment equal across sizes.
     leaves = simulate_inference(task_id, DemoConfig(), miners)
-    commitment = price_results(market, task_id, leaves, config)
+    commitment = price_results(market, task_id, leaves, miners, config)
     signatures = [
-        sign_commitment(m, commitment, node.w3.eth.chain_id, market.tasks.address) for m in parties.miners
+        sign_commitment(m, commitment, served, node.w3.eth.chain_id, market.tasks.address)
+        for m, served in zip(parties.miners, commitment.served_roots, strict=True)
     ]
     market.as_account(parties.coordinator).tasks.commit_results(commitment, signatures)
     gas["commit"] = last_tx_gas(market)

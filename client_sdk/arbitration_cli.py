@@ -28,6 +28,7 @@ from client_sdk.cli_support import (
 )
 from client_sdk.client import ApiError, Client
 from client_sdk.errors import UserError
+from client_sdk.inputs import input_tree
 from client_sdk.units import format_amount
 from client_sdk.verify import VerifiedLine, check_inputs
 
@@ -181,12 +182,17 @@ def open_dispute(
     market = client.market
     _check_disputable(market, batch.task_id)
     disputed = _disputed_line(client, batch_id, custom_id)
-    request_line = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))[
-        disputed.leaf.request_index
-    ]
+    inputs = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))
+    index = disputed.leaf.request_index
+    input_proof = ["0x" + p.hex() for p in input_tree(inputs).proof(index)]
     _allow_bond(market, me, market.arbitration.config_of(batch.task_id).dispute_bond, "dispute bond")
-    dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof)
-    evidence = {"request_line": request_line, "result_line": disputed.line, "reason": reason}
+    dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof, disputed.served_proofs)
+    evidence = {
+        "request_line": inputs[index],
+        "input_proof": input_proof,
+        "result_line": disputed.line,
+        "reason": reason,
+    }
     try:
         client.request("POST", f"/v1/disputes/{dispute_id}/evidence", json=evidence)
     except UserError as exc:

@@ -266,8 +266,10 @@ class Batches:
         client = self._client
         committed = client.request("GET", f"/v1/batches/{batch_id}/commitment").json()
         market = client.market
-        root = check_commitment(market, batch.task_id, committed["commitment"], committed["signatures"])
-        if "0x" + root.hex() != batch.results_root:
+        committed_results = check_commitment(
+            market, batch.task_id, committed["commitment"], committed["signatures"]
+        )
+        if "0x" + committed_results.root.hex() != batch.results_root:
             raise ResultsRejected(
                 f"batch {batch_id}: the reported results root differs from the committed one"
             )
@@ -275,8 +277,8 @@ class Batches:
         output = batch.output_file_id and client.files.content(batch.output_file_id)
         errors = batch.error_file_id and client.files.content(batch.error_file_id)
         return BatchResults(
-            output=check_lines(batch.task_id, root, output or b"", inputs),
-            errors=check_lines(batch.task_id, root, errors or b"", inputs),
+            output=check_lines(batch.task_id, committed_results, output or b"", inputs),
+            errors=check_lines(batch.task_id, committed_results, errors or b"", inputs),
         )
 
     def wait(self, batch_id: str, *, poll_s: float = 2.0, timeout_s: float | None = None) -> Batch:

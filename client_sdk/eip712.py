@@ -1,11 +1,15 @@
-"""EIP-712 typed data for result commitments.
+"""EIP-712 typed data: miners' acceptances of tasks and result commitments.
 
-Every pipeline miner signs one before a results root goes on-chain. The digest matches
-TaskRegistry.commitmentDigest byte for byte; the domain binds it to one chain and one contract.
+A miner signs an acceptance before any of its stake is locked for a task: `AcceptTask(taskId, stakeLock,
+expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's commitment
+together with its own served root (the root of the leaves it served, zero if none). The digests match
+TaskRegistry.acceptanceDigest and TaskRegistry.commitmentDigest byte for byte; the domain binds them to one
+chain and one contract.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +29,15 @@ RESULT_COMMITMENT_TYPES: dict[str, list[dict[str, str]]] = {
         {"name": "outputTokens", "type": "uint64"},
         {"name": "payment", "type": "uint128"},
         {"name": "minerAmounts", "type": "uint256[]"},
+        {"name": "servedRoot", "type": "bytes32"},
     ]
 }
 
 
 @dataclass(frozen=True)
 class ResultCommitment:
-    """A task's results root, usage and payment split (one amount per assigned miner, in assignment order)."""
+    """A task's results root, usage, payment split and served roots (one amount and one served root per
+    assigned miner, in assignment order)."""
 
     task_id: int
     results_root: bytes
@@ -39,8 +45,40 @@ class ResultCommitment:
     output_tokens: int
     payment: int
     miner_amounts: tuple[int, ...]
+    served_roots: tuple[bytes, ...]
 
-    def message(self) -> dict[str, Any]:
+    @classmethod
+    def from_json(cls, task_id: int, c: Mapping[str, Any]) -> ResultCommitment:
+        """The commitment as the coordinator publishes it (hex strings and integers); ValueError naming the
+        field when one is missing or malformed."""
+        try:
+            return cls(
+                task_id=task_id,
+                results_root=_word(c["results_root"]),
+                input_tokens=int(c["input_tokens"]),
+                output_tokens=int(c["output_tokens"]),
+                payment=int(c["payment"]),
+                miner_amounts=tuple(int(a) for a in c["miner_amounts"]),
+                served_roots=tuple(_word(root) for root in c["served_roots"]),
+            )
+        except KeyError as exc:
+            raise ValueError(f"the commitment has no {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the commitment is malformed ({exc})") from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The inverse of `from_json` (without the task id, which travels beside it)."""
+        return {
+            "results_root": "0x" + self.results_root.hex(),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "payment": self.payment,
+            "miner_amounts": list(self.miner_amounts),
+            "served_roots": ["0x" + root.hex() for root in self.served_roots],
+        }
+
+    def message(self, served_root: bytes) -> dict[str, Any]:
+        """What the miner whose served root is `served_root` signs."""
         return {
             "taskId": self.task_id,
             "resultsRoot": self.results_root,
@@ -48,6 +86,7 @@ class ResultCommitment:
             "outputTokens": self.output_tokens,
             "payment": self.payment,
             "minerAmounts": list(self.miner_amounts),
+            "servedRoot": served_root,
         }
 
     def as_tuple(self) -> tuple[Any, ...]:
@@ -58,7 +97,15 @@ class ResultCommitment:
             self.output_tokens,
             self.payment,
             list(self.miner_amounts),
+            list(self.served_roots),
         )
+
+
+def _word(value: str) -> bytes:
+    word = bytes.fromhex(str(value).removeprefix("0x"))
+    if len(word) != 32:
+        raise ValueError(f"{value!r} is not a 32-byte hex word")
+    return word
 
 
 def domain(chain_id: int, task_registry: str) -> dict[str, Any]:
@@ -70,31 +117,83 @@ def domain(chain_id: int, task_registry: str) -> dict[str, Any]:
     }
 
 
-def signable(commitment: ResultCommitment, chain_id: int, task_registry: str) -> SignableMessage:
+def signable(
+    commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
+) -> SignableMessage:
     return encode_typed_data(
         domain_data=domain(chain_id, task_registry),
         message_types=RESULT_COMMITMENT_TYPES,
-        message_data=commitment.message(),
+        message_data=commitment.message(served_root),
     )
 
 
-def digest(commitment: ResultCommitment, chain_id: int, task_registry: str) -> bytes:
+def digest(commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str) -> bytes:
     """The 32-byte EIP-712 digest: keccak256(0x1901 || domainSeparator || structHash)."""
-    message = signable(commitment, chain_id, task_registry)
+    message = signable(commitment, served_root, chain_id, task_registry)
     return bytes(keccak(b"\x19" + message.version + message.header + message.body))
 
 
 def sign_commitment(
-    account: LocalAccount, commitment: ResultCommitment, chain_id: int, task_registry: str
+    account: LocalAccount, commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
 ) -> bytes:
-    """A 65-byte signature (r, s, v) over the commitment."""
-    signed = account.sign_message(signable(commitment, chain_id, task_registry))
+    """A 65-byte signature (r, s, v) over the commitment with the signer's own served root."""
+    signed = account.sign_message(signable(commitment, served_root, chain_id, task_registry))
     return bytes(signed.signature)
 
 
-def recover_signer(signature: bytes, commitment: ResultCommitment, chain_id: int, task_registry: str) -> str:
-    """The address that produced `signature` over this commitment."""
+def recover_signer(
+    signature: bytes, commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
+) -> str:
+    """The address that produced `signature` over this commitment with `served_root`."""
     recovered: str = Account.recover_message(
-        signable(commitment, chain_id, task_registry), signature=signature
+        signable(commitment, served_root, chain_id, task_registry), signature=signature
     )
+    return recovered
+
+
+ACCEPT_TASK_TYPES: dict[str, list[dict[str, str]]] = {
+    "AcceptTask": [
+        {"name": "taskId", "type": "uint256"},
+        {"name": "stakeLock", "type": "uint128"},
+        {"name": "expiry", "type": "uint64"},
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A miner's consent to one task's stake lock: its registered signer's signature over
+    `AcceptTask(taskId, stakeLock, expiry)`, usable on-chain until `expiry` (ITaskRegistry.Acceptance)."""
+
+    expiry: int
+    signature: bytes
+
+    def as_tuple(self) -> tuple[int, bytes]:
+        return (self.expiry, self.signature)
+
+
+def _acceptance(
+    task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str
+) -> SignableMessage:
+    return encode_typed_data(
+        domain_data=domain(chain_id, task_registry),
+        message_types=ACCEPT_TASK_TYPES,
+        message_data={"taskId": task_id, "stakeLock": stake_lock, "expiry": expiry},
+    )
+
+
+def sign_acceptance(
+    account: LocalAccount, task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str
+) -> Acceptance:
+    """The miner's consent to have `stake_lock` of its stake locked for task `task_id`."""
+    signed = account.sign_message(_acceptance(task_id, stake_lock, expiry, chain_id, task_registry))
+    return Acceptance(expiry, bytes(signed.signature))
+
+
+def acceptance_signer(
+    acceptance: Acceptance, task_id: int, stake_lock: int, chain_id: int, task_registry: str
+) -> str:
+    """The address that signed `acceptance` for this task and lock."""
+    message = _acceptance(task_id, stake_lock, acceptance.expiry, chain_id, task_registry)
+    recovered: str = Account.recover_message(message, signature=acceptance.signature)
     return recovered

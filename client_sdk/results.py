@@ -1,14 +1,22 @@
-"""Result leaves: one per request, bound to the task, its input and output, its token counts and its
-pipeline. The encoding matches contracts/src/libraries/ResultLeaf.sol."""
+"""Result leaves and the trees a task's results are committed in.
+
+One leaf per request, bound to the task, its position, its input and output, its token counts and its pipeline
+(the encoding matches contracts/src/libraries/ResultLeaf.sol). The results tree is positional and holds
+exactly one leaf per request of the task; each assigned miner also signs the root of a sorted-pair tree over
+the leaves whose pipeline names it (its served root, zero when it served none): the only leaves its signature
+vouches for and the only ones a dispute can slash it over."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from eth_abi.abi import encode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
+
+from client_sdk.merkle import MerkleTree
 
 LEAF_TYPES = ["uint256", "uint32", "bytes32", "bytes32", "bytes32", "uint32", "uint32", "address[]"]
 
@@ -36,9 +44,71 @@ class ResultLeaf:
             [to_checksum_address(miner) for miner in self.pipeline],
         )
 
+    @classmethod
+    def unserved(
+        cls, task_id: int, request_index: int, custom_id_hash: bytes, input_hash: bytes
+    ) -> ResultLeaf:
+        """The leaf of a request no miner served (a cancelled batch's lines that never ran): no output, no
+        tokens, no pipeline, so no one is paid or can be disputed over it."""
+        return cls(task_id, request_index, custom_id_hash, input_hash, ZERO_ROOT, 0, 0, ())
+
     def hash(self) -> bytes:
         """keccak256(keccak256(abi.encode(fields))): double-hashed so no inner node can pose as a leaf."""
         return bytes(keccak(keccak(encode(LEAF_TYPES, self.as_tuple()))))
+
+
+ZERO_ROOT = bytes(32)
+
+
+class ResultTrees:
+    """The positional results tree over one task's leaves (one per request, in request order) and each
+    assigned miner's served tree, with the proofs a dispute of any leaf needs."""
+
+    def __init__(self, leaves: Sequence[ResultLeaf], miners: Sequence[str]) -> None:
+        if [leaf.request_index for leaf in leaves] != list(range(len(leaves))):
+            raise ValueError("a results tree needs exactly one leaf per request, in request order")
+        self.leaves = list(leaves)
+        hashes = [leaf.hash() for leaf in leaves]
+        self.results = MerkleTree(hashes, positional=True)
+        self._served: dict[str, tuple[MerkleTree, dict[int, int]]] = {}
+        for miner in miners:
+            mine = [leaf.request_index for leaf in leaves if miner in leaf.pipeline]
+            tree = served_tree({index: hashes[index] for index in mine})
+            if tree is not None:
+                self._served[miner] = (tree, {index: slot for slot, index in enumerate(mine)})
+        self.miners = tuple(miners)
+
+    @property
+    def root(self) -> bytes:
+        return self.results.root
+
+    def served_root(self, miner: str) -> bytes:
+        """The root `miner` signs: of the leaves whose pipeline names it, ZERO_ROOT if none."""
+        served = self._served.get(miner)
+        return served[0].root if served else ZERO_ROOT
+
+    def served_roots(self) -> tuple[bytes, ...]:
+        """One per assigned miner, in assignment order (the commitment's `servedRoots`)."""
+        return tuple(self.served_root(miner) for miner in self.miners)
+
+    def proof(self, index: int) -> list[bytes]:
+        """The positional proof of leaf `index` in the results tree."""
+        return self.results.proof(index)
+
+    def served_proofs(self, index: int) -> list[list[bytes]]:
+        """For each entry of leaf `index`'s pipeline, the proof of the leaf in that miner's served tree (empty
+        for a name that is not an assigned miner)."""
+        proofs = []
+        for miner in self.leaves[index].pipeline:
+            served = self._served.get(miner)
+            proofs.append(served[0].proof(served[1][index]) if served else [])
+        return proofs
+
+
+def served_tree(hashes_by_index: Mapping[int, bytes]) -> MerkleTree | None:
+    """A miner's served tree: sorted-pair, over the hashes of the leaves it served in request order; None if
+    it served none. The coordinator builds it for every miner, and each miner for itself before it signs."""
+    return MerkleTree([hashes_by_index[i] for i in sorted(hashes_by_index)]) if hashes_by_index else None
 
 
 PROOF_KEY = "x_batchmarket"  # our extension field on each output line; everything else is OpenAI's

@@ -1,10 +1,16 @@
 """Checking downloaded results against the chain, so a user trusts neither the coordinator nor the network:
 
-1. the results root the coordinator reports is the one committed on-chain for the task;
-2. every assigned miner signed that exact commitment (EIP-712, recovering to the signer it registered);
+1. the commitment the coordinator reports (results root, usage, payment, amounts, served roots) is the one
+   committed on-chain for the task;
+2. every assigned miner signed that exact commitment with its own served root (EIP-712, recovering to the
+signer
+   it registered);
 3. the input file the coordinator holds hashes to the input root the task committed to at creation;
-4. every result line, as downloaded, is a leaf of the committed tree (its Merkle proof verifies), bound to the
-   input line at its index and to the token counts it reports.
+4. every result line, as downloaded, is the leaf at its index of the committed results tree (its positional
+proof
+   verifies for the task's request count), bound to the input line at that index and to the token counts it
+   reports, and vouched for by every miner its pipeline names (its proof in that miner's served root
+   verifies), so each line can be disputed against the miners who produced it.
 
 Any failure raises ResultsRejected naming the line (or the signature) that failed.
 """
@@ -22,9 +28,9 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.errors import UserError
-from client_sdk.inputs import custom_id_hash, input_tree, line_hash
-from client_sdk.merkle import verify
-from client_sdk.results import PROOF_KEY, ResultLeaf, output_hash
+from client_sdk.inputs import custom_id_hash, input_leaf, input_tree, line_hash
+from client_sdk.merkle import root_at, verify
+from client_sdk.results import PROOF_KEY, ZERO_ROOT, ResultLeaf, output_hash
 
 COMMITTED = (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINALIZED)
 
@@ -33,28 +39,43 @@ class ResultsRejected(UserError):
     """The downloaded results do not match what was committed on-chain."""
 
 
+Proof = tuple[bytes, ...]
+ServedProofs = tuple[Proof, ...]
+
+
 @dataclass(frozen=True)
 class VerifiedLine:
     """A result line that passed every check, with what a dispute of it needs."""
 
     line: dict[str, Any]
     leaf: ResultLeaf
-    proof: tuple[bytes, ...]
+    proof: Proof
+    served_proofs: ServedProofs
+
+
+@dataclass(frozen=True)
+class CommittedResults:
+    """What the chain holds for a task's results, after the commitment and signatures checked out."""
+
+    root: bytes
+    request_count: int
+    served_roots: dict[str, bytes]  # by miner address, lower-case
 
 
 def _hex(value: str) -> bytes:
     return bytes.fromhex(value.removeprefix("0x"))
 
 
-def result_leaf(task_id: int, request_line: dict[str, Any], result_line: dict[str, Any]) -> ResultLeaf:
-    """The result leaf a request line and its result line stand for: the hashes of the lines themselves, the
-    index, token counts and pipeline from the result line's proof fields (KeyError/ValueError if missing)."""
+def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
+    """The result leaf a result line stands for: the hash of the line itself and of its custom_id, and the
+    index, input hash, token counts and pipeline from its proof fields (KeyError/ValueError/TypeError if
+    missing). Whether the input hash is the user's request is `answers`' question."""
     proof = result_line[PROOF_KEY]
     return ResultLeaf(
         task_id=task_id,
         request_index=int(proof["index"]),
         custom_id_hash=custom_id_hash(str(result_line["custom_id"])),
-        input_hash=line_hash(request_line),
+        input_hash=_hex(proof["input_hash"]),
         output_hash=output_hash(result_line),
         input_tokens=int(proof["input_tokens"]),
         output_tokens=int(proof["output_tokens"]),
@@ -62,44 +83,75 @@ def result_leaf(task_id: int, request_line: dict[str, Any], result_line: dict[st
     )
 
 
+def answers(leaf: ResultLeaf, request_line: dict[str, Any]) -> bool:
+    """Whether `leaf` is bound to this request line: its custom_id and its canonical hash."""
+    custom_id = request_line.get("custom_id")
+    return (
+        isinstance(custom_id, str)
+        and leaf.custom_id_hash == custom_id_hash(custom_id)
+        and leaf.input_hash == line_hash(request_line)
+    )
+
+
+def is_input_line(
+    input_root: bytes, index: int, request_line: dict[str, Any], proof: Sequence[bytes]
+) -> bool:
+    """Whether `request_line` is line `index` of the input the task committed to (`proof` in its input
+    tree)."""
+    custom_id = request_line.get("custom_id")
+    if not isinstance(custom_id, str) or not 0 <= index < 2**32:
+        return False
+    return verify(proof, input_root, input_leaf(index, custom_id, line_hash(request_line)))
+
+
+def proofs_of(result_line: dict[str, Any]) -> tuple[Proof, ServedProofs]:
+    """A result line's positional proof in the results tree and, per pipeline miner, its proof in that miner's
+    served tree (KeyError/ValueError/TypeError if missing or malformed)."""
+    extra = result_line[PROOF_KEY]
+    proof = tuple(_hex(p) for p in extra["proof"])
+    return proof, tuple(tuple(_hex(p) for p in proofs) for proofs in extra["served_proofs"])
+
+
 def check_commitment(
     market: Market, task_id: int, commitment: dict[str, Any], signatures: Sequence[dict[str, str]]
-) -> bytes:
-    """Checks the commitment against the chain and every assigned miner's signature; returns the root."""
+) -> CommittedResults:
+    """Checks the commitment against the chain and every assigned miner's signature."""
     task = market.tasks.get_task(task_id)
     if task.status not in COMMITTED:
         raise ResultsRejected(
             f"task {task_id} has no results committed on-chain (it is {task.status.name.lower()})"
         )
-    claimed = ResultCommitment(
-        task_id=task_id,
-        results_root=_hex(commitment["results_root"]),
-        input_tokens=int(commitment["input_tokens"]),
-        output_tokens=int(commitment["output_tokens"]),
-        payment=int(commitment["payment"]),
-        miner_amounts=tuple(int(a) for a in commitment["miner_amounts"]),
-    )
+    try:
+        claimed = ResultCommitment.from_json(task_id, commitment)
+    except ValueError as exc:
+        raise ResultsRejected(f"task {task_id}: {exc}") from None
     on_chain = (task.results_root, task.input_tokens, task.output_tokens, task.payment)
     if (claimed.results_root, claimed.input_tokens, claimed.output_tokens, claimed.payment) != on_chain:
         raise ResultsRejected(f"task {task_id}: the coordinator's commitment differs from the one on-chain")
     if list(claimed.miner_amounts) != market.tasks.miner_amounts_of(task_id):
         raise ResultsRejected(f"task {task_id}: the miners' amounts differ from the ones on-chain")
+    if list(claimed.served_roots) != market.tasks.served_roots_of(task_id):
+        raise ResultsRejected(f"task {task_id}: the miners' served roots differ from the ones on-chain")
     by_miner = {s["miner"].lower(): s["signature"] for s in signatures}
     chain_id = market.w3.eth.chain_id
-    for miner in market.tasks.miners_of(task_id):
+    miners = market.tasks.miners_of(task_id)
+    for miner, served_root in zip(miners, claimed.served_roots, strict=True):
         signature = by_miner.get(miner.lower())
         if signature is None:
             raise ResultsRejected(f"task {task_id}: no signature from miner {miner}")
         signer = market.registry.profile_of(miner).signer
         try:
-            recovered = recover_signer(_hex(signature), claimed, chain_id, market.deployment.task_registry)
+            recovered = recover_signer(
+                _hex(signature), claimed, served_root, chain_id, market.deployment.task_registry
+            )
         except Exception as exc:  # malformed signature bytes
             raise ResultsRejected(f"task {task_id}: miner {miner}'s signature is malformed") from exc
         if recovered.lower() != signer.lower():
             raise ResultsRejected(
                 f"task {task_id}: miner {miner}'s signature is not by its registered signer"
             )
-    return claimed.results_root
+    served = {m.lower(): root for m, root in zip(miners, claimed.served_roots, strict=True)}
+    return CommittedResults(claimed.results_root, task.request_count, served)
 
 
 def check_inputs(market: Market, task_id: int, input_data: bytes) -> list[dict[str, Any]]:
@@ -110,8 +162,10 @@ def check_inputs(market: Market, task_id: int, input_data: bytes) -> list[dict[s
     return lines
 
 
-def check_lines(task_id: int, root: bytes, rows: bytes, inputs: list[dict[str, Any]]) -> list[VerifiedLine]:
-    """Every line of an output or error file, checked against the root and the inputs."""
+def check_lines(
+    task_id: int, committed: CommittedResults, rows: bytes, inputs: list[dict[str, Any]]
+) -> list[VerifiedLine]:
+    """Every line of an output or error file, checked against the committed trees and the inputs."""
     verified = []
     for number, row in enumerate(rows.decode().splitlines(), start=1):
         where = f"result line {number}"
@@ -121,25 +175,28 @@ def check_lines(task_id: int, root: bytes, rows: bytes, inputs: list[dict[str, A
             index = int(extra["index"])
             custom_id = str(line["custom_id"])
             where += f" (custom_id {custom_id!r})"
-            claimed_input_hash = _hex(extra["input_hash"])
-            proof = tuple(_hex(p) for p in extra["proof"])
+            leaf = result_leaf(task_id, line)
+            proof, served_proofs = proofs_of(line)
         except (ValueError, KeyError, TypeError) as exc:
             raise ResultsRejected(f"{where}: malformed ({exc})") from exc
         if not 0 <= index < len(inputs) or inputs[index].get("custom_id") != custom_id:
             raise ResultsRejected(f"{where}: does not answer input line {index + 1}")
-        if line_hash(inputs[index]) != claimed_input_hash:
+        if not answers(leaf, inputs[index]):
             raise ResultsRejected(f"{where}: is bound to a different request than input line {index + 1}")
-        try:
-            leaf = result_leaf(task_id, inputs[index], line)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ResultsRejected(f"{where}: malformed ({exc})") from exc
         usage = ((line.get("response") or {}).get("body") or {}).get("usage")
         if usage and (usage.get("prompt_tokens"), usage.get("completion_tokens")) != (
             leaf.input_tokens,
             leaf.output_tokens,
         ):
             raise ResultsRejected(f"{where}: its usage differs from the committed token counts")
-        if not verify(proof, root, leaf.hash()):
+        leaf_hash = leaf.hash()
+        if root_at(proof, leaf_hash, index, committed.request_count) != committed.root:
             raise ResultsRejected(f"{where}: not part of the results committed on-chain (tampered?)")
-        verified.append(VerifiedLine(line, leaf, proof))
+        if len(served_proofs) != len(leaf.pipeline):
+            raise ResultsRejected(f"{where}: malformed (one served proof per pipeline miner expected)")
+        for miner, served_proof in zip(leaf.pipeline, served_proofs, strict=True):
+            served_root = committed.served_roots.get(miner.lower(), ZERO_ROOT)
+            if served_root == ZERO_ROOT or not verify(served_proof, served_root, leaf_hash):
+                raise ResultsRejected(f"{where}: miner {miner}, named on its pipeline, did not vouch for it")
+        verified.append(VerifiedLine(line, leaf, proof, served_proofs))
     return verified

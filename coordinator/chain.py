@@ -10,7 +10,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.types import Task, TaskTerms
-from client_sdk.eip712 import ResultCommitment, recover_signer
+from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
 
 
 class CoordinatorChain:
@@ -40,8 +40,10 @@ class CoordinatorChain:
         """End of the task's challenge window, extended by any audit that ran."""
         return self.market.tasks.challenge_ends_at(task_id)
 
-    def assign(self, task_id: int, miners: Sequence[str], stake_lock: int) -> None:
-        self.market.tasks.assign_task(task_id, miners, stake_lock)
+    def assign(
+        self, task_id: int, miners: Sequence[str], stake_lock: int, acceptances: Sequence[Acceptance]
+    ) -> None:
+        self.market.tasks.assign_task(task_id, miners, stake_lock, acceptances)
 
     def commit(self, commitment: ResultCommitment, signatures: Sequence[bytes]) -> str:
         receipt = self.market.tasks.commit_results(commitment, signatures)
@@ -56,7 +58,20 @@ class CoordinatorChain:
     def signer_of(self, miner: str) -> str:
         return self.market.registry.profile_of(miner).signer
 
-    def check_signature(self, miner: str, signature: bytes, commitment: ResultCommitment) -> bool:
+    def check_acceptance(self, miner: str, acceptance: Acceptance, task_id: int, stake_lock: int) -> bool:
+        """Whether `acceptance` is `miner`'s registered signer's consent to this task and lock."""
+        chain_id, registry = self.market.w3.eth.chain_id, self.market.deployment.task_registry
+        try:
+            signer = acceptance_signer(acceptance, task_id, stake_lock, chain_id, registry)
+        except ValueError:  # malformed signature bytes
+            return False
+        return signer.lower() == self.signer_of(miner).lower()
+
+    def check_signature(
+        self, miner: str, signature: bytes, commitment: ResultCommitment, served_root: bytes
+    ) -> bool:
+        """Whether `signature` is `miner`'s registered signer's over the commitment with its served root."""
         chain_id = self.market.w3.eth.chain_id
-        recovered = recover_signer(signature, commitment, chain_id, self.market.deployment.task_registry)
+        registry = self.market.deployment.task_registry
+        recovered = recover_signer(signature, commitment, served_root, chain_id, registry)
         return recovered.lower() == self.signer_of(miner).lower()

@@ -26,10 +26,9 @@ from rich.table import Table
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
-from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.eip712 import Acceptance, ResultCommitment, sign_acceptance, sign_commitment
 from client_sdk.encoding import model_id
-from client_sdk.merkle import MerkleTree
-from client_sdk.results import ResultLeaf
+from client_sdk.results import ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 
 UNIT = 10**6  # one token in base units
@@ -112,12 +111,13 @@ def run_demo(config: DemoConfig = DemoConfig(), log: Console | None = None) -> D
         say(f"user created task {task_id} with {format_amount(config.max_price)} in escrow")
         coordinator = market.as_account(parties.coordinator)
         miner_addresses = [m.address for m in parties.miners]
-        coordinator.tasks.assign_task(task_id, miner_addresses, config.stake_lock)
+        acceptances = accept_task(market, task_id, list(parties.miners), config.stake_lock)
+        coordinator.tasks.assign_task(task_id, miner_addresses, config.stake_lock, acceptances)
         leaves = simulate_inference(task_id, config, miner_addresses)
-        commitment = price_results(market, task_id, leaves, config)
+        commitment = price_results(market, task_id, leaves, miner_addresses, config)
         signatures = [
-            sign_commitment(m, commitment, node.w3.eth.chain_id, market.deployment.task_registry)
-            for m in parties.miners
+            sign_commitment(m, commitment, served, node.w3.eth.chain_id, market.deployment.task_registry)
+            for m, served in zip(parties.miners, commitment.served_roots, strict=True)
         ]
         coordinator.tasks.commit_results(commitment, signatures)
         say(f"results root committed with {len(signatures)} miner signatures; challenge window runs")
@@ -170,18 +170,28 @@ def cli_env(rpc_url: str, deployment_file: Path, account: LocalAccount) -> dict[
     }
 
 
-def create_task(user_market: Market, config: DemoConfig) -> int:
-    """The user approves the escrow and creates the task with its maximum price."""
+def create_task(user_market: Market, config: DemoConfig, input_root: bytes | None = None) -> int:
+    """The user approves the escrow and creates the task of `config.requests` requests with its maximum price
+    (over a stand-in input file unless `input_root` is given)."""
     user_market.token.approve(user_market.escrow.address, config.max_price)
     now = user_market.chain_time()
     return user_market.tasks.create_task(
         model_id=model_id(MODEL),
-        input_root=keccak(text="demo input file"),
+        input_root=input_root or keccak(text="demo input file"),
         request_count=config.requests,
         params_hash=keccak(text='{"temperature": 0}'),
         max_price=config.max_price,
         deadline=now + 86_400,
     )
+
+
+def accept_task(
+    market: Market, task_id: int, miners: list[LocalAccount], stake_lock: int
+) -> list[Acceptance]:
+    """Each miner's signed consent to a lock of `stake_lock` for the task, valid for an hour of chain time."""
+    expiry = market.chain_time() + 3_600
+    chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
+    return [sign_acceptance(m, task_id, stake_lock, expiry, chain_id, registry) for m in miners]
 
 
 def simulate_inference(task_id: int, config: DemoConfig, pipeline: list[str]) -> list[ResultLeaf]:
@@ -202,22 +212,25 @@ def simulate_inference(task_id: int, config: DemoConfig, pipeline: list[str]) ->
 
 
 def price_results(
-    market: Market, task_id: int, leaves: list[ResultLeaf], config: DemoConfig
+    market: Market, task_id: int, leaves: list[ResultLeaf], miners: list[str], config: DemoConfig
 ) -> ResultCommitment:
-    """Usage-based payment capped at the max price; fee off the top; the rest split by layers served."""
+    """Usage-based payment capped at the max price; fee off the top; the rest split by layers served; the
+    results root and each of `miners`' served root over `leaves`."""
     input_tokens = sum(leaf.input_tokens for leaf in leaves)
     output_tokens = sum(leaf.output_tokens for leaf in leaves)
     payment = min(config.max_price, (input_tokens + output_tokens) * config.price_per_million_tokens // 10**6)
     fee = payment * market.tasks.coordinator_fee_bps() // 10_000
     to_miners = payment - fee
     first = to_miners * config.layer_share_percent[0] // 100
+    trees = ResultTrees(leaves, miners)
     return ResultCommitment(
         task_id=task_id,
-        results_root=MerkleTree([leaf.hash() for leaf in leaves]).root,
+        results_root=trees.root,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         payment=payment,
         miner_amounts=(first, to_miners - first),
+        served_roots=trees.served_roots(),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from web3.contract.contract import ContractFunction
@@ -13,9 +14,9 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile, Vote
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import model_id, short_string
-from client_sdk.merkle import MerkleTree
-from client_sdk.results import ResultLeaf
-from demo.lifecycle import MODEL, DemoConfig, create_task, price_results, simulate_inference
+from client_sdk.inputs import input_tree
+from client_sdk.results import ResultLeaf, ResultTrees
+from demo.lifecycle import MODEL, DemoConfig, accept_task, create_task, price_results, simulate_inference
 
 UNIT = 10**6
 
@@ -43,15 +44,24 @@ def register_miner(admin: Market, miner: LocalAccount, stake: int) -> Market:
 
 
 def assigned_task(
-    admin: Market, coordinator: LocalAccount, user: LocalAccount, miners: list[LocalAccount]
+    admin: Market,
+    coordinator: LocalAccount,
+    user: LocalAccount,
+    miners: list[LocalAccount],
+    requests: list[dict[str, Any]] | None = None,
 ) -> int:
-    """A task created by `user` with the demo parameters, assigned to `miners` (each staking 200)."""
-    config = DemoConfig()
+    """A task created by `user` with the demo parameters, assigned to `miners` (each staking 200); over
+    `requests` (its input root and count) when given."""
+    config = DemoConfig() if requests is None else DemoConfig(requests=len(requests))
     for miner in miners:
         register_miner(admin, miner, config.miner_stake)
     admin.token.mint(user.address, config.max_price)
-    task_id = create_task(admin.as_account(user), config)
-    admin.as_account(coordinator).tasks.assign_task(task_id, [m.address for m in miners], config.stake_lock)
+    root = None if requests is None else input_tree(requests).root
+    task_id = create_task(admin.as_account(user), config, root)
+    acceptances = accept_task(admin, task_id, miners, config.stake_lock)
+    admin.as_account(coordinator).tasks.assign_task(
+        task_id, [m.address for m in miners], config.stake_lock, acceptances
+    )
     return task_id
 
 
@@ -59,7 +69,7 @@ def assigned_task(
 class Committed:
     task_id: int
     leaves: list[ResultLeaf]
-    tree: MerkleTree
+    trees: ResultTrees
     commitment: ResultCommitment
 
 
@@ -70,12 +80,16 @@ def committed_task(
     `miners`, priced with the demo parameters and signed by every miner."""
     config = DemoConfig()
     task_id = assigned_task(admin, coordinator, user, miners)
-    leaves = simulate_inference(task_id, config, [m.address for m in miners])
-    commitment = price_results(admin, task_id, leaves, config)
+    addresses = [m.address for m in miners]
+    leaves = simulate_inference(task_id, config, addresses)
+    commitment = price_results(admin, task_id, leaves, addresses, config)
     chain_id, registry = admin.w3.eth.chain_id, admin.deployment.task_registry
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    signatures = [
+        sign_commitment(m, commitment, served, chain_id, registry)
+        for m, served in zip(miners, commitment.served_roots, strict=True)
+    ]
     admin.as_account(coordinator).tasks.commit_results(commitment, signatures)
-    return Committed(task_id, leaves, MerkleTree([leaf.hash() for leaf in leaves]), commitment)
+    return Committed(task_id, leaves, ResultTrees(leaves, addresses), commitment)
 
 
 def govern(admin: Market, chain: Anvil, call: ContractFunction) -> None:

@@ -1,18 +1,27 @@
 """EIP-712 result commitments: Python's digest equals the contract's, Python signatures are accepted on-chain,
-and tampered or misdirected ones are rejected."""
+and tampered or misdirected ones (another served root included) are rejected; the commitment's JSON form round
+trips and names the field it lacks."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
-from client_sdk.eip712 import ResultCommitment, digest, recover_signer, sign_commitment
+from client_sdk.eip712 import (
+    ResultCommitment,
+    acceptance_signer,
+    digest,
+    recover_signer,
+    sign_acceptance,
+    sign_commitment,
+)
 from client_sdk.errors import ContractRevert
 from tests.helpers import assigned_task
 
@@ -24,19 +33,51 @@ COMMITMENTS = st.builds(
     output_tokens=st.integers(min_value=0, max_value=2**64 - 1),
     payment=st.integers(min_value=0, max_value=2**128 - 1),
     miner_amounts=st.lists(st.integers(min_value=0, max_value=2**256 - 1), max_size=6).map(tuple),
+    served_roots=st.lists(st.binary(min_size=32, max_size=32), max_size=6).map(tuple),
 )
+WORDS = st.binary(min_size=32, max_size=32)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(commitment=COMMITMENTS)
-def test_python_digest_equals_contract_digest(admin_market: Market, commitment: ResultCommitment) -> None:
+@given(commitment=COMMITMENTS, served_root=WORDS)
+def test_python_digest_equals_contract_digest(
+    admin_market: Market, commitment: ResultCommitment, served_root: bytes
+) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
-    assert digest(commitment, chain_id, registry) == admin_market.tasks.commitment_digest(commitment)
+    assert digest(commitment, served_root, chain_id, registry) == admin_market.tasks.commitment_digest(
+        commitment, served_root
+    )
+
+
+@given(commitment=COMMITMENTS)
+def test_commitment_json_round_trips(commitment: ResultCommitment) -> None:
+    assert ResultCommitment.from_json(commitment.task_id, commitment.to_json()) == commitment
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"served_roots": None}, "has no 'served_roots'"),
+        ({"results_root": "0x1234"}, "not a 32-byte hex word"),
+        ({"payment": "lots"}, "malformed"),
+        ({"miner_amounts": 5}, "malformed"),
+    ],
+)
+def test_malformed_commitment_json_names_its_problem(change: dict[str, object], message: str) -> None:
+    good = _commitment(1).to_json()
+    bad = {k: v for k, v in (good | change).items() if v is not None}
+    with pytest.raises(ValueError, match=message):
+        ResultCommitment.from_json(1, bad)
+
+
+SERVED = (b"\x33" * 32, b"\x44" * 32)
 
 
 def _commitment(task_id: int) -> ResultCommitment:
     # payment 20 tokens, 5% fee -> 19 tokens to the two miners
-    return ResultCommitment(task_id, b"\x11" * 32, 400_000, 600_000, 20_000_000, (11_400_000, 7_600_000))
+    return ResultCommitment(
+        task_id, b"\x11" * 32, 400_000, 600_000, 20_000_000, (11_400_000, 7_600_000), SERVED
+    )
 
 
 @pytest.fixture
@@ -49,8 +90,11 @@ def test_python_signatures_are_accepted_on_chain(
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
     commitment = _commitment(task)
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in (accounts[3], accounts[4])]
-    assert recover_signer(signatures[0], commitment, chain_id, registry) == accounts[3].address
+    signatures = [
+        sign_commitment(m, commitment, served, chain_id, registry)
+        for m, served in zip((accounts[3], accounts[4]), SERVED, strict=True)
+    ]
+    assert recover_signer(signatures[0], commitment, SERVED[0], chain_id, registry) == accounts[3].address
 
     admin_market.as_account(accounts[1]).tasks.commit_results(commitment, signatures)
 
@@ -61,24 +105,26 @@ def test_python_signatures_are_accepted_on_chain(
 
 
 @pytest.mark.parametrize(
-    "tamper", ["other_payment", "other_root", "wrong_key", "other_chain", "flipped_byte"]
+    "tamper", ["other_payment", "other_root", "other_served_root", "wrong_key", "other_chain", "flipped_byte"]
 )
 def test_tampered_signatures_are_rejected(
     admin_market: Market, accounts: list[LocalAccount], task: int, tamper: str
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
     commitment = _commitment(task)
-    honest = sign_commitment(accounts[3], commitment, chain_id, registry)
+    honest = sign_commitment(accounts[3], commitment, SERVED[0], chain_id, registry)
+    mine = SERVED[1]
     second = {
         "other_payment": sign_commitment(
-            accounts[4], replace(commitment, payment=19_000_000), chain_id, registry
+            accounts[4], replace(commitment, payment=19_000_000), mine, chain_id, registry
         ),
         "other_root": sign_commitment(
-            accounts[4], replace(commitment, results_root=b"\x22" * 32), chain_id, registry
+            accounts[4], replace(commitment, results_root=b"\x22" * 32), mine, chain_id, registry
         ),
-        "wrong_key": sign_commitment(accounts[5], commitment, chain_id, registry),
-        "other_chain": sign_commitment(accounts[4], commitment, chain_id + 1, registry),
-        "flipped_byte": _flip(sign_commitment(accounts[4], commitment, chain_id, registry)),
+        "other_served_root": sign_commitment(accounts[4], commitment, SERVED[0], chain_id, registry),
+        "wrong_key": sign_commitment(accounts[5], commitment, mine, chain_id, registry),
+        "other_chain": sign_commitment(accounts[4], commitment, mine, chain_id + 1, registry),
+        "flipped_byte": _flip(sign_commitment(accounts[4], commitment, mine, chain_id, registry)),
     }[tamper]
 
     with pytest.raises(ContractRevert) as caught:
@@ -90,3 +136,24 @@ def test_tampered_signatures_are_rejected(
 
 def _flip(signature: bytes) -> bytes:
     return signature[:10] + bytes([signature[10] ^ 0x01]) + signature[11:]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    task_id=st.integers(min_value=0, max_value=2**256 - 1),
+    lock=st.integers(min_value=0, max_value=2**128 - 1),
+    expiry=st.integers(min_value=0, max_value=2**64 - 1),
+)
+def test_an_acceptance_signs_the_contracts_digest(
+    admin_market: Market, accounts: list[LocalAccount], task_id: int, lock: int, expiry: int
+) -> None:
+    """The contract's AcceptTask digest is the one a Python acceptance signs: recovering the signature over
+    the contract's digest gives the miner; another task, lock or chain gives someone else."""
+    chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
+    miner = accounts[3]
+    accepted = sign_acceptance(miner, task_id, lock, expiry, chain_id, registry)
+    on_chain = admin_market.tasks.acceptance_digest(task_id, lock, expiry)
+    assert Account._recover_hash(on_chain, signature=accepted.signature) == miner.address
+    assert acceptance_signer(accepted, task_id, lock, chain_id, registry) == miner.address
+    assert acceptance_signer(accepted, task_id, lock + 1, chain_id, registry) != miner.address
+    assert acceptance_signer(accepted, task_id, lock, chain_id + 1, registry) != miner.address

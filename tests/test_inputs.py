@@ -1,5 +1,5 @@
 """Input hashing: keccak256 is Ethereum's, whatever the input and whichever thread hashes; canonical JSON is
-sorted, compact UTF-8; input leaves match abi.encode."""
+sorted, compact UTF-8; input leaves match abi.encode; a request line proves only at its own index."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from client_sdk.inputs import canonical_json, input_leaf, input_tree, line_hash
 from client_sdk.merkle import keccak256
+from client_sdk.verify import is_input_line
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -65,3 +66,27 @@ def test_input_tree_commits_to_every_line_in_order() -> None:
     root = input_tree(lines).root
     assert input_tree(list(reversed(lines))).root != root
     assert input_tree([*lines[:4], {**lines[4], "body": {"n": 5}}]).root != root
+
+
+LINES = st.lists(
+    st.builds(lambda cid, text: {"custom_id": cid, "body": {"prompt": text}}, st.text(max_size=8), st.text()),
+    min_size=1,
+    max_size=12,
+    unique_by=lambda line: line["custom_id"],
+)
+
+
+@given(lines=LINES, data=st.data())
+def test_a_request_line_is_proven_at_its_own_index_only(
+    lines: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """What a verifier checks of dispute evidence: the request line is the task's input line at that index."""
+    tree = input_tree(lines)
+    index = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+    other = data.draw(st.integers(min_value=0, max_value=len(lines) - 1))
+    proof = tree.proof(index)
+    assert is_input_line(tree.root, index, lines[index], proof)
+    assert is_input_line(tree.root, other, lines[index], proof) == (other == index)
+    edited = dict(lines[index], body={"prompt": "something else"})
+    assert not is_input_line(tree.root, index, edited, proof) or edited == lines[index]
+    assert not is_input_line(tree.root, index, {"body": {}}, proof)  # no custom_id at all

@@ -47,13 +47,15 @@ def test_a_sybil_minority_cannot_convict_honest_miners(
 
     config = DemoConfig()
     task = committed_task(admin_market, coordinator, user, miners)
-    task_id, leaves, tree, commitment = task.task_id, task.leaves, task.tree, task.commitment
+    task_id, leaves, trees, commitment = task.task_id, task.leaves, task.trees, task.commitment
 
     owner = admin_market.as_account(user)
     terms = admin_market.arbitration.config_of(task_id)
     admin_market.token.mint(user.address, terms.dispute_bond)
     owner.token.approve(owner.escrow.address, terms.dispute_bond)
-    dispute_id = owner.arbitration.open_dispute(leaves[0], tree.proof(0))  # a correct line
+    dispute_id = owner.arbitration.open_dispute(
+        leaves[0], trees.proof(0), trees.served_proofs(0)
+    )  # a correct line
 
     appellant = admin_market.as_account(miners[0])
     appeal_bonds = 0
@@ -119,7 +121,9 @@ def test_a_jury_that_never_reveals_leaves_no_decision(
     bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(task.leaves[0], task.tree.proof(0))
+    dispute_id = owner.arbitration.open_dispute(
+        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
+    )
     pool = admin_market.escrow.audit_pool()
 
     seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
@@ -179,12 +183,12 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert f"{verifier.address}: 500.000000 staked, 0.000000 of it held by jury seats; active" in idle.stdout
 
     task = committed_task(admin_market, coordinator, user, miners)
-    task_id, leaves, tree = task.task_id, task.leaves, task.tree
+    task_id, leaves, trees = task.task_id, task.leaves, task.trees
     owner = admin_market.as_account(user)
     bond = admin_market.arbitration.config_of(task_id).dispute_bond
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(leaves[0], tree.proof(0))
+    dispute_id = owner.arbitration.open_dispute(leaves[0], trees.proof(0), trees.served_proofs(0))
     chain.advance_time(1)
     chain.advance_time(1)
     admin_market.arbitration.draw_jury(dispute_id)
@@ -225,7 +229,9 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(task.leaves[0], task.tree.proof(0))
+    dispute_id = owner.arbitration.open_dispute(
+        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
+    )
 
     def cli(account: LocalAccount, *args: str) -> Result:
         env = {

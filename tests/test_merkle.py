@@ -1,17 +1,21 @@
-"""Merkle proofs built in Python verify with OpenZeppelin's MerkleProof on-chain (through the contract's own
-leaf check), for every leaf count including odd ones; a changed leaf never verifies."""
+"""Merkle proofs built in Python: sorted-pair and positional trees verify in Python for every leaf count, a
+positional proof holds at its own position only, and the chain holds each committed leaf to the miners whose
+served root contains it (the byte-level agreement with the contracts is in tests/test_protocol_vectors.py)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from eth_account.signers.local import LocalAccount
+from hypothesis import given
 from hypothesis import strategies as st
 
 from client_sdk.chain.contracts import Market
-from client_sdk.merkle import MerkleTree, verify
-from client_sdk.results import ResultLeaf
+from client_sdk.errors import ContractRevert
+from client_sdk.merkle import MerkleTree, root_at, verify
+from client_sdk.results import ResultLeaf, ResultTrees
+from tests.helpers import committed_task
 
 ADDRESS = st.binary(min_size=20, max_size=20).map(lambda b: "0x" + b.hex())
 HASH = st.binary(min_size=32, max_size=32)
@@ -55,48 +59,46 @@ def leaf_sets(draw: st.DrawFn) -> list[ResultLeaf]:
 
 @given(leaf_sets())
 def test_every_python_proof_verifies_in_python(leaves: list[ResultLeaf]) -> None:
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    for i, leaf in enumerate(leaves):
-        assert verify(tree.proof(i), tree.root, leaf.hash())
+    hashes = [leaf.hash() for leaf in leaves]
+    sorted_tree, positional = MerkleTree(hashes), MerkleTree(hashes, positional=True)
+    for i, leaf_hash in enumerate(hashes):
+        assert verify(sorted_tree.proof(i), sorted_tree.root, leaf_hash)
+        assert root_at(positional.proof(i), leaf_hash, i, len(hashes)) == positional.root
 
 
-@pytest.mark.parametrize("count", range(1, 18))
-def test_every_proof_verifies_on_chain_for_each_leaf_count(admin_market: Market, count: int) -> None:
-    leaves = leaves_for(task_id=count, count=count, seed=count)
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    for i, leaf in enumerate(leaves):
-        assert admin_market.arbitration.verify_leaf(tree.root, leaf, tree.proof(i)), f"leaf {i} of {count}"
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(leaves=leaf_sets(), data=st.data())
-def test_random_trees_on_chain_and_changed_leaves_fail(
-    admin_market: Market, leaves: list[ResultLeaf], data: st.DataObject
+def test_a_positional_proof_holds_at_its_own_position_only(
+    leaves: list[ResultLeaf], data: st.DataObject
 ) -> None:
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    index = data.draw(st.integers(min_value=0, max_value=len(leaves) - 1))
-    leaf, proof = leaves[index], tree.proof(index)
-    assert admin_market.arbitration.verify_leaf(tree.root, leaf, proof)
-
-    field = data.draw(st.sampled_from(["output_hash", "output_tokens", "pipeline", "request_index"]))
-    changed = {
-        "output_hash": replace(leaf, output_hash=bytes(32 - len(b"x")) + b"x"),
-        "output_tokens": replace(leaf, output_tokens=(leaf.output_tokens + 1) % 2**32),
-        "pipeline": replace(leaf, pipeline=(*leaf.pipeline, "0x" + "ab" * 20)),
-        "request_index": replace(leaf, request_index=(leaf.request_index + 1) % 2**32),
-    }[field]
-    if changed.hash() == leaf.hash():  # only possible if the drawn output_hash already equalled the new one
-        return
-    assert not verify(proof, tree.root, changed.hash())
-    assert not admin_market.arbitration.verify_leaf(tree.root, changed, proof)
+    hashes = [leaf.hash() for leaf in leaves]
+    tree = MerkleTree(hashes, positional=True)
+    index = data.draw(st.integers(min_value=0, max_value=len(hashes) - 1))
+    other = data.draw(st.integers(min_value=0, max_value=len(hashes)))
+    proof = tree.proof(index)
+    assert (root_at(proof, hashes[index], other, len(hashes)) == tree.root) == (other == index)
+    assert root_at([*proof, bytes(32)], hashes[index], index, len(hashes)) is None
+    if proof:
+        assert root_at(proof[:-1], hashes[index], index, len(hashes)) is None
 
 
-def test_leaf_hash_matches_contract_encoding(admin_market: Market) -> None:
-    """A one-leaf tree's root is the leaf hash itself: the contract accepts it with an empty proof only if
-    Python's double-hashed abi encoding is byte-identical to ResultLeaf.hash in Solidity."""
-    (leaf,) = leaves_for(task_id=99, count=1, seed=5)
-    assert admin_market.arbitration.verify_leaf(leaf.hash(), leaf, [])
-    assert not admin_market.arbitration.verify_leaf(leaf.hash(), replace(leaf, task_id=98), [])
+def test_the_chain_holds_each_leaf_to_the_miners_who_signed_it(
+    admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """Every committed leaf proves on-chain at its position with its served proofs and names its pipeline; a
+    changed leaf, another line's proof or proofs left out do not."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    task = committed_task(admin_market, coordinator, user, miners)
+    tasks, trees = admin_market.tasks, task.trees
+    for i, leaf in enumerate(task.leaves):
+        assert tasks.accountable_for(leaf, trees.proof(i), trees.served_proofs(i)) == list(leaf.pipeline)
+    leaf = task.leaves[1]
+    for changed in (replace(leaf, output_tokens=leaf.output_tokens + 1), replace(leaf, request_index=2)):
+        with pytest.raises(ContractRevert, match="InvalidProof"):
+            tasks.accountable_for(changed, trees.proof(1), trees.served_proofs(1))
+    with pytest.raises(ContractRevert, match="InvalidProof"):
+        tasks.accountable_for(leaf, trees.proof(2), trees.served_proofs(1))
+    with pytest.raises(ContractRevert, match="NoAccountableMiner"):
+        tasks.accountable_for(leaf, trees.proof(1), [[] for _ in leaf.pipeline])
 
 
 def test_empty_tree_and_bad_index_are_rejected() -> None:
@@ -104,3 +106,5 @@ def test_empty_tree_and_bad_index_are_rejected() -> None:
         MerkleTree([])
     with pytest.raises(IndexError, match="leaf 3 is outside a tree of 2 leaves"):
         MerkleTree([bytes(32), bytes(31) + b"\x01"]).proof(3)
+    with pytest.raises(ValueError, match="one leaf per request"):
+        ResultTrees(leaves_for(task_id=1, count=3, seed=1)[1:], [])

@@ -10,7 +10,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.client import check_value_cap
 from client_sdk.errors import ContractRevert, UserError
 from coordinator.services.lifecycle import stake_lock_room
-from demo.lifecycle import DemoConfig, create_task
+from demo.lifecycle import DemoConfig, accept_task, create_task
 from tests.helpers import UNIT, register_miner
 
 
@@ -40,8 +40,9 @@ def test_the_coordinator_assigns_exactly_as_many_miners_as_fit(
     room = stake_lock_room(max_price, terms.min_stake_lock, terms.max_value_at_risk)
     assert room == 3
     assigner = admin_market.as_account(coordinator).tasks
+    accepted = accept_task(admin_market, task_id, miners[: room + 1], lock)
     with pytest.raises(ContractRevert) as caught:
-        assigner.assign_task(task_id, [m.address for m in miners[: room + 1]], lock)
+        assigner.assign_task(task_id, [m.address for m in miners[: room + 1]], lock, accepted)
     assert caught.value.error_name == "ValueAtRiskTooHigh"
-    assigner.assign_task(task_id, [m.address for m in miners[:room]], lock)
+    assigner.assign_task(task_id, [m.address for m in miners[:room]], lock, accepted[:room])
     assert admin_market.tasks.miners_of(task_id) == [m.address for m in miners[:room]]

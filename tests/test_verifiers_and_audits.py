@@ -85,10 +85,10 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     # A committed task: one leaf per request, served by both miners.
     config = DemoConfig()
     task = committed_task(admin_market, coordinator, user, miners)
-    task_id, leaves, tree = task.task_id, task.leaves, task.tree
+    task_id, leaves, trees = task.task_id, task.leaves, task.trees
 
     with pytest.raises(ContractRevert) as caught:
-        auditor.arbitration.open_audit(leaves[0], tree.proof(0))
+        auditor.arbitration.open_audit(leaves[0], trees.proof(0), trees.served_proofs(0))
     assert (caught.value.error_name, caught.value.error_args) == ("AuditNotSealed", {"taskId": task_id})
 
     admin_market.arbitration.draw_audit(task_id)
@@ -115,11 +115,11 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
 
     other = (line + 1) % config.requests
     with pytest.raises(ContractRevert) as caught:
-        auditor.arbitration.open_audit(leaves[other], tree.proof(other))
+        auditor.arbitration.open_audit(leaves[other], trees.proof(other), trees.served_proofs(other))
     assert caught.value.error_name == "NotAuditedLine"
     assert caught.value.error_args == {"taskId": task_id, "requestIndex": other, "selectedIndex": line}
 
-    dispute_id = auditor.arbitration.open_audit(leaves[line], tree.proof(line))
+    dispute_id = auditor.arbitration.open_audit(leaves[line], trees.proof(line), trees.served_proofs(line))
     dispute = admin_market.arbitration.get_dispute(dispute_id)
     assert dispute.audit and dispute.challenger == user.address and dispute.request_index == line
     assert dispute.bond == bond and dispute.opened_at_block == admin_market.w3.eth.block_number

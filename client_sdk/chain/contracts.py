@@ -16,7 +16,7 @@ from web3.types import TxReceipt
 from client_sdk.abis import load_abi
 from client_sdk.chain.deployment import Deployment
 from client_sdk.chain.rpc import open_rpc
-from client_sdk.chain.transactions import Transactor
+from client_sdk.chain.transactions import Transactor, call_view
 from client_sdk.chain.types import (
     ArbitrationConfig,
     Audit,
@@ -31,7 +31,7 @@ from client_sdk.chain.types import (
     Verifier,
     Vote,
 )
-from client_sdk.eip712 import ResultCommitment
+from client_sdk.eip712 import Acceptance, ResultCommitment
 from client_sdk.errors import ChainError, UserError
 from client_sdk.results import ResultLeaf
 
@@ -168,8 +168,11 @@ class TaskRegistry(_Bound):
     def coordinator_fee_bps(self) -> int:
         return int(self.contract.functions.coordinatorFeeBps().call())
 
-    def commitment_digest(self, commitment: ResultCommitment) -> bytes:
-        call = self.contract.functions.commitmentDigest(commitment.task_id, commitment.as_tuple())
+    def commitment_digest(self, commitment: ResultCommitment, served_root: bytes) -> bytes:
+        """The digest the assigned miner whose served root is `served_root` signs."""
+        call = self.contract.functions.commitmentDigest(
+            commitment.task_id, commitment.as_tuple(), served_root
+        )
         return bytes(call.call())
 
     def create_task(
@@ -190,8 +193,35 @@ class TaskRegistry(_Bound):
     def cancel_task(self, task_id: int) -> TxReceipt:
         return self._send(self.contract.functions.cancelTask(task_id))
 
-    def assign_task(self, task_id: int, miners: Sequence[str], stake_lock: int) -> TxReceipt:
-        return self._send(self.contract.functions.assignTask(task_id, list(miners), stake_lock))
+    def assign_task(
+        self, task_id: int, miners: Sequence[str], stake_lock: int, acceptances: Sequence[Acceptance]
+    ) -> TxReceipt:
+        """Locks `stake_lock` of each miner's stake for the task (the coordinator), with `acceptances[i]`,
+        miner i's consent to exactly this task and lock."""
+        call = self.contract.functions.assignTask(
+            task_id, list(miners), stake_lock, [a.as_tuple() for a in acceptances]
+        )
+        return self._send(call)
+
+    def acceptance_digest(self, task_id: int, stake_lock: int, expiry: int) -> bytes:
+        """The digest a miner signs to accept the task (the contract's own computation)."""
+        return bytes(self.contract.functions.acceptanceDigest(task_id, stake_lock, expiry).call())
+
+    def served_roots_of(self, task_id: int) -> list[bytes]:
+        """The served root each assigned miner signed, in assignment order."""
+        return [bytes(root) for root in self.contract.functions.servedRootsOf(task_id).call()]
+
+    def accountable_for(
+        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+    ) -> list[str]:
+        """The miners a dispute of `leaf` would hold to account: the contract's own check, the one
+        `open_dispute` applies (ContractRevert when the leaf is not the committed one at its position, or no
+        miner vouched for it)."""
+        call = self.contract.functions.accountableFor(
+            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+        )
+        _, accountable = call_view(call)
+        return list(accountable)
 
     def commit_results(self, commitment: ResultCommitment, signatures: Sequence[bytes]) -> TxReceipt:
         call = self.contract.functions.commitResults(
@@ -256,10 +286,6 @@ class Arbitration(_Bound):
         """The configuration task `task_id` lives under (the one in force when it was created)."""
         return ArbitrationConfig(*self.contract.functions.configOf(task_id).call())
 
-    def verify_leaf(self, results_root: bytes, leaf: ResultLeaf, proof: Sequence[bytes]) -> bool:
-        """The contract's own inclusion check, the one `open_dispute` applies."""
-        return bool(self.contract.functions.verifyLeaf(results_root, leaf.as_tuple(), list(proof)).call())
-
     def get_dispute(self, dispute_id: int) -> Dispute:
         return Dispute.from_tuple(self.contract.functions.getDispute(dispute_id).call())
 
@@ -292,8 +318,14 @@ class Arbitration(_Bound):
         call = self.contract.functions.voteCommitment(dispute_id, round_index, juror, int(choice), salt)
         return bytes(call.call())
 
-    def open_dispute(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
-        call = self.contract.functions.openDispute(leaf.task_id, leaf.as_tuple(), list(proof))
+    def open_dispute(
+        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+    ) -> int:
+        """Disputes `leaf` (the task owner, with the bond approved to the escrow): `proof` places it in the
+        results, `served_proofs[k]` in the served root of its k-th pipeline miner."""
+        call = self.contract.functions.openDispute(
+            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+        )
         receipt = self._send(call)
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
@@ -334,10 +366,14 @@ class Arbitration(_Bound):
         self._send(self.contract.functions.sealAudit(task_id))
         return self.audit_of(task_id)
 
-    def open_audit(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> int:
+    def open_audit(
+        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+    ) -> int:
         """Opens the audit of the selected line (as an active verifier that is not a party of the task);
         returns the dispute id."""
-        call = self.contract.functions.openAudit(leaf.task_id, leaf.as_tuple(), list(proof))
+        call = self.contract.functions.openAudit(
+            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+        )
         receipt = self._send(call)
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])

@@ -31,10 +31,8 @@ class Transactor:
         sender = self.account.address
         try:
             gas = call.estimate_gas({"from": sender})
-        except ContractCustomError as exc:
-            raise decode_revert(_revert_data(exc)) from None
         except ContractLogicError as exc:
-            raise ContractRevert("Error", {}, f"the contract rejected the call: {exc.message}") from None
+            raise _rejection(exc) from None
         tx = call.build_transaction(
             {
                 "from": sender,
@@ -49,6 +47,20 @@ class Transactor:
         if receipt["status"] != 1:
             raise ContractRevert("Reverted", {}, f"transaction {tx_hash.hex()} reverted on-chain")
         return receipt
+
+
+def call_view(call: ContractFunction) -> Any:
+    """The result of a read-only call, a revert turned into a named error as for transactions."""
+    try:
+        return call.call()
+    except ContractLogicError as exc:
+        raise _rejection(exc) from None
+
+
+def _rejection(exc: ContractLogicError) -> ContractRevert:
+    if isinstance(exc, ContractCustomError):
+        return decode_revert(_revert_data(exc))
+    return ContractRevert("Error", {}, f"the contract rejected the call: {exc.message}")
 
 
 def _revert_data(exc: ContractCustomError) -> Any:

@@ -2,7 +2,6 @@
 pragma solidity ^0.8.24;
 
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
-import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IArbitration} from "./interfaces/IArbitration.sol";
 import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
@@ -43,8 +42,6 @@ contract Arbitration is IArbitration, AccessControl {
     using SafeCast for uint256;
 
     uint256 public constant MAX_ROUNDS = 3;
-    uint256 public constant MAX_PIPELINE = 32;
-    uint256 public constant MAX_PROOF_LENGTH = 64;
     uint256 public constant MAX_REWARD_BPS = 5_000;
     uint256 public constant MAX_NO_DECISION_FEE_BPS = 5_000;
     uint256 public constant MAX_BASE_JURY = 15;
@@ -114,17 +111,19 @@ contract Arbitration is IArbitration, AccessControl {
     /// @inheritdoc IArbitration
     /// @dev The owner must have approved the escrow for `disputeBond`. Inside the task's challenge window, or at
     /// any time while an audit of the task runs.
-    function openDispute(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        returns (uint256 disputeId)
-    {
+    function openDispute(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId) {
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
         if (task.owner != msg.sender) revert NotTaskOwner(taskId, msg.sender);
         uint256 existing = disputeOfTask[taskId];
         if (existing != 0) revert DisputeAlreadyOpen(taskId, existing);
         // Recorded before the calls out, so no callee could see the slot free.
         disputeOfTask[taskId] = disputeCount + 1;
-        disputeId = _startDispute(taskId, task, leaf, proof, false);
+        disputeId = _startDispute(taskId, task, leaf, proof, servedProofs, false);
     }
 
     /// @inheritdoc IArbitration
@@ -291,10 +290,12 @@ contract Arbitration is IArbitration, AccessControl {
     /// @dev Only an active verifier that is not a party to the task, on the selected line of a selected task.
     /// The task owner is the challenger; the bond comes from the audit pool (`AuditPoolTooSmall` when it cannot
     /// cover it). The auditor is never drawn onto the audit's jury.
-    function openAudit(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        returns (uint256 disputeId)
-    {
+    function openAudit(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId) {
         if (!verifiers.isVerifier(msg.sender)) revert NotVerifier(msg.sender);
         Audit storage audit = _audits[taskId];
         if (!audit.isSealed) revert AuditNotSealed(taskId);
@@ -308,7 +309,7 @@ contract Arbitration is IArbitration, AccessControl {
             revert AuditorIsAParty(taskId, msg.sender);
         }
         audit.disputeId = disputeCount + 1;
-        disputeId = _startDispute(taskId, task, leaf, proof, true);
+        disputeId = _startDispute(taskId, task, leaf, proof, servedProofs, true);
         emit AuditOpened(disputeId, taskId, msg.sender);
     }
 
@@ -334,15 +335,6 @@ contract Arbitration is IArbitration, AccessControl {
 
     function disputeBond() external view returns (uint256) {
         return config().disputeBond;
-    }
-
-    /// @inheritdoc IArbitration
-    function verifyLeaf(bytes32 resultsRoot, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        pure
-        returns (bool)
-    {
-        return MerkleProof.verifyCalldata(proof, resultsRoot, ResultLeaf.hash(leaf));
     }
 
     /// @inheritdoc IArbitration
@@ -386,24 +378,23 @@ contract Arbitration is IArbitration, AccessControl {
 
     // --------------------------------------------------------------------------------------------- opening
 
-    /// @dev What owner disputes and audits share: the leaf bound to the task and proven in the committed results
-    /// root; the task frozen (the registry checks status and window); round 0 opened and its bond posted.
+    /// @dev What owner disputes and audits share: the registry proves the leaf at its position in the committed
+    /// results and names the miners accountable for it (those whose own served root holds it: the dispute's
+    /// pipeline); the task frozen (the registry checks status and window); round 0 opened and its bond posted.
     function _startDispute(
         uint256 taskId,
         ITaskRegistry.Task memory task,
         ResultLeaf.Leaf calldata leaf,
         bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs,
         bool audit
     ) private returns (uint256 disputeId) {
-        if (leaf.taskId != taskId) revert LeafTaskMismatch(taskId, leaf.taskId);
-        if (proof.length > MAX_PROOF_LENGTH) revert ProofTooLong(proof.length, MAX_PROOF_LENGTH);
-        if (leaf.pipeline.length > MAX_PIPELINE) revert PipelineTooLong(leaf.pipeline.length, MAX_PIPELINE);
-        bytes32 leafHash = ResultLeaf.hash(leaf);
-        if (!MerkleProof.verifyCalldata(proof, task.resultsRoot, leafHash)) revert InvalidProof();
+        (bytes32 leafHash, address[] memory accountable) =
+            taskRegistry.accountableFor(taskId, leaf, proof, servedProofs);
 
         disputeId = ++disputeCount;
         Dispute storage dispute = _record(disputeId, task.owner, leaf, leafHash, audit);
-        _pipelines[disputeId] = leaf.pipeline;
+        _pipelines[disputeId] = accountable;
         taskRegistry.markDisputed(taskId);
         address payer = audit ? address(0) : task.owner;
         uint64 seedBlock = _openRound(disputeId, dispute.terms, 0, dispute.bond, payer, true);

@@ -5,15 +5,19 @@ import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "./interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
+import {ResultLeaf} from "./libraries/ResultLeaf.sol";
+import {PositionalMerkle} from "./libraries/PositionalMerkle.sol";
 
 /// @title TaskRegistry
 /// @notice The life of one batch task: created with its maximum price escrowed, assigned to a set of miners
-/// (locking part of their stake), results committed as one Merkle root signed by every assigned miner, a
-/// challenge window, then finalized into pull-payment balances. Gas per task is independent of the number of
+/// (locking part of their stake), results committed as one positional Merkle root of exactly one leaf per request,
+/// each assigned miner signing it together with the root of the leaves it served itself (so a miner vouches for,
+/// and can be slashed over, only what it served), a challenge window, then finalized into pull-payment balances. Gas per task is independent of the number of
 /// requests in the batch: only hashes and counters are stored. The challenge window, fee, fee recipient, minimum
 /// stake lock and value-at-risk cap in force when a task is created apply to it for its whole life.
 contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
@@ -28,13 +32,19 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
 
     /// @notice EIP-712 type of the message every assigned miner signs before results are committed.
     bytes32 public constant RESULT_COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts)"
+        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32 servedRoot)"
     );
+
+    /// @notice EIP-712 type of a miner's consent to one task's stake lock.
+    bytes32 public constant ACCEPT_TASK_TYPEHASH =
+        keccak256("AcceptTask(uint256 taskId,uint128 stakeLock,uint64 expiry)");
 
     uint256 public constant MAX_MINERS_PER_TASK = 32;
     uint256 public constant MAX_FEE_BPS = 2_000;
     uint256 public constant MAX_TASK_DURATION = 90 days;
     uint256 public constant MIN_CHALLENGE_WINDOW = 1 minutes;
+    /// @notice Longest Merkle proof accepted (a tree of 2^64 leaves).
+    uint256 public constant MAX_PROOF_LENGTH = 64;
     uint256 private constant BPS = 10_000;
 
     IGPURegistry public immutable gpuRegistry;
@@ -57,6 +67,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     mapping(uint256 taskId => Task) private _tasks;
     mapping(uint256 taskId => address[]) private _miners;
     mapping(uint256 taskId => uint256[]) private _minerAmounts;
+    mapping(uint256 taskId => bytes32[]) private _servedRoots;
     mapping(uint256 taskId => TaskTerms) private _terms;
     mapping(uint256 taskId => address) private _coordinators;
     mapping(uint256 taskId => uint256) private _openDisputes;
@@ -139,21 +150,23 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     // ----------------------------------------------------------------------------------- coordinator actions
 
     /// @inheritdoc ITaskRegistry
-    function assignTask(uint256 taskId, address[] calldata miners, uint128 stakeLock)
-        external
-        onlyRole(COORDINATOR_ROLE)
-        whenNotPaused
-    {
+    /// @dev The lock lasts until the task settles, expires or loses a dispute; a miner consents to the task's
+    /// deadline and terms when it signs, and no one can lock its stake without that signature.
+    function assignTask(
+        uint256 taskId,
+        address[] calldata miners,
+        uint128 stakeLock,
+        Acceptance[] calldata acceptances
+    ) external onlyRole(COORDINATOR_ROLE) whenNotPaused {
         Task storage task = _existing(taskId);
         _requireStatus(taskId, task, TaskStatus.Open);
         if (block.timestamp > task.deadline) revert DeadlinePassed(taskId, task.deadline);
         if (miners.length == 0 || miners.length > MAX_MINERS_PER_TASK) {
             revert BadMinerCount(miners.length, MAX_MINERS_PER_TASK);
         }
+        if (acceptances.length != miners.length) revert LengthMismatch(miners.length, acceptances.length);
         TaskTerms storage terms = _terms[taskId];
-        if (stakeLock < terms.minStakeLock) revert StakeLockTooLow(stakeLock, terms.minStakeLock);
-        uint256 valueAtRisk = uint256(task.maxPrice) + uint256(stakeLock) * miners.length;
-        if (valueAtRisk > terms.maxValueAtRisk) revert ValueAtRiskTooHigh(valueAtRisk, terms.maxValueAtRisk);
+        _checkStakeLock(task, terms, stakeLock, miners.length);
         for (uint256 i = 0; i < miners.length; ++i) {
             address miner = miners[i];
             for (uint256 j = 0; j < i; ++j) {
@@ -163,6 +176,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
             if (!gpuRegistry.supportsModel(miner, task.modelId)) {
                 revert ModelNotSupported(miner, task.modelId);
             }
+            _checkConsent(taskId, miner, stakeLock, acceptances[i]);
             gpuRegistry.lockStake(miner, stakeLock);
         }
         _miners[taskId] = miners;
@@ -196,15 +210,44 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         task.committedAt = block.timestamp.toUint64();
         task.status = TaskStatus.ResultsCommitted;
         _minerAmounts[taskId] = c.minerAmounts;
+        _servedRoots[taskId] = c.servedRoots;
         emit ResultsCommitted(
             taskId, c.resultsRoot, c.inputTokens, c.outputTokens, c.payment, fee, c.minerAmounts
         );
     }
 
-    /// @dev The miners' amounts must add up to the payment less the coordinator fee; returns the fee.
+    /// @dev At least the task's minimum, at most the larger of its maximum price (what the miners can earn from
+    /// it) and that minimum, and within the value-at-risk cap with every miner's lock.
+    function _checkStakeLock(Task storage task, TaskTerms storage terms, uint128 stakeLock, uint256 count)
+        private
+        view
+    {
+        if (stakeLock < terms.minStakeLock) revert StakeLockTooLow(stakeLock, terms.minStakeLock);
+        uint256 maxLock = task.maxPrice > terms.minStakeLock ? task.maxPrice : terms.minStakeLock;
+        if (stakeLock > maxLock) revert StakeLockTooHigh(stakeLock, maxLock);
+        uint256 valueAtRisk = uint256(task.maxPrice) + uint256(stakeLock) * count;
+        if (valueAtRisk > terms.maxValueAtRisk) revert ValueAtRiskTooHigh(valueAtRisk, terms.maxValueAtRisk);
+    }
+
+    /// @dev The miner's registered signer must have accepted exactly this task and lock, and not too long ago.
+    function _checkConsent(uint256 taskId, address miner, uint128 stakeLock, Acceptance calldata a)
+        private
+        view
+    {
+        if (block.timestamp > a.expiry) revert AcceptanceExpired(miner, a.expiry);
+        bytes32 digest = acceptanceDigest(taskId, stakeLock, a.expiry);
+        (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, a.signature);
+        if (err != ECDSA.RecoverError.NoError || recovered != gpuRegistry.signerOf(miner)) {
+            revert NoConsent(miner, recovered);
+        }
+    }
+
+    /// @dev One amount and one served root per assigned miner; the amounts must add up to the payment less the
+    /// coordinator fee; returns the fee.
     function _checkShares(uint256 taskId, Commitment calldata c) private view returns (uint128 fee) {
         uint256 count = _miners[taskId].length;
         if (c.minerAmounts.length != count) revert LengthMismatch(count, c.minerAmounts.length);
+        if (c.servedRoots.length != count) revert LengthMismatch(count, c.servedRoots.length);
         fee = (uint256(c.payment) * _terms[taskId].coordinatorFeeBps / BPS).toUint128();
         uint256 minerTotal;
         for (uint256 i = 0; i < count; ++i) {
@@ -213,7 +256,8 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         if (minerTotal != c.payment - fee) revert SharesDoNotAddUp(minerTotal, c.payment - fee);
     }
 
-    /// @dev Every assigned miner's registered signer must have signed exactly this commitment.
+    /// @dev Every assigned miner's registered signer must have signed exactly this commitment with its own served
+    /// root.
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         private
         view
@@ -221,8 +265,8 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         address[] storage miners = _miners[taskId];
         uint256 count = miners.length;
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
-        bytes32 digest = commitmentDigest(taskId, c);
         for (uint256 i = 0; i < count; ++i) {
+            bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
             address expected = gpuRegistry.signerOf(miners[i]);
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
             if (err != ECDSA.RecoverError.NoError || recovered != expected) {
@@ -384,7 +428,25 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     }
 
     /// @inheritdoc ITaskRegistry
-    function commitmentDigest(uint256 taskId, Commitment calldata c) public view returns (bytes32) {
+    function acceptanceDigest(uint256 taskId, uint128 stakeLock, uint64 expiry)
+        public
+        view
+        returns (bytes32)
+    {
+        return _hashTypedDataV4(keccak256(abi.encode(ACCEPT_TASK_TYPEHASH, taskId, stakeLock, expiry)));
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function servedRootsOf(uint256 taskId) external view returns (bytes32[] memory) {
+        return _servedRoots[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function commitmentDigest(uint256 taskId, Commitment calldata c, bytes32 servedRoot)
+        public
+        view
+        returns (bytes32)
+    {
         return _hashTypedDataV4(
             keccak256(
                 abi.encode(
@@ -394,10 +456,53 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
                     c.inputTokens,
                     c.outputTokens,
                     c.payment,
-                    keccak256(abi.encodePacked(c.minerAmounts))
+                    keccak256(abi.encodePacked(c.minerAmounts)),
+                    servedRoot
                 )
             )
         );
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev A pipeline entry that is not an assigned miner, has no served root, repeats an earlier entry or whose
+    /// served proof fails is left out: the coordinator writes pipelines, and only a miner's own signature binds it.
+    function accountableFor(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external view returns (bytes32 leafHash, address[] memory accountable) {
+        if (leaf.taskId != taskId) revert LeafTaskMismatch(taskId, leaf.taskId);
+        uint256 length = leaf.pipeline.length;
+        if (length > MAX_MINERS_PER_TASK) revert PipelineTooLong(length, MAX_MINERS_PER_TASK);
+        if (servedProofs.length != length) revert LengthMismatch(length, servedProofs.length);
+        _checkProofLength(proof.length);
+        Task storage task = _tasks[taskId];
+        leafHash = ResultLeaf.hash(leaf);
+        bytes32 root = PositionalMerkle.rootOf(proof, leafHash, leaf.requestIndex, task.requestCount);
+        if (task.resultsRoot == bytes32(0) || root != task.resultsRoot) revert InvalidProof();
+
+        address[] storage miners = _miners[taskId];
+        bytes32[] storage served = _servedRoots[taskId];
+        accountable = new address[](length);
+        uint256 found;
+        for (uint256 k = 0; k < length; ++k) {
+            _checkProofLength(servedProofs[k].length);
+            address miner = leaf.pipeline[k];
+            for (uint256 i = 0; i < miners.length; ++i) {
+                if (miners[i] != miner) continue;
+                bytes32 servedRoot = served[i];
+                if (
+                    servedRoot != bytes32(0) && !_contains(accountable, miner)
+                        && MerkleProof.verifyCalldata(servedProofs[k], servedRoot, leafHash)
+                ) accountable[found++] = miner;
+                break;
+            }
+        }
+        if (found == 0) revert NoAccountableMiner(taskId, leaf.requestIndex);
+        assembly ("memory-safe") {
+            mstore(accountable, found)
+        }
     }
 
     // --------------------------------------------------------------------------------------------- internal
@@ -441,7 +546,11 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         }
     }
 
-    function _contains(address[] calldata list, address item) private pure returns (bool) {
+    function _checkProofLength(uint256 length) private pure {
+        if (length > MAX_PROOF_LENGTH) revert ProofTooLong(length, MAX_PROOF_LENGTH);
+    }
+
+    function _contains(address[] memory list, address item) private pure returns (bool) {
         for (uint256 i = 0; i < list.length; ++i) {
             if (list[i] == item) return true;
         }

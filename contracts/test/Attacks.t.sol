@@ -13,6 +13,7 @@ import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
 import {IPaymentEscrow as IE} from "../src/interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry as IV} from "../src/interfaces/IVerifierRegistry.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+import {ResultTree} from "./utils/ResultTree.sol";
 
 /// @notice A token that keeps 1% of every transfer: the escrow and the verifier registry must refuse it.
 contract FeeOnTransferToken is ERC20 {
@@ -60,13 +61,6 @@ contract AttacksTest is BaseTest {
             _registerVerifier(list[i], seatsEach * MIN_VERIFIER_STAKE);
         }
         vm.roll(block.number + 1);
-    }
-
-    function _in(address[] memory list, address item) internal pure returns (bool) {
-        for (uint256 i = 0; i < list.length; ++i) {
-            if (list[i] == item) return true;
-        }
-        return false;
     }
 
     /// @dev Draws the current round; jurors in `liars` vote `lie`, everyone else votes `truth`.
@@ -261,7 +255,7 @@ contract AttacksTest is BaseTest {
         vm.prank(alice);
         id = tasks.createTask(p);
         _assign(id, _miners(3));
-        _commit(id, _commitment(_rootOf(_standardLeaves(id)), PAYMENT, 3));
+        _commitLeaves(id, _standardLeaves(id), PAYMENT);
     }
 
     function _selectedAudit(uint256 id) internal returns (uint256 line) {
@@ -279,7 +273,7 @@ contract AttacksTest is BaseTest {
         uint256 line = arbitration.auditOf(id).requestIndex;
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(auditor);
-        return arbitration.openAudit(id, leaves[line], _proofOf(leaves, line));
+        return arbitration.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
     }
 
     /// @dev A heavily staked auditor opens an audit and is never drawn onto its jury; a task's miner cannot
@@ -391,7 +385,82 @@ contract AttacksTest is BaseTest {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(verifiers[0]);
         vm.expectRevert(abi.encodeWithSelector(IA.TaskNotSelected.selector, id));
-        arbitration.openAudit(id, leaves[0], _proofOf(leaves, 0));
+        arbitration.openAudit(id, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
+    }
+
+    // ---- framing a miner
+
+    /// @dev Leaf 0 names a spare miner beside its real pipeline, leaf 3 names only the spare; the spare served
+    /// nothing, so it signs an empty served root, as an honest node does.
+    function _framingTask() internal returns (uint256 id, ResultLeaf.Leaf[] memory leaves) {
+        id = _assignedTask(alice, 4);
+        leaves = _standardLeaves(id);
+        address spare = miners[3];
+        address[] memory framed = new address[](3);
+        (framed[0], framed[1], framed[2]) = (miners[0], miners[1], spare);
+        leaves[0].pipeline = framed;
+        leaves[3].pipeline = new address[](1);
+        leaves[3].pipeline[0] = spare;
+        IT.Commitment memory c = _commitment(_rootOf(leaves), PAYMENT, 4);
+        c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(id));
+        c.servedRoots[3] = bytes32(0);
+        _commit(id, c);
+        _fund(alice, address(escrow), DISPUTE_BOND);
+    }
+
+    /// @dev The coordinator writes a spare miner into pipelines of lines it never served, and the owner disputes
+    /// them: a line only the spare is named on cannot be disputed at all (with no proof or a made-up one), and a
+    /// conviction on a line it was added to slashes only the miners whose own signature covers the line. The spare
+    /// ends with its whole stake, free.
+    function test_attack_spareMinerCannotBeFramed() public {
+        honest = _newVerifiers("juror", 12, 1);
+        (uint256 id, ResultLeaf.Leaf[] memory leaves) = _framingTask();
+        bytes32[][] memory madeUp = new bytes32[][](1);
+        madeUp[0] = new bytes32[](1);
+        madeUp[0][0] = keccak256("made up");
+        vm.startPrank(alice);
+        vm.expectRevert(abi.encodeWithSelector(IT.NoAccountableMiner.selector, id, 3));
+        arbitration.openDispute(id, leaves[3], _proofOf(leaves, 3), new bytes32[][](1));
+        vm.expectRevert(abi.encodeWithSelector(IT.NoAccountableMiner.selector, id, 3));
+        arbitration.openDispute(id, leaves[3], _proofOf(leaves, 3), madeUp);
+        uint256 d = arbitration.openDispute(id, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
+        vm.stopPrank();
+        assertEq(
+            arbitration.pipelineOf(d), _pair(miners[0], miners[1]), "only the miners who signed the line"
+        );
+        _decide(d, AT_FAULT);
+
+        uint256 reward = 2 * STAKE_LOCK / 10;
+        assertEq(_free(miners[3]), MINER_STAKE, "the spare keeps its whole stake");
+        assertEq(_locked(miners[3]), 0);
+        assertEq(_free(miners[2]), MINER_STAKE, "a miner of other lines is unlocked");
+        assertEq(_free(miners[0]), MINER_STAKE - STAKE_LOCK);
+        assertEq(_free(miners[1]), MINER_STAKE - STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + 2 * STAKE_LOCK - reward);
+        assertEq(escrow.balanceOf(miners[3]), 0);
+        _assertEscrowSolvent();
+    }
+
+    /// @dev The owner hands in a made-up served proof for the spare named on a line: the spare still is no party
+    /// to the dispute (it cannot appeal and is not slashed), and only the line's real miners answer for it.
+    function test_attack_madeUpServedProofBindsNoOne() public {
+        honest = _newVerifiers("juror", 12, 1);
+        (uint256 id, ResultLeaf.Leaf[] memory leaves) = _framingTask();
+        bytes32[][] memory served = _servedProofs(leaves, 0);
+        served[2] = _proofOf(leaves, 0); // a proof of something else, for the spare
+        vm.prank(alice);
+        uint256 d = arbitration.openDispute(id, leaves[0], _proofOf(leaves, 0), served);
+        assertEq(arbitration.pipelineOf(d), _pair(miners[0], miners[1]));
+        _runRound(d, AT_FAULT);
+        vm.prank(miners[3]);
+        vm.expectRevert(abi.encodeWithSelector(IA.NotAParty.selector, d, miners[3]));
+        arbitration.appeal(d);
+        _warpPastAppeal(d);
+        arbitration.resolve(d);
+        assertEq(_free(miners[3]), MINER_STAKE);
+        assertEq(_locked(miners[3]), 0);
+        assertEq(_free(miners[0]), MINER_STAKE - STAKE_LOCK);
+        _assertEscrowSolvent();
     }
 
     // ---- randomness and delay
@@ -522,7 +591,7 @@ contract AttacksTest is BaseTest {
         c.disputeBond = 50e6;
         arbitration.setConfig(c);
         vm.stopPrank();
-        _commit(id, _commitment(_rootOf(_standardLeaves(id)), PAYMENT, 3));
+        _commitLeaves(id, _standardLeaves(id), PAYMENT);
         assertEq(tasks.challengeEndsAt(id), block.timestamp + CHALLENGE_WINDOW);
         assertEq(arbitration.configOf(id).disputeBond, DISPUTE_BOND);
         uint256 d = _openDisputeWithBond(id, 0, DISPUTE_BOND);
@@ -539,14 +608,14 @@ contract AttacksTest is BaseTest {
         assertEq(arbitration.configOf(later).disputeBond, 50e6);
         vm.prank(coordinator);
         vm.expectRevert(abi.encodeWithSelector(IT.ValueAtRiskTooHigh.selector, MAX_PRICE + STAKE_LOCK, 1));
-        tasks.assignTask(later, _miners(1), STAKE_LOCK);
+        tasks.assignTask(later, _miners(1), STAKE_LOCK, _acceptances(tasks, later, _miners(1), STAKE_LOCK));
     }
 
     function _openDisputeWithBond(uint256 id, uint256 line, uint256 bond) internal returns (uint256) {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         _fund(alice, address(escrow), bond);
         vm.prank(alice);
-        return arbitration.openDispute(id, leaves[line], _proofOf(leaves, line));
+        return arbitration.openDispute(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
     }
 
     /// @dev A task whose price and stake locks exceed what a jury is priced to protect cannot be assigned.
@@ -558,6 +627,98 @@ contract AttacksTest is BaseTest {
                 IT.ValueAtRiskTooHigh.selector, MAX_VALUE_AT_RISK + 2 * STAKE_LOCK, MAX_VALUE_AT_RISK
             )
         );
-        tasks.assignTask(id, _miners(2), STAKE_LOCK);
+        tasks.assignTask(id, _miners(2), STAKE_LOCK, _acceptances(tasks, id, _miners(2), STAKE_LOCK));
+    }
+
+    // ---- stake locks need consent
+
+    function _tryAssign(
+        uint256 id,
+        address[] memory list,
+        uint128 lock,
+        IT.Acceptance[] memory a,
+        bytes memory err
+    ) internal {
+        vm.prank(coordinator);
+        vm.expectRevert(err);
+        tasks.assignTask(id, list, lock, a);
+    }
+
+    function _assertUnlocked(uint256 id) internal view {
+        for (uint256 i = 0; i < 2; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE);
+            assertEq(_locked(miners[i]), 0);
+        }
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Open));
+    }
+
+    /// @dev The coordinator tries to lock two miners' stake with no signature, with their acceptance of another
+    /// task, and with their acceptance of a smaller lock: every attempt fails and both stakes stay whole and free.
+    function test_attack_stakeLockNeedsConsent() public {
+        uint256 id = _createTask(alice, MAX_PRICE);
+        uint256 other = _createTask(bob, MAX_PRICE);
+        address[] memory two = _miners(2);
+
+        IT.Acceptance[] memory none = _acceptances(tasks, id, two, STAKE_LOCK);
+        none[1].signature = "";
+        _tryAssign(
+            id, two, STAKE_LOCK, none, abi.encodeWithSelector(IT.NoConsent.selector, miners[1], address(0))
+        );
+
+        IT.Acceptance[] memory forOther = _acceptances(tasks, other, two, STAKE_LOCK);
+        vm.prank(coordinator);
+        vm.expectPartialRevert(IT.NoConsent.selector);
+        tasks.assignTask(id, two, STAKE_LOCK, forOther);
+
+        IT.Acceptance[] memory smaller = _acceptances(tasks, id, two, STAKE_LOCK);
+        vm.prank(coordinator);
+        vm.expectPartialRevert(IT.NoConsent.selector);
+        tasks.assignTask(id, two, 2 * STAKE_LOCK, smaller);
+        _assertUnlocked(id);
+    }
+
+    /// @dev Consent signed by the miner's own address instead of its registered signer, or used after its expiry,
+    /// locks nothing.
+    function test_attack_staleOrForeignConsentRefused() public {
+        uint256 id = _createTask(alice, MAX_PRICE);
+        address[] memory two = _miners(2);
+        (address ownerKeyAddress, uint256 ownerKey) = makeAddrAndKey("miner0 own key");
+        IT.Acceptance[] memory a = _acceptances(tasks, id, two, STAKE_LOCK);
+        bytes memory honest = a[0].signature;
+        (uint8 v, bytes32 r, bytes32 sg) =
+            vm.sign(ownerKey, _acceptanceDigest(address(tasks), id, STAKE_LOCK, a[0].expiry));
+        a[0].signature = abi.encodePacked(r, sg, v);
+        _tryAssign(
+            id, two, STAKE_LOCK, a, abi.encodeWithSelector(IT.NoConsent.selector, miners[0], ownerKeyAddress)
+        );
+
+        a[0].signature = honest;
+        vm.warp(a[0].expiry + 1);
+        _tryAssign(
+            id,
+            two,
+            STAKE_LOCK,
+            a,
+            abi.encodeWithSelector(IT.AcceptanceExpired.selector, miners[0], a[0].expiry)
+        );
+        _assertUnlocked(id);
+    }
+
+    /// @dev A one-unit task cannot lock more than the minimum stake lock, even with consent: the lock is bounded by
+    /// what the task can pay (its maximum price) or the protocol's minimum, whichever is larger.
+    function test_attack_tinyTaskCannotLockLargeStake() public {
+        uint256 id = _createTask(alice, 1);
+        address[] memory one = _miners(1);
+        uint128 large = 100 * STAKE_LOCK;
+        _tryAssign(
+            id,
+            one,
+            large,
+            _acceptances(tasks, id, one, large),
+            abi.encodeWithSelector(IT.StakeLockTooHigh.selector, large, MIN_STAKE_LOCK)
+        );
+        assertEq(_locked(miners[0]), 0);
+        _assign(id, one);
+        assertEq(_locked(miners[0]), MIN_STAKE_LOCK, "the minimum, with consent");
     }
 }

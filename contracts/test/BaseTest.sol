@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {Test} from "forge-std/Test.sol";
 import {Deploy} from "../script/Deploy.s.sol";
 import {MockStablecoin} from "../src/MockStablecoin.sol";
 import {GPURegistry} from "../src/GPURegistry.sol";
@@ -15,6 +14,7 @@ import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
 import {ResultTree} from "./utils/ResultTree.sol";
+import {Consent} from "./utils/Consent.sol";
 
 /// @notice Runs the deploy script's `deploy` as `run` does: creations and role grants are broadcast from `p.admin`.
 contract DeployHarness is Deploy {
@@ -31,7 +31,7 @@ contract DeployHarness is Deploy {
 }
 
 /// @notice Deploys the market through the deploy script; helpers for every step of a task's life.
-abstract contract BaseTest is Test {
+abstract contract BaseTest is Consent {
     // The deploy script's defaults.
     uint256 internal constant MIN_STAKE = 100e6;
     uint256 internal constant UNBONDING = 14 days;
@@ -57,7 +57,8 @@ abstract contract BaseTest is Test {
     uint128 internal constant MAX_PRICE = 100e6;
     /// @dev The fee and the miners' split both round.
     uint128 internal constant PAYMENT = 77_777_777;
-    uint32 internal constant REQUESTS = 100;
+    /// @dev One per standard leaf: the results tree holds exactly one leaf per request.
+    uint32 internal constant REQUESTS = 4;
     uint64 internal constant TASK_DURATION = 7 days;
     uint64 internal constant INPUT_TOKENS = 123_456;
     uint64 internal constant OUTPUT_TOKENS = 654_321;
@@ -73,7 +74,7 @@ abstract contract BaseTest is Test {
     bytes32 internal constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     bytes32 internal constant COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts)"
+        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32 servedRoot)"
     );
 
     address internal admin = makeAddr("admin");
@@ -234,11 +235,16 @@ abstract contract BaseTest is Test {
         }
     }
 
-    function _keyOf(address miner) internal view returns (uint256) {
+    /// @dev Signer keys of miners a test registers beside the standard ones.
+    mapping(address miner => uint256) internal extraSignerKeys;
+
+    /// @dev The signer key of a standard or extra miner; for anyone else a key that is no one's signer.
+    function _keyOf(address miner) internal view override returns (uint256) {
         for (uint256 i = 0; i < miners.length; ++i) {
             if (miners[i] == miner) return signerKeys[i];
         }
-        revert("BaseTest: unknown miner");
+        uint256 extra = extraSignerKeys[miner];
+        return extra != 0 ? extra : uint256(keccak256(abi.encode("not a signer", miner))) % (2 ** 255);
     }
 
     // ---- tasks
@@ -262,7 +268,7 @@ abstract contract BaseTest is Test {
 
     function _assign(uint256 taskId, address[] memory list) internal {
         vm.prank(coordinator);
-        tasks.assignTask(taskId, list, STAKE_LOCK);
+        tasks.assignTask(taskId, list, STAKE_LOCK, _acceptances(tasks, taskId, list, STAKE_LOCK));
     }
 
     function _assignedTask(address owner, uint256 minerCount) internal returns (uint256 taskId) {
@@ -294,12 +300,17 @@ abstract contract BaseTest is Test {
             inputTokens: INPUT_TOKENS,
             outputTokens: OUTPUT_TOKENS,
             payment: payment,
-            minerAmounts: _split(payment - _fee(payment), minerCount)
+            minerAmounts: _split(payment - _fee(payment), minerCount),
+            servedRoots: new bytes32[](minerCount)
         });
     }
 
     /// @dev The EIP-712 digest, computed from the spec, not read from the contract.
-    function _digest(uint256 taskId, ITaskRegistry.Commitment memory c) internal view returns (bytes32) {
+    function _digest(uint256 taskId, ITaskRegistry.Commitment memory c, bytes32 servedRoot)
+        internal
+        view
+        returns (bytes32)
+    {
         bytes32 domain = keccak256(
             abi.encode(
                 DOMAIN_TYPEHASH,
@@ -317,7 +328,8 @@ abstract contract BaseTest is Test {
                 c.inputTokens,
                 c.outputTokens,
                 c.payment,
-                keccak256(abi.encodePacked(c.minerAmounts))
+                keccak256(abi.encodePacked(c.minerAmounts)),
+                servedRoot
             )
         );
         return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
@@ -328,7 +340,7 @@ abstract contract BaseTest is Test {
         return abi.encodePacked(r, s, v);
     }
 
-    /// @dev One signature per assigned miner, by its registered signer's key.
+    /// @dev One signature per assigned miner, by its registered signer's key, over its own served root.
     function _signatures(uint256 taskId, ITaskRegistry.Commitment memory c)
         internal
         view
@@ -342,10 +354,10 @@ abstract contract BaseTest is Test {
         view
         returns (bytes[] memory sigs)
     {
-        bytes32 digest = _digest(taskId, c);
         sigs = new bytes[](assigned.length);
         for (uint256 i = 0; i < assigned.length; ++i) {
-            sigs[i] = _signDigest(_keyOf(assigned[i]), digest);
+            bytes32 served = i < c.servedRoots.length ? c.servedRoots[i] : bytes32(0);
+            sigs[i] = _signDigest(_keyOf(assigned[i]), _digest(taskId, c, served));
         }
     }
 
@@ -403,10 +415,34 @@ abstract contract BaseTest is Test {
         return ResultTree.proof(ResultTree.hashLeaves(leaves), index);
     }
 
+    /// @dev For each miner of `leaves[index]`'s pipeline, the proof of that leaf in its served tree.
+    function _servedProofs(ResultLeaf.Leaf[] memory leaves, uint256 index)
+        internal
+        pure
+        returns (bytes32[][] memory)
+    {
+        return ResultTree.servedProofs(leaves, index);
+    }
+
+    /// @dev Commits `leaves` for `payment`: their positional root and every assigned miner's served root.
+    function _commitLeaves(uint256 taskId, ResultLeaf.Leaf[] memory leaves, uint128 payment) internal {
+        ITaskRegistry.Commitment memory c =
+            _commitment(_rootOf(leaves), payment, tasks.minersOf(taskId).length);
+        c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(taskId));
+        _commit(taskId, c);
+    }
+
+    function _in(address[] memory list, address item) internal pure returns (bool) {
+        for (uint256 i = 0; i < list.length; ++i) {
+            if (list[i] == item) return true;
+        }
+        return false;
+    }
+
     /// @dev A task for MAX_PRICE, assigned to miners 0..2, standard leaves committed for PAYMENT.
     function _committedTask(address owner) internal returns (uint256 taskId) {
         taskId = _assignedTask(owner, 3);
-        _commit(taskId, _commitment(_rootOf(_standardLeaves(taskId)), PAYMENT, 3));
+        _commitLeaves(taskId, _standardLeaves(taskId), PAYMENT);
     }
 
     // ---- disputes
@@ -416,7 +452,9 @@ abstract contract BaseTest is Test {
         address owner = tasks.getTask(taskId).owner;
         _fund(owner, address(escrow), arbitration.disputeBond());
         vm.prank(owner);
-        return arbitration.openDispute(taskId, leaves[leafIndex], _proofOf(leaves, leafIndex));
+        return arbitration.openDispute(
+            taskId, leaves[leafIndex], _proofOf(leaves, leafIndex), _servedProofs(leaves, leafIndex)
+        );
     }
 
     // ---- juries

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {BaseTest} from "./BaseTest.sol";
 import {ResultTree} from "./utils/ResultTree.sol";
@@ -83,19 +82,20 @@ contract FuzzTest is BaseTest {
         assertEq(registry.stakeOf(m).free, total - unstake);
     }
 
+    /// @dev A lock between the minimum and the task's maximum price (what its miners can earn) is taken with the
+    /// miners' consent; any other is refused.
     function testFuzz_assign_stakeLockAmount(uint256 lock) public {
-        lock = bound(lock, 0, 2 * MINER_STAKE);
+        lock = bound(lock, 0, 2 * MAX_PRICE);
         uint256 id = _createTask(alice, MAX_PRICE);
+        IT.Acceptance[] memory accepted = _acceptances(tasks, id, _miners(2), SafeCast.toUint128(lock));
         vm.prank(coordinator);
         if (lock < MIN_STAKE_LOCK) {
             vm.expectRevert(abi.encodeWithSelector(IT.StakeLockTooLow.selector, lock, MIN_STAKE_LOCK));
-        } else if (lock > MINER_STAKE) {
-            vm.expectRevert(
-                abi.encodeWithSelector(IG.InsufficientFreeStake.selector, miners[0], lock, MINER_STAKE)
-            );
+        } else if (lock > MAX_PRICE) {
+            vm.expectRevert(abi.encodeWithSelector(IT.StakeLockTooHigh.selector, lock, MAX_PRICE));
         }
-        tasks.assignTask(id, _miners(2), SafeCast.toUint128(lock));
-        if (lock < MIN_STAKE_LOCK || lock > MINER_STAKE) return;
+        tasks.assignTask(id, _miners(2), SafeCast.toUint128(lock), accepted);
+        if (lock < MIN_STAKE_LOCK || lock > MAX_PRICE) return;
         assertEq(_locked(miners[0]), lock);
         assertEq(_locked(miners[1]), lock);
         vm.warp(uint256(tasks.getTask(id).deadline) + 1);
@@ -241,7 +241,7 @@ contract FuzzTest is BaseTest {
         } else {
             vm.startPrank(coordinator);
             vm.expectRevert(abi.encodeWithSelector(IT.DeadlinePassed.selector, open, deadline));
-            tasks.assignTask(open, _miners(2), STAKE_LOCK);
+            tasks.assignTask(open, _miners(2), STAKE_LOCK, _acceptances(tasks, open, _miners(2), STAKE_LOCK));
             vm.expectRevert(abi.encodeWithSelector(IT.DeadlinePassed.selector, assigned, deadline));
             tasks.commitResults(assigned, c, sigs);
             vm.stopPrank();
@@ -259,6 +259,7 @@ contract FuzzTest is BaseTest {
         assertEq(endsAt, block.timestamp + CHALLENGE_WINDOW);
         ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
         bytes32[] memory proof = _proofOf(ls, 0);
+        bytes32[][] memory served = _servedProofs(ls, 0);
         _fund(alice, address(escrow), DISPUTE_BOND);
 
         vm.warp(block.timestamp + _nearEdge(wait, CHALLENGE_WINDOW));
@@ -266,12 +267,12 @@ contract FuzzTest is BaseTest {
             vm.expectRevert(abi.encodeWithSelector(IT.ChallengeWindowOpen.selector, id, endsAt));
             tasks.finalizeTask(id);
             vm.prank(alice);
-            arbitration.openDispute(id, ls[0], proof);
+            arbitration.openDispute(id, ls[0], proof, served);
             assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Disputed));
         } else {
             vm.prank(alice);
             vm.expectRevert(abi.encodeWithSelector(IT.ChallengeWindowClosed.selector, id, endsAt));
-            arbitration.openDispute(id, ls[0], proof);
+            arbitration.openDispute(id, ls[0], proof, served);
             tasks.finalizeTask(id);
             assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
         }
@@ -316,34 +317,52 @@ contract FuzzTest is BaseTest {
         else t.pipeline[t.pipeline.length - 1] = miners[3];
     }
 
-    /// @dev Random trees of 1..40 leaves: every genuine leaf proves, no tampered leaf or bent proof does.
+    /// @dev Random tasks of 1..40 requests: every genuine leaf proves at its own position only; no tampered leaf,
+    /// bent proof or other position does; the miners held to account are exactly the pipeline's (each once).
     function testFuzz_proof_randomTrees(uint256 n, uint256 index, uint256 seed, uint256 which) public {
         n = bound(n, 1, 40);
         index = bound(index, 0, n - 1);
-        uint256 id = _assignedTask(alice, 3);
+        IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
+        p.requestCount = uint32(n);
+        _fund(alice, address(escrow), MAX_PRICE);
+        vm.prank(alice);
+        uint256 id = tasks.createTask(p);
+        _assign(id, _miners(3));
         ResultLeaf.Leaf[] memory ls = _randomLeaves(id, n, seed);
+        if (ls[index].pipeline.length == 0) ls[index].pipeline = _miners(1);
         bytes32[] memory hashes = ResultTree.hashLeaves(ls);
-        bytes32 root = ResultTree.root(hashes);
-        for (uint256 i = 0; i < n; ++i) {
-            assertTrue(MerkleProof.verify(ResultTree.proof(hashes, i), root, hashes[i]));
-        }
-        _commit(id, _commitment(root, PAYMENT, 3));
+        _commitLeaves(id, ls, PAYMENT);
         _fund(alice, address(escrow), DISPUTE_BOND);
         bytes32[] memory proof = ResultTree.proof(hashes, index);
+        bytes32[][] memory served = _servedProofs(ls, index);
 
         vm.startPrank(alice);
-        vm.expectRevert(IA.InvalidProof.selector);
-        arbitration.openDispute(id, _tamper(ls[index], which), proof);
+        vm.expectRevert(IT.InvalidProof.selector);
+        arbitration.openDispute(id, _tamper(ls[index], which), proof, served);
         if (proof.length > 0) {
             bytes32[] memory bent = abi.decode(abi.encode(proof), (bytes32[]));
             bent[seed % proof.length] ^= bytes32(uint256(1));
-            vm.expectRevert(IA.InvalidProof.selector);
-            arbitration.openDispute(id, ls[index], bent);
+            vm.expectRevert(IT.InvalidProof.selector);
+            arbitration.openDispute(id, ls[index], bent, served);
         }
-        uint256 disputeId = arbitration.openDispute(id, ls[index], proof);
+        if (n > 1) {
+            // another line's proof does not place this leaf anywhere
+            uint256 other = (index + 1 + seed % (n - 1)) % n;
+            vm.expectRevert(IT.InvalidProof.selector);
+            arbitration.openDispute(id, ls[index], ResultTree.proof(hashes, other), served);
+        }
+        uint256 disputeId = arbitration.openDispute(id, ls[index], proof, served);
         vm.stopPrank();
         assertEq(arbitration.getDispute(disputeId).leafHash, hashes[index]);
         assertEq(arbitration.getDispute(disputeId).requestIndex, index);
-        assertEq(arbitration.pipelineOf(disputeId), ls[index].pipeline);
+        address[] memory held = arbitration.pipelineOf(disputeId);
+        for (uint256 k = 0; k < ls[index].pipeline.length; ++k) {
+            assertTrue(_in(held, ls[index].pipeline[k]), "a miner of the pipeline is not held to account");
+        }
+        for (uint256 a = 0; a < held.length; ++a) {
+            for (uint256 b = 0; b < a; ++b) {
+                assertTrue(held[a] != held[b], "a miner is held to account twice");
+            }
+        }
     }
 }

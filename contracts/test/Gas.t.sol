@@ -42,7 +42,7 @@ contract GasTest is BaseTest {
         vm.prank(coordinator);
         vm.resumeGasMetering();
         g = gasleft();
-        tasks.assignTask(id, assigned, STAKE_LOCK);
+        tasks.assignTask(id, assigned, STAKE_LOCK, _acceptances(tasks, id, assigned, STAKE_LOCK));
         used += g - gasleft();
         vm.pauseGasMetering();
 
@@ -103,7 +103,7 @@ contract GasTest is BaseTest {
         vm.prank(alice);
         id = tasks.createTask(p);
         _assign(id, _miners(3));
-        _commit(id, _commitment(_rootOf(_standardLeaves(id)), PAYMENT, 3));
+        _commitLeaves(id, _standardLeaves(id), PAYMENT);
     }
 
     /// @dev Storage the preparation touched is cold again, as for a call in a transaction of its own.
@@ -165,11 +165,12 @@ contract GasTest is BaseTest {
         uint256 line = arbitration.auditOf(id).requestIndex;
         ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
         bytes32[] memory proof = _proofOf(ls, line);
+        bytes32[][] memory served = _servedProofs(ls, line);
         _cool();
         vm.prank(verifiers[0]);
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.openAudit(id, ls[line], proof);
+        arbitration.openAudit(id, ls[line], proof, served);
         used = g - gasleft();
         vm.pauseGasMetering();
         assertTrue(arbitration.getDispute(arbitration.auditOf(id).disputeId).audit);
@@ -177,11 +178,11 @@ contract GasTest is BaseTest {
 
     // ---- disputes
 
-    /// @dev A committed task of four requests whose owner can post the bond; line 0's leaf and proof. Metering
+    /// @dev A committed task of four requests whose owner can post the bond; line 0's leaf and proofs. Metering
     /// stays paused.
     function _disputable()
         internal
-        returns (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof)
+        returns (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof, bytes32[][] memory served)
     {
         ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
         p.requestCount = 4;
@@ -190,25 +191,28 @@ contract GasTest is BaseTest {
         id = tasks.createTask(p);
         _assign(id, _miners(3));
         ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
-        _commit(id, _commitment(_rootOf(ls), PAYMENT, 3));
+        _commitLeaves(id, ls, PAYMENT);
         leaf = ls[0];
         proof = _proofOf(ls, 0);
+        served = _servedProofs(ls, 0);
     }
 
     function _opened() internal returns (uint256 disputeId) {
-        (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof) = _disputable();
+        (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof, bytes32[][] memory served) =
+            _disputable();
         vm.prank(alice);
-        disputeId = arbitration.openDispute(id, leaf, proof);
+        disputeId = arbitration.openDispute(id, leaf, proof, served);
         vm.roll(block.number + 1);
     }
 
     function openDisputeGas() external returns (uint256 used) {
-        (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof) = _disputable();
+        (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof, bytes32[][] memory served) =
+            _disputable();
         _cool();
         vm.prank(alice);
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.openDispute(id, leaf, proof);
+        arbitration.openDispute(id, leaf, proof, served);
         used = g - gasleft();
         vm.pauseGasMetering();
         assertEq(arbitration.disputeOfTask(id), arbitration.disputeCount());

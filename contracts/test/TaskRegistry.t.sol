@@ -236,7 +236,7 @@ contract TaskRegistryTest is BaseTest {
         vm.expectEmit(address(tasks));
         emit IT.TaskAssigned(id, list, 25e6);
         vm.prank(coordinator);
-        tasks.assignTask(id, list, 25e6);
+        tasks.assignTask(id, list, 25e6, _acceptances(tasks, id, list, 25e6));
 
         IT.Task memory t = tasks.getTask(id);
         assertEq(uint8(t.status), uint8(ASSIGNED));
@@ -262,6 +262,7 @@ contract TaskRegistryTest is BaseTest {
         address[] memory list = new address[](32);
         for (uint256 i = 0; i < 32; ++i) {
             list[i] = vm.addr(0x1000 + i);
+            extraSignerKeys[list[i]] = 0x1000 + i;
             _fund(list[i], address(registry), MIN_STAKE);
             vm.prank(list[i]);
             registry.register(_profile(list[i]), MIN_STAKE);
@@ -274,7 +275,7 @@ contract TaskRegistryTest is BaseTest {
     function _expectAssignRevert(uint256 id, address[] memory list, uint128 lock, bytes memory err) internal {
         vm.prank(coordinator);
         vm.expectRevert(err);
-        tasks.assignTask(id, list, lock);
+        tasks.assignTask(id, list, lock, _acceptances(tasks, id, list, lock));
     }
 
     function test_assignTask_reverts() public {
@@ -283,7 +284,7 @@ contract TaskRegistryTest is BaseTest {
         bytes memory err = _unauthorized(alice, tasks.COORDINATOR_ROLE());
         vm.prank(alice);
         vm.expectRevert(err);
-        tasks.assignTask(id, one, STAKE_LOCK);
+        tasks.assignTask(id, one, STAKE_LOCK, _acceptances(tasks, id, one, STAKE_LOCK));
 
         _expectAssignRevert(3, one, STAKE_LOCK, abi.encodeWithSelector(IT.UnknownTask.selector, 3));
         _expectAssignRevert(id, new address[](0), STAKE_LOCK, _err(IT.BadMinerCount.selector, 0, 32));
@@ -390,9 +391,40 @@ contract TaskRegistryTest is BaseTest {
     function test_commitmentDigest_matchesEip712Spec() public {
         uint256 id = _assignedTask(alice, 3);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 3);
-        assertEq(tasks.commitmentDigest(id, c), _digest(id, c));
-        assertTrue(tasks.commitmentDigest(id + 1, c) != _digest(id, c));
+        assertEq(tasks.commitmentDigest(id, c, bytes32(0)), _digest(id, c, bytes32(0)));
+        assertTrue(tasks.commitmentDigest(id + 1, c, bytes32(0)) != _digest(id, c, bytes32(0)));
         assertEq(tasks.RESULT_COMMITMENT_TYPEHASH(), COMMITMENT_TYPEHASH);
+        bytes32 served = keccak256("served");
+        assertEq(tasks.commitmentDigest(id, c, served), _digest(id, c, served));
+        assertTrue(tasks.commitmentDigest(id, c, served) != _digest(id, c, bytes32(0)));
+    }
+
+    /// @dev A miner's signature covers its own served root: moved to another miner's slot, or with the root
+    /// changed after signing, it no longer verifies.
+    function test_commitResults_bindsEachSignatureToItsServedRoot() public {
+        uint256 id = _assignedTask(alice, 2);
+        IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
+        c.servedRoots[0] = keccak256("served by miner 0");
+        c.servedRoots[1] = keccak256("served by miner 1");
+        bytes[] memory sigs = _signatures(id, c);
+        c.servedRoots[0] = c.servedRoots[1];
+        bytes32 digest = _digest(id, c, c.servedRoots[0]);
+        (uint8 v, bytes32 r, bytes32 s) =
+            vm.sign(signerKeys[0], _digest(id, c, keccak256("served by miner 0")));
+        _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], ecrecover(digest, v, r, s)));
+        c.servedRoots[0] = keccak256("served by miner 0");
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+        assertEq(tasks.servedRootsOf(id), c.servedRoots);
+    }
+
+    function test_commitResults_needsOneServedRootPerMiner() public {
+        uint256 id = _assignedTask(alice, 2);
+        IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
+        c.servedRoots = new bytes32[](1);
+        _expectCommitRevert(
+            id, c, _signatures(id, c), abi.encodeWithSelector(IT.LengthMismatch.selector, 2, 1)
+        );
     }
 
     function _expectCommitRevert(uint256 id, IT.Commitment memory c, bytes[] memory sigs, bytes memory err)
@@ -462,7 +494,7 @@ contract TaskRegistryTest is BaseTest {
         (sigs[0], sigs[1]) = (sigs[1], sigs[0]);
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], _signer(1)));
         sigs = _signatures(id, c);
-        sigs[1] = _signDigest(signerKeys[3], _digest(id, c));
+        sigs[1] = _signDigest(signerKeys[3], _digest(id, c, bytes32(0)));
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[1], _signer(3)));
     }
 
@@ -473,16 +505,20 @@ contract TaskRegistryTest is BaseTest {
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 1);
         IT.Commitment memory inflated = _commitment(ROOT, PAYMENT, 1);
         inflated.outputTokens += 1; // changed after the miner signed
-        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c));
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, bytes32(0)));
         bytes[] memory sigs = new bytes[](1);
         sigs[0] = abi.encodePacked(r, s, v);
 
         _expectCommitRevert(
-            id, inflated, sigs, _invalidSig(miners[0], ecrecover(_digest(id, inflated), v, r, s))
+            id, inflated, sigs, _invalidSig(miners[0], ecrecover(_digest(id, inflated, bytes32(0)), v, r, s))
         );
-        _expectCommitRevert(other, c, sigs, _invalidSig(miners[0], ecrecover(_digest(other, c), v, r, s)));
+        _expectCommitRevert(
+            other, c, sigs, _invalidSig(miners[0], ecrecover(_digest(other, c, bytes32(0)), v, r, s))
+        );
         vm.chainId(block.chainid + 1);
-        _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], ecrecover(_digest(id, c), v, r, s)));
+        _expectCommitRevert(
+            id, c, sigs, _invalidSig(miners[0], ecrecover(_digest(id, c, bytes32(0)), v, r, s))
+        );
     }
 
     function test_commitResults_rejectsMalformedSignatures() public {
@@ -494,7 +530,7 @@ contract TaskRegistryTest is BaseTest {
         sigs[0] = new bytes(65);
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], address(0)));
         // Same key, high s: plain ecrecover accepts it, the contract does not.
-        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c));
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, bytes32(0)));
         sigs[0] = abi.encodePacked(r, bytes32(SECP256K1_N - uint256(s)), v == 27 ? uint8(28) : uint8(27));
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], address(0)));
     }
@@ -508,7 +544,7 @@ contract TaskRegistryTest is BaseTest {
         registry.setSigner(newSigner);
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], _signer(0)));
 
-        sigs[0] = _signDigest(newKey, _digest(id, c));
+        sigs[0] = _signDigest(newKey, _digest(id, c, bytes32(0)));
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
         assertEq(uint8(_status(id)), uint8(COMMITTED));
@@ -785,7 +821,7 @@ contract TaskRegistryTest is BaseTest {
         assertEq(tasks.minStakeLock(), 0);
         uint256 id = _createTask(alice, MAX_PRICE);
         vm.prank(coordinator);
-        tasks.assignTask(id, _miners(1), 0);
+        tasks.assignTask(id, _miners(1), 0, _acceptances(tasks, id, _miners(1), 0));
         assertEq(_locked(miners[0]), 0);
         vm.prank(stranger);
         vm.expectRevert(_unauthorized(stranger, 0x00));

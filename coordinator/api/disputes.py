@@ -24,6 +24,11 @@ class EvidenceBody(BaseModel):
         description="The disputed output line, with its x_batchmarket fields."
     )
     reason: str | None = Field(default=None, max_length=2000)
+    input_proof: list[Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]{64}$")]] = Field(
+        default_factory=list,
+        max_length=64,
+        description="The request line's Merkle proof in the task's input tree (hex words).",
+    )
 
 
 @router.post(
@@ -33,9 +38,11 @@ class EvidenceBody(BaseModel):
 def publish(
     dispute_id: DisputeId, body: EvidenceBody, challenger: Caller, db: DbSession, chain: Chain
 ) -> dict[str, Any]:
-    evidence = disputes.Evidence(body.request_line, body.result_line, body.reason)
+    proof = tuple(bytes.fromhex(word[2:]) for word in body.input_proof)
+    evidence = disputes.Evidence(body.request_line, body.result_line, body.reason, proof)
+    market = chain.market
     stored = disputes.publish(
-        db, chain.market.arbitration, challenger, dispute_id, evidence, int(time.time())
+        db, market.arbitration, market.tasks, challenger, dispute_id, evidence, int(time.time())
     )
     return disputes.evidence_object(stored)
 

@@ -14,7 +14,7 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.chain import CoordinatorChain
 from coordinator.nudge import Nudger
-from coordinator.services import dispatch, miners, signing
+from coordinator.services import acceptances, dispatch, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
 
@@ -139,6 +139,22 @@ def results(
     submitted = dispatch.submit(db, miner, unit_id, lines, int(time.time()))
     _nudge(request, db, submitted.batch_id)
     return {"stored": submitted.stored}
+
+
+@router.get("/acceptances", summary="Assignments proposed to this miner, waiting for its consent")
+def proposals(miner: Caller, db: DbSession) -> list[dict[str, Any]]:
+    return acceptances.pending(db, miner)
+
+
+@router.post(
+    "/acceptances/{batch_id}", summary="Accept a proposed assignment's stake lock (EIP-712 AcceptTask)"
+)
+def accept(
+    batch_id: str, body: SignatureBody, request: Request, miner: Caller, db: DbSession, chain: Chain
+) -> dict[str, str]:
+    acceptances.accept(db, chain, miner, batch_id, body.signature, int(time.time()))
+    _nudge(request, db, batch_id)
+    return {"status": "ok"}
 
 
 @router.get("/signing", summary="Result commitments waiting for this miner's signature")

@@ -99,6 +99,8 @@ class Batch(Base):
     commit_tx: Mapped[str | None] = mapped_column(HASH)
     # set when the batch is assigned on-chain, and at commit
     miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    # the assignment offered to miners and waiting for their acceptances: {"miners", "stake_lock", "expiry"}
+    proposal: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     commitment: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     finalized: Mapped[bool] = mapped_column(default=False)
 
@@ -196,9 +198,22 @@ class Signature(Base):
     created_at: Mapped[int] = mapped_column(BigInteger)
 
 
+class Acceptance(Base):
+    """A miner's EIP-712 consent to the stake lock of a batch's proposed assignment."""
+
+    __tablename__ = "acceptances"
+
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"), primary_key=True)
+    miner: Mapped[str] = mapped_column(ADDRESS, primary_key=True)
+    expiry: Mapped[int] = mapped_column(BigInteger)
+    signature: Mapped[str] = mapped_column(String(132))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
 class DisputeEvidence(Base):
     """The request line and result line a dispute is about, published once by its challenger for the
-    verifiers; stored only after they hashed to the leaf the dispute holds on-chain (canonical JSON)."""
+    verifiers; stored only after the result line hashed to the leaf the dispute holds on-chain and the request
+    line proved to be the task's input line at its position (canonical JSON)."""
 
     __tablename__ = "dispute_evidence"
 
@@ -208,5 +223,7 @@ class DisputeEvidence(Base):
     leaf_hash: Mapped[str] = mapped_column(HASH)
     request_line: Mapped[str] = mapped_column(Text)
     result_line: Mapped[str] = mapped_column(Text)  # with its x_batchmarket proof fields
+    # the request line's proof in the task's input tree (hex words)
+    input_proof: Mapped[list[str] | None] = mapped_column(JSON)
     reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[int] = mapped_column(BigInteger)

@@ -1,6 +1,8 @@
 """Dispute evidence: the request line and the result line a dispute is about, published by its challenger so
-that verifiers can re-score them. The chain holds only the disputed leaf's hash, so evidence is stored only if
-the two lines hash back to it: nobody, the challenger included, can swap a line afterwards."""
+that verifiers can re-score them. The chain holds only the disputed leaf's hash and the task's input root, so
+evidence is stored only if the result line hashes back to the leaf and the request line is proven to be the
+input line at the leaf's position: nobody, the challenger included, can swap a line afterwards. The request
+line need not be the one the leaf claims to answer: a leaf bound to another request is itself the fault."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from typing import Any, Protocol
 from eth_abi.exceptions import EncodingError
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import Dispute, DisputeStatus
+from client_sdk.chain.types import Dispute, DisputeStatus, Task
 from client_sdk.inputs import canonical_json
 from client_sdk.results import PROOF_KEY
-from client_sdk.verify import result_leaf
+from client_sdk.verify import is_input_line, result_leaf
 from coordinator.db.models import DisputeEvidence
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 
@@ -25,20 +27,25 @@ class DisputeReader(Protocol):
     def get_dispute(self, dispute_id: int) -> Dispute: ...
 
 
+class TaskReader(Protocol):
+    """The on-chain task records (client_sdk's TaskRegistry binding)."""
+
+    def get_task(self, task_id: int) -> Task: ...
+
+
 @dataclass(frozen=True)
 class Evidence:
     request_line: dict[str, Any]
     result_line: dict[str, Any]
     reason: str | None = None
+    input_proof: tuple[bytes, ...] = ()  # the request line's proof in the task's input tree
 
 
-def check_evidence(dispute_id: int, record: Dispute, evidence: Evidence) -> None:
-    """Raises InvalidInput unless the lines are exactly the disputed leaf's."""
+def check_evidence(dispute_id: int, record: Dispute, evidence: Evidence, input_root: bytes) -> None:
+    """Raises InvalidInput unless the result line is exactly the disputed leaf's and the request line is the
+    task's input line at its position."""
     try:
-        leaf = result_leaf(record.task_id, evidence.request_line, evidence.result_line)
-        claimed_input_hash = bytes.fromhex(
-            str(evidence.result_line[PROOF_KEY]["input_hash"]).removeprefix("0x")
-        )
+        leaf = result_leaf(record.task_id, evidence.result_line)
         leaf_hash = leaf.hash()  # the ABI encoding also range-checks the numbers
     except (KeyError, TypeError, ValueError, EncodingError) as exc:
         raise InvalidInput(
@@ -49,9 +56,10 @@ def check_evidence(dispute_id: int, record: Dispute, evidence: Evidence) -> None
             f"dispute {dispute_id} is about line {record.request_index}, not line {leaf.request_index}",
             "result_line",
         )
-    if leaf.input_hash != claimed_input_hash:
+    if not is_input_line(input_root, leaf.request_index, evidence.request_line, evidence.input_proof):
         raise InvalidInput(
-            "the request line does not hash to the input hash of the disputed leaf", "request_line"
+            f"the request line is not line {leaf.request_index} of the task's input (its input proof fails)",
+            "input_proof",
         )
     if leaf_hash != record.leaf_hash:
         raise InvalidInput(
@@ -62,6 +70,7 @@ def check_evidence(dispute_id: int, record: Dispute, evidence: Evidence) -> None
 def publish(
     session: Session,
     disputes: DisputeReader,
+    tasks: TaskReader,
     caller: str,
     dispute_id: int,
     evidence: Evidence,
@@ -81,15 +90,17 @@ def publish(
     if caller not in (record.challenger, record.opener):
         who = f"its opener {record.opener}" if record.audit else f"its challenger {record.challenger}"
         raise Conflict(f"only {who} can publish dispute {dispute_id}'s evidence", "not_challenger")
-    check_evidence(dispute_id, record, evidence)
+    check_evidence(dispute_id, record, evidence, tasks.get_task(record.task_id).input_root)
     request_text = canonical_json(evidence.request_line).decode()
     result_text = canonical_json(evidence.result_line).decode()
+    input_proof = ["0x" + p.hex() for p in evidence.input_proof]
     stored = session.get(DisputeEvidence, dispute_id)
     if stored is not None:
-        if (stored.request_line, stored.result_line, stored.reason) != (
+        if (stored.request_line, stored.result_line, stored.reason, stored.input_proof) != (
             request_text,
             result_text,
             evidence.reason,
+            input_proof,
         ):
             raise Conflict(
                 f"the evidence of dispute {dispute_id} is already published and cannot change",
@@ -103,6 +114,7 @@ def publish(
         leaf_hash="0x" + record.leaf_hash.hex(),
         request_line=request_text,
         result_line=result_text,
+        input_proof=input_proof,
         reason=evidence.reason,
         created_at=now,
     )
@@ -126,6 +138,7 @@ def evidence_object(stored: DisputeEvidence) -> dict[str, Any]:
         "leaf_hash": stored.leaf_hash,
         "request_line": json.loads(stored.request_line),
         "result_line": json.loads(stored.result_line),
+        "input_proof": stored.input_proof or [],
         "reason": stored.reason,
         "created_at": stored.created_at,
     }

@@ -25,21 +25,21 @@ from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import model_id
 from client_sdk.inputs import custom_id_hash, params_hash
-from client_sdk.merkle import MerkleTree
-from client_sdk.results import PROOF_KEY, ResultLeaf
+from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import (
     Batch,
     File,
     FileContent,
+    Miner,
     PipelineRecord,
     Request,
     Result,
     Signature,
     WorkUnit,
 )
-from coordinator.services import dispatch, settlement
+from coordinator.services import acceptances, dispatch, settlement
 from coordinator.services.ids import new_id
 from coordinator.services.live import LiveMembership
 from coordinator.services.miners import live_miners
@@ -144,6 +144,30 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
     if not pipelines:
         return  # wait for miners; the deadline check expires the batch if none come
     if task.status == TaskStatus.OPEN:
+        if not _assign_with_consent(session, ctx, batch, task, pipelines, live, now):
+            return  # a failure is recorded on the batch; otherwise the miners have yet to accept
+    elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
+        batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
+    assert batch.miners is not None
+    usable = made_of(pipelines, batch.miners)
+    if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
+        dispatch.create_units(session, ctx.live, batch, usable or pipelines, ctx.settings.work_unit_size, now)
+    _set(batch, "in_progress", now)
+
+
+def _assign_with_consent(
+    session: Session,
+    ctx: Context,
+    batch: Batch,
+    task: Any,
+    pipelines: list[PipelineRecord],
+    live: list[Miner],
+    now: int,
+) -> bool:
+    """Proposes the assignment to its miners, or assigns it on-chain once all of them accepted; True when the
+    task is assigned. A proposal that expires unanswered is made afresh from the current plan."""
+    chain_now = ctx.chain.now()
+    if batch.proposal is None or chain_now > batch.proposal["expiry"]:
         terms = ctx.chain.terms(batch.task_id)
         room = stake_lock_room(task.max_price, terms.min_stake_lock, terms.max_value_at_risk)
         miners = assigned_miners(pipelines, [m.address for m in live], room)
@@ -161,15 +185,16 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
                 }
             ]
             _set(batch, "failed", now)
-            return
-        ctx.chain.assign(batch.task_id, miners, terms.min_stake_lock)
-        batch.miners = miners
-    elif batch.miners is None:  # assigned on-chain by us before a crash: adopt what the chain says
-        batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
-    usable = made_of(pipelines, batch.miners)
-    if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
-        dispatch.create_units(session, ctx.live, batch, usable or pipelines, ctx.settings.work_unit_size, now)
-    _set(batch, "in_progress", now)
+            return False
+        acceptances.propose(session, batch, miners, terms.min_stake_lock, chain_now)
+        return False
+    signed = acceptances.collected(session, batch)
+    if signed is None:
+        return False
+    miners = list(batch.proposal["miners"])
+    ctx.chain.assign(batch.task_id, miners, batch.proposal["stake_lock"], signed)
+    batch.miners = miners
+    return True
 
 
 def stake_lock_room(max_price: int, stake_lock: int, max_value_at_risk: int) -> int:
@@ -249,44 +274,52 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
 
 
 def commitment_of(batch: Batch) -> ResultCommitment:
-    c = batch.commitment
-    assert c is not None
-    return ResultCommitment(
-        task_id=batch.task_id,
-        results_root=bytes.fromhex(c["results_root"].removeprefix("0x")),
-        input_tokens=c["input_tokens"],
-        output_tokens=c["output_tokens"],
-        payment=c["payment"],
-        miner_amounts=tuple(c["miner_amounts"]),
-    )
+    assert batch.commitment is not None
+    return ResultCommitment.from_json(batch.task_id, batch.commitment)
 
 
-def result_leaves(session: Session, batch: Batch) -> tuple[list[Result], list[ResultLeaf]]:
-    results = list(
-        session.scalars(select(Result).where(Result.batch_id == batch.id).order_by(Result.line_index))
-    )
+def _bytes(value: str) -> bytes:
+    return bytes.fromhex(value.removeprefix("0x"))
+
+
+def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], ResultTrees]:
+    """Each request's result (None for a line that never ran) and the trees over their leaves: one leaf per
+    request of the input file, in request order, an unserved leaf where there is no result."""
+    by_index = {r.line_index: r for r in session.scalars(select(Result).where(Result.batch_id == batch.id))}
     rows = session.execute(
-        select(Request.line_index, Request.line_hash).where(Request.file_id == batch.input_file_id)
+        select(Request.line_index, Request.custom_id, Request.line_hash)
+        .where(Request.file_id == batch.input_file_id)
+        .order_by(Request.line_index)
     )
-    hashes = {index: line_hash for index, line_hash in rows}
-    leaves = [
-        ResultLeaf(
-            task_id=batch.task_id,
-            request_index=r.line_index,
-            custom_id_hash=custom_id_hash(r.custom_id),
-            input_hash=bytes.fromhex(hashes[r.line_index].removeprefix("0x")),
-            output_hash=bytes.fromhex(r.output_hash.removeprefix("0x")),
-            input_tokens=r.input_tokens,
-            output_tokens=r.output_tokens,
-            pipeline=tuple(r.pipeline),
+    results: list[Result | None] = []
+    leaves = []
+    for index, custom_id, line_hash in rows:
+        r = by_index.get(index)
+        results.append(r)
+        if r is None:
+            leaves.append(
+                ResultLeaf.unserved(batch.task_id, index, custom_id_hash(custom_id), _bytes(line_hash))
+            )
+            continue
+        leaves.append(
+            ResultLeaf(
+                task_id=batch.task_id,
+                request_index=index,
+                custom_id_hash=custom_id_hash(r.custom_id),
+                input_hash=_bytes(line_hash),
+                output_hash=_bytes(r.output_hash),
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                pipeline=tuple(r.pipeline),
+            )
         )
-        for r in results
-    ]
-    return results, leaves
+    return results, ResultTrees(leaves, batch.miners or [])
 
 
-def proven_line(result: Result, leaf: ResultLeaf, proof: list[bytes]) -> dict[str, Any]:
-    """The output (or error) line as the files carry it: with its leaf's fields and Merkle proof."""
+def proven_line(result: Result, trees: ResultTrees, index: int) -> dict[str, Any]:
+    """The output (or error) line as the files carry it: with its leaf's fields, its positional proof in the
+    results tree and, for each miner of its pipeline, its proof in that miner's served tree."""
+    leaf = trees.leaves[index]
     line: dict[str, Any] = json.loads(result.body)
     line[PROOF_KEY] = {
         "index": leaf.request_index,
@@ -294,18 +327,25 @@ def proven_line(result: Result, leaf: ResultLeaf, proof: list[bytes]) -> dict[st
         "input_tokens": leaf.input_tokens,
         "output_tokens": leaf.output_tokens,
         "pipeline": list(leaf.pipeline),
-        "proof": ["0x" + p.hex() for p in proof],
+        "proof": _hex_list(trees.proof(index)),
+        "served_proofs": [_hex_list(p) for p in trees.served_proofs(index)],
     }
     return line
 
 
+def _hex_list(values: list[bytes]) -> list[str]:
+    return ["0x" + v.hex() for v in values]
+
+
 def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:
-    """Output and error files (each line with its Merkle proof), the results root, the priced commitment."""
-    results, leaves = result_leaves(session, batch)
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    """Output and error files (each line with its Merkle proofs), the results root, the priced commitment."""
+    results, trees = result_trees(session, batch)
+    leaves = trees.leaves
     files: dict[bool, list[bytes]] = {True: [], False: []}
-    for i, (result, leaf) in enumerate(zip(results, leaves, strict=True)):
-        line = proven_line(result, leaf, tree.proof(i))
+    for i, result in enumerate(results):
+        if result is None:
+            continue
+        line = proven_line(result, trees, i)
         files[result.ok].append(json.dumps(line, separators=(",", ":")).encode() + b"\n")
     for ok, lines in files.items():
         if not lines:
@@ -335,15 +375,14 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> No
     miners = batch.miners or []
     weights = {m: 0 for m in miners}
     for result in results:
+        if result is None:
+            continue
         for miner, layers in zip(result.pipeline, result.stage_layers or [], strict=True):
             weights[miner] += (result.input_tokens + result.output_tokens) * layers
     fee_bps = ctx.chain.terms(batch.task_id).coordinator_fee_bps
     amounts = settlement.split(pay - settlement.fee(pay, fee_bps), [weights[m] for m in miners])
-    batch.results_root = "0x" + tree.root.hex()
-    batch.commitment = {
-        "results_root": batch.results_root,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "payment": pay,
-        "miner_amounts": amounts,
-    }
+    commitment = ResultCommitment(
+        batch.task_id, trees.root, input_tokens, output_tokens, pay, tuple(amounts), trees.served_roots()
+    )
+    batch.results_root = "0x" + trees.root.hex()
+    batch.commitment = commitment.to_json()

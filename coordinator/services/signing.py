@@ -1,6 +1,7 @@
 """Collecting the miners' signatures over a batch's result commitment. Each miner gets the commitment and the
-lines it helped produce, checks them against what it saw, and signs; a signature counts only if it recovers
-to the signer the miner registered on-chain."""
+lines it helped produce, checks them against what it saw, builds its served root over their leaves and signs
+both; a signature counts only if it recovers, with the served root the coordinator computed for that miner, to
+the signer the miner registered on-chain."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from client_sdk.merkle import MerkleTree
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Signature
 from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from coordinator.services.lifecycle import commitment_of, result_leaves
+from coordinator.services.lifecycle import commitment_of, result_trees
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
@@ -29,8 +29,7 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     for batch in batches:
         if miner not in (batch.miners or []) or batch.id in signed:
             continue
-        results, leaves = result_leaves(session, batch)
-        tree = MerkleTree([leaf.hash() for leaf in leaves])
+        results, trees = result_trees(session, batch)
         requests = input_rows(session, batch.input_file_id)
         lines = [
             {
@@ -38,13 +37,19 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
                 "request": requests[r.line_index],
                 "line": json.loads(r.body),
                 "pipeline": r.pipeline,
-                "proof": ["0x" + p.hex() for p in tree.proof(position)],
+                "proof": ["0x" + p.hex() for p in trees.proof(position)],
             }
             for position, r in enumerate(results)
-            if miner in r.pipeline
+            if r is not None and miner in r.pipeline
         ]
         out.append(
-            {"batch_id": batch.id, "task_id": batch.task_id, "commitment": batch.commitment, "lines": lines}
+            {
+                "batch_id": batch.id,
+                "task_id": batch.task_id,
+                "request_count": len(results),
+                "commitment": batch.commitment,
+                "lines": lines,
+            }
         )
     return out
 
@@ -61,7 +66,9 @@ def accept(
         raw = bytes.fromhex(signature.removeprefix("0x"))
     except ValueError as exc:
         raise InvalidInput("signature must be hex", "signature") from exc
-    if len(raw) != 65 or not chain.check_signature(miner, raw, commitment_of(batch)):
+    commitment = commitment_of(batch)
+    served_root = commitment.served_roots[(batch.miners or []).index(miner)]
+    if len(raw) != 65 or not chain.check_signature(miner, raw, commitment, served_root):
         raise InvalidInput("the signature is not your registered signer's over this commitment", "signature")
     if session.get(Signature, (batch_id, miner)) is None:
         session.add(Signature(batch_id=batch_id, miner=miner, signature="0x" + raw.hex(), created_at=now))

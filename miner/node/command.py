@@ -23,6 +23,7 @@ from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
+from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal
@@ -116,7 +117,7 @@ def serve(
         device,
     )
     executor = HeadExecutor(reader, corrupt.from_environment())
-    node = Node(config, account, client, measured, host, executor, journal)
+    node = Node(config, account, client, measured, host, executor, journal, Consenter(account, market, model))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

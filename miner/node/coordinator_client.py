@@ -72,6 +72,14 @@ class CoordinatorClient:
     def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
         return int(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results})["stored"])
 
+    def proposals(self) -> list[dict[str, Any]]:
+        """Assignments proposed to this miner, waiting for its consent."""
+        result: list[dict[str, Any]] = self._call("GET", "/v1/miners/acceptances")
+        return result
+
+    def accept(self, batch_id: str, signature: bytes) -> None:
+        self._call("POST", f"/v1/miners/acceptances/{batch_id}", {"signature": "0x" + signature.hex()})
+
     def pending_signatures(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = self._call("GET", "/v1/miners/signing")
         return result

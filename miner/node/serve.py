@@ -13,6 +13,7 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
+from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
@@ -51,8 +52,10 @@ class Node:
         host: HostSettings,
         executor: HeadExecutor,
         journal: Journal,
+        consenter: Consenter | None = None,
     ) -> None:
         self.config = config
+        self.consenter = consenter  # None: this node accepts no new task (it only finishes what it has)
         self.account = account
         self.client = client
         self.device = device
@@ -62,6 +65,7 @@ class Node:
         # units in hand, each with its request ids: heartbeats keep their leases and report their progress
         self.serving: dict[int, list[int]] = {}
         self.refused: set[str] = set()  # batches we will not sign, so we do not re-check them every poll
+        self.declined: set[tuple[str, int]] = set()  # proposals (batch, expiry) our consent policy refused
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
 
@@ -74,7 +78,7 @@ class Node:
         while not stop.is_set():
             try:
                 self.host.follow(self.wanted)
-                busy = self._serve_units() | self._sign_pending()
+                busy = self._accept_proposals() | self._serve_units() | self._sign_pending()
             except CoordinatorError as exc:
                 log.warning("coordinator: %s", exc)
                 busy = False
@@ -194,6 +198,25 @@ class Node:
         finally:
             self.serving.pop(unit_id, None)
         log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
+
+    def _accept_proposals(self) -> bool:
+        """Accepts the proposed assignments its consent policy allows (each refusal logged once)."""
+        if self.consenter is None:
+            return False
+        accepted = False
+        for proposal in self.client.proposals():
+            key = (proposal["batch_id"], proposal["expiry"])
+            if key in self.declined:
+                continue
+            reason = self.consenter.refusal(proposal)
+            if reason is not None:
+                log.warning("not accepting batch %s: %s", proposal["batch_id"], reason)
+                self.declined.add(key)
+                continue
+            self.client.accept(proposal["batch_id"], self.consenter.sign(proposal).signature)
+            log.info("accepted task %s with a stake lock of %s", proposal["task_id"], proposal["stake_lock"])
+            accepted = True
+        return accepted
 
     def _sign_pending(self) -> bool:
         signed = False

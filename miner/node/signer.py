@@ -1,6 +1,8 @@
 """Before signing a batch's result commitment, a miner checks every line it helped produce: the request must
 tokenize to the prompt it was fed, the result line must be exactly what its own record of the output makes,
-and the line's leaf must be in the committed root. Only then does it sign."""
+and the line's leaf must be at its position in the committed root. Only then does it sign, together with its
+served root: the root of the tree over exactly those leaves, the only ones it vouches for (a miner that served
+no line of the batch signs the zero root and cannot be disputed over any of them)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from client_sdk import openai_batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
-from client_sdk.merkle import verify
-from client_sdk.results import ResultLeaf, output_hash
+from client_sdk.merkle import root_at
+from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
 
@@ -23,21 +25,11 @@ class RefusedToSign(Exception):
     """A line we served does not match what the coordinator wants signed."""
 
 
-def commitment_of(task_id: int, c: dict[str, Any]) -> ResultCommitment:
-    return ResultCommitment(
-        task_id=task_id,
-        results_root=bytes.fromhex(c["results_root"].removeprefix("0x")),
-        input_tokens=int(c["input_tokens"]),
-        output_tokens=int(c["output_tokens"]),
-        payment=int(c["payment"]),
-        miner_amounts=tuple(int(a) for a in c["miner_amounts"]),
-    )
-
-
 def check_line(
-    task_id: int, item: dict[str, Any], mine: Served, reader: Reader, address: str, root: bytes
-) -> None:
-    """Raises RefusedToSign unless the item is the line we served, and its leaf is in `root`."""
+    task_id: int, item: dict[str, Any], mine: Served, reader: Reader, address: str, root: bytes, count: int
+) -> ResultLeaf:
+    """The line's leaf; raises RefusedToSign unless the item is the line we served, and its leaf is at its
+    position of `root`, a results tree of `count` leaves."""
     index = int(item["index"])
     where = f"task {task_id} line {index}"
     try:
@@ -63,8 +55,9 @@ def check_line(
         pipeline=tuple(item["pipeline"]),
     )
     proof = [bytes.fromhex(p.removeprefix("0x")) for p in item["proof"]]
-    if address not in leaf.pipeline or not verify(proof, root, leaf.hash()):
-        raise RefusedToSign(f"{where}: its leaf is not in the committed root")
+    if address not in leaf.pipeline or root_at(proof, leaf.hash(), index, count) != root:
+        raise RefusedToSign(f"{where}: its leaf is not at its position in the committed root")
+    return leaf
 
 
 def check_and_sign(
@@ -75,12 +68,18 @@ def check_and_sign(
     chain_id: int,
     task_registry: str,
 ) -> bytes:
-    """The EIP-712 signature over the commitment, after every line we served checks out."""
+    """The EIP-712 signature over the commitment and our served root, after every line we served checks
+    out."""
     task_id = int(request["task_id"])
-    commitment = commitment_of(task_id, request["commitment"])
+    count = int(request["request_count"])
+    commitment = ResultCommitment.from_json(task_id, request["commitment"])
+    hashes: dict[int, bytes] = {}
     for item in request["lines"]:
         mine = served.get((task_id, int(item["index"])))
         if mine is None:
             raise RefusedToSign(f"task {task_id} line {item['index']}: we have no record of serving it")
-        check_line(task_id, item, mine, reader, account.address, commitment.results_root)
-    return sign_commitment(account, commitment, chain_id, task_registry)
+        leaf = check_line(task_id, item, mine, reader, account.address, commitment.results_root, count)
+        hashes[leaf.request_index] = leaf.hash()
+    tree = served_tree(hashes)
+    served_root = tree.root if tree is not None else ZERO_ROOT
+    return sign_commitment(account, commitment, served_root, chain_id, task_registry)

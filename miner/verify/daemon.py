@@ -28,8 +28,8 @@ from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vote
 from client_sdk.errors import ChainError, UserError
-from client_sdk.results import PROOF_KEY, ResultLeaf
-from client_sdk.verify import result_leaf
+from client_sdk.results import ResultLeaf
+from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proofs_of, result_leaf
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
@@ -191,16 +191,46 @@ class Verifier:
         )
 
     def _judge(self, dispute_id: int, record: Dispute, evidence: dict[str, Any]) -> tuple[Vote, str] | None:
-        """The vote the evidence calls for, or None (logged) when it does not hash to the disputed leaf."""
+        """The vote the evidence calls for, or None (logged) when the result line does not hash to the
+        disputed leaf or the request line is not proven to be the task's input line at its position."""
         request_line, result_line = evidence["request_line"], evidence["result_line"]
         try:
-            leaf = result_leaf(record.task_id, request_line, result_line)
+            leaf = result_leaf(record.task_id, result_line)
+            input_proof = [
+                bytes.fromhex(str(p).removeprefix("0x")) for p in evidence.get("input_proof") or []
+            ]
+            leaf_hash = leaf.hash()
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("dispute %d: malformed evidence (%s); not voting", dispute_id, exc)
             return None
-        if leaf.hash() != record.leaf_hash:
+        if leaf_hash != record.leaf_hash:
             log.warning("dispute %d: the evidence does not hash to the disputed leaf; not voting", dispute_id)
             return None
+        return self._vote_on(
+            record.task_id, leaf, request_line, result_line, input_proof, f"dispute {dispute_id}"
+        )
+
+    def _vote_on(
+        self,
+        task_id: int,
+        leaf: ResultLeaf,
+        request_line: dict[str, Any],
+        result_line: dict[str, Any],
+        input_proof: list[bytes],
+        what: str,
+    ) -> tuple[Vote, str] | None:
+        """The verdict on a committed leaf: at fault when it answers another request than the task's input
+        line at its position (checked against the input root on-chain), else by re-scoring; None (logged) when
+        the request line is not proven to be that input line."""
+        input_root = self.market.tasks.get_task(task_id).input_root
+        if not is_input_line(input_root, leaf.request_index, request_line, input_proof):
+            log.warning("%s: the request line is not proven to be the task's input line; not voting", what)
+            return None
+        if not answers(leaf, request_line):
+            return (
+                Vote.MINERS_AT_FAULT,
+                f"the result answers another request than input line {leaf.request_index}",
+            )
         verdict = self.judge.verdict(leaf.request_index, request_line, result_line)
         choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
         return choice, describe(verdict)
@@ -266,28 +296,40 @@ class Verifier:
                 return False
         if not audit.selected:
             return True
-        return self._audit(task_id, task.results_root)
+        return self._audit(task_id)
 
-    def _audit(self, task_id: int, results_root: bytes) -> bool:
+    def _audit(self, task_id: int) -> bool:
         line = self._get(f"/v1/audits/{task_id}")
         if line is None:
             return False
         request_line, result_line = line["request_line"], line["result_line"]
         try:
-            leaf = result_leaf(task_id, request_line, result_line)
-            proof = [bytes.fromhex(p.removeprefix("0x")) for p in result_line[PROOF_KEY]["proof"]]
+            leaf = result_leaf(task_id, result_line)
+            proof, served_proofs = proofs_of(result_line)
+            input_proof = [bytes.fromhex(str(p).removeprefix("0x")) for p in line["input_proof"]]
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("task %d: malformed audit line from the coordinator (%s)", task_id, exc)
             return True
-        if not self.market.arbitration.verify_leaf(results_root, leaf, proof):
-            log.warning("task %d: the coordinator's audit line is not in the committed root", task_id)
-            return True
-        verdict = self.judge.verdict(leaf.request_index, request_line, result_line)
-        if verdict.passed:
-            log.info("task %d line %d: audit passed: %s", task_id, leaf.request_index, describe(verdict))
-            return True
         try:
-            dispute_id = self._escalate(leaf, proof, request_line, result_line, verdict)
+            self.market.tasks.accountable_for(leaf, proof, served_proofs)
+        except UserError as exc:  # ContractRevert: not the committed leaf, or no miner vouched for it
+            log.warning("task %d: the coordinator's audit line cannot be audited on-chain (%s)", task_id, exc)
+            return True
+        vote = self._vote_on(task_id, leaf, request_line, result_line, input_proof, f"task {task_id} audit")
+        if vote is None:
+            return True
+        choice, reason = vote
+        if choice == Vote.MINERS_CORRECT:
+            log.info("task %d line %d: audit passed: %s", task_id, leaf.request_index, reason)
+            return True
+        evidence = {
+            "request_line": request_line,
+            "result_line": result_line,
+            "input_proof": line["input_proof"],
+            "reason": f"audit: {reason}",
+        }
+        try:
+            dispute_id = self._escalate(leaf, (proof, served_proofs), evidence)
         except (UserError, ChainError) as exc:  # a party of the task, or another verifier opened it first
             log.info(
                 "task %d line %d: audit failed, but not opened here (%s)", task_id, leaf.request_index, exc
@@ -298,24 +340,13 @@ class Verifier:
             task_id,
             leaf.request_index,
             dispute_id,
-            describe(verdict),
+            reason,
         )
         return True
 
-    def _escalate(
-        self,
-        leaf: ResultLeaf,
-        proof: list[bytes],
-        request_line: dict[str, Any],
-        result_line: dict[str, Any],
-        verdict: Verdict,
-    ) -> int:
-        dispute_id = self.market.arbitration.open_audit(leaf, proof)
-        body = {
-            "request_line": request_line,
-            "result_line": result_line,
-            "reason": f"audit: {describe(verdict)}",
-        }
+    def _escalate(self, leaf: ResultLeaf, proofs: tuple[Proof, ServedProofs], body: dict[str, Any]) -> int:
+        """Opens the audit dispute on-chain and publishes its evidence."""
+        dispute_id = self.market.arbitration.open_audit(leaf, *proofs)
         self._post(f"/v1/disputes/{dispute_id}/evidence", body)
         return dispute_id
 

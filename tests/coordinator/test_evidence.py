@@ -14,9 +14,9 @@ from eth_account.signers.local import LocalAccount
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import sign_commitment
-from client_sdk.inputs import custom_id_hash, line_hash
-from client_sdk.merkle import MerkleTree
-from client_sdk.results import PROOF_KEY, ResultLeaf, output_hash
+from client_sdk.inputs import custom_id_hash, input_tree, line_hash
+from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees, output_hash
+from client_sdk.verify import answers, result_leaf
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import DisputeEvidence
 from coordinator.db.session import Database
@@ -48,21 +48,24 @@ def result_line(task_id: int, index: int, request: dict[str, Any], answer: str) 
     }
 
 
-@pytest.fixture
-def disputed(admin_market: Market, accounts: list[LocalAccount]) -> Disputed:
-    """A committed task of two lines, signed by its two miners; the user disputes line 1."""
+def dispute_line_1(
+    admin_market: Market, accounts: list[LocalAccount], answered: dict[int, dict[str, Any]] | None = None
+) -> Disputed:
+    """A committed task of three lines, signed by its two miners; the user disputes line 1. Line i's leaf
+    answers `answered[i]` instead of the user's request where given (a coordinator swapping a prompt)."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    requests = [chat_line(f"q-{i}", f"what is {i} plus {i}?") for i in range(2)]
-    lines = [result_line(task_id, i, r, str(2 * i)) for i, r in enumerate(requests)]
+    requests = [chat_line(f"q-{i}", f"what is {i} plus {i}?") for i in range(3)]
+    task_id = assigned_task(admin_market, coordinator, user, miners, requests)
+    served = [(answered or {}).get(i, r) for i, r in enumerate(requests)]
+    lines = [result_line(task_id, i, r, str(2 * i)) for i, r in enumerate(served)]
     pipeline = tuple(m.address for m in miners)
     leaves = [
         ResultLeaf(
             task_id, i, custom_id_hash(r["custom_id"]), line_hash(r), output_hash(line), *TOKENS, pipeline
         )
-        for i, (r, line) in enumerate(zip(requests, lines, strict=True))
+        for i, (r, line) in enumerate(zip(served, lines, strict=True))
     ]
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
+    trees = ResultTrees(leaves, list(pipeline))
     for i, (leaf, line) in enumerate(zip(leaves, lines, strict=True)):
         line[PROOF_KEY] = {
             "index": i,
@@ -70,23 +73,33 @@ def disputed(admin_market: Market, accounts: list[LocalAccount]) -> Disputed:
             "input_tokens": TOKENS[0],
             "output_tokens": TOKENS[1],
             "pipeline": list(pipeline),
-            "proof": ["0x" + p.hex() for p in tree.proof(i)],
+            "proof": ["0x" + p.hex() for p in trees.proof(i)],
+            "served_proofs": [["0x" + p.hex() for p in proof] for proof in trees.served_proofs(i)],
         }
-    commitment = price_results(admin_market, task_id, leaves, DemoConfig())
+    commitment = price_results(admin_market, task_id, leaves, list(pipeline), DemoConfig(requests=3))
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [sign_commitment(m, commitment, chain_id, registry) for m in miners]
+    signatures = [
+        sign_commitment(m, commitment, served, chain_id, registry)
+        for m, served in zip(miners, commitment.served_roots, strict=True)
+    ]
     admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
     owner = admin_market.as_account(user)
     bond = owner.arbitration.config_of(task_id).dispute_bond
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(leaves[1], tree.proof(1))
+    dispute_id = owner.arbitration.open_dispute(leaves[1], trees.proof(1), trees.served_proofs(1))
+    inputs = input_tree(requests)
     return Disputed(
         admin_market,
         dispute_id,
-        disputes.Evidence(requests[1], lines[1], "two plus two is not 2"),
-        disputes.Evidence(requests[0], lines[0]),
+        disputes.Evidence(requests[1], lines[1], "two plus two is not 2", tuple(inputs.proof(1))),
+        disputes.Evidence(requests[0], lines[0], None, tuple(inputs.proof(0))),
     )
+
+
+@pytest.fixture
+def disputed(admin_market: Market, accounts: list[LocalAccount]) -> Disputed:
+    return dispute_line_1(admin_market, accounts)
 
 
 @pytest.fixture
@@ -98,7 +111,10 @@ def database(tmp_path: Path) -> Database:
 
 def publish(database: Database, d: Disputed, caller: str, evidence: disputes.Evidence) -> dict[str, Any]:
     with database.session() as session:
-        stored = disputes.publish(session, d.market.arbitration, caller, d.dispute_id, evidence, now=1)
+        market = d.market
+        stored = disputes.publish(
+            session, market.arbitration, market.tasks, caller, d.dispute_id, evidence, now=1
+        )
         return disputes.evidence_object(stored)
 
 
@@ -113,6 +129,7 @@ def test_the_challengers_evidence_is_stored_once(
         disputed.evidence.request_line,
         disputed.evidence.result_line,
     )
+    assert stored["input_proof"] == ["0x" + p.hex() for p in disputed.evidence.input_proof]
     assert publish(database, disputed, challenger, disputed.evidence) == stored  # the same again: a no-op
     with pytest.raises(Conflict, match="already published and cannot change"):
         publish(database, disputed, challenger, replace(disputed.evidence, reason="another reason"))
@@ -126,9 +143,11 @@ def test_lines_that_are_not_the_disputed_leaf_are_refused(
 ) -> None:
     challenger, good = accounts[2].address, disputed.evidence
     swapped_request = replace(good, request_line=disputed.other.request_line)
-    with pytest.raises(InvalidInput, match="request line does not hash to the input hash") as refused:
+    with pytest.raises(InvalidInput, match="request line is not line 1 of the task's input") as refused:
         publish(database, disputed, challenger, swapped_request)
-    assert refused.value.param == "request_line"
+    assert refused.value.param == "input_proof"
+    with pytest.raises(InvalidInput, match="its input proof fails"):
+        publish(database, disputed, challenger, replace(good, input_proof=disputed.other.input_proof))
     edited = dict(good.result_line, response={"status_code": 200, "body": {"choices": []}})
     with pytest.raises(InvalidInput, match="result line does not hash to dispute"):
         publish(database, disputed, challenger, replace(good, result_line=edited))
@@ -160,3 +179,17 @@ def test_only_the_challenger_of_an_open_dispute_publishes(
     disputed.market.arbitration.resolve(disputed.dispute_id)
     with pytest.raises(Conflict, match="is no_decision: evidence is taken only while it is open"):
         publish(database, disputed, accounts[2].address, disputed.evidence)
+
+
+def test_a_leaf_that_answers_another_request_is_evidence_of_the_fault(
+    database: Database, admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """The coordinator bound line 1 to an easier prompt and the miners answered that: the owner's own line 1,
+    proven in the task's input root, is accepted as evidence although the leaf does not answer it, and that
+    mismatch is what a verifier votes on."""
+    easier = chat_line("q-1", "what is 1 plus 0?")
+    swapped = dispute_line_1(admin_market, accounts, answered={1: easier})
+    stored = publish(database, swapped, accounts[2].address, swapped.evidence)
+    leaf = result_leaf(stored["task_id"], stored["result_line"])
+    assert not answers(leaf, stored["request_line"])
+    assert answers(leaf, easier)

@@ -26,6 +26,7 @@ COMMITMENT = {
     "output_tokens": 50,
     "payment": 3_000,
     "miner_amounts": [2_850],
+    "served_roots": ["0x" + "cd" * 32],
 }
 
 
@@ -59,7 +60,9 @@ def signature_for(account: LocalAccount, market: Market, database: Database, bat
         batch = session.get(Batch, batch_id)
         assert batch is not None
         commitment = commitment_of(batch)
-    signed = sign_commitment(account, commitment, market.w3.eth.chain_id, market.deployment.task_registry)
+        (served_root,) = commitment.served_roots  # the batch's one miner
+    chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
+    signed = sign_commitment(account, commitment, served_root, chain_id, registry)
     return "0x" + signed.hex()
 
 
@@ -74,7 +77,14 @@ def test_only_this_batchs_commitment_signed_by_the_registered_signer_counts(
 
     forged = signature_for(Account.create(), admin_market, database, "batch_a")
     replayed = signature_for(miner, admin_market, database, "batch_b")  # valid, but for another task
-    for bad in (forged, replayed):
+    with database.session() as s:
+        batch_a = s.get(Batch, "batch_a")
+        assert batch_a is not None
+        commitment = commitment_of(batch_a)
+    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
+    # the miner's signature over a served root other than the one the coordinator computed for it
+    other_root = "0x" + sign_commitment(miner, commitment, bytes(32), chain_id, registry).hex()
+    for bad in (forged, replayed, other_root):
         with (
             pytest.raises(InvalidInput, match="not your registered signer's over this commitment"),
             database.session() as s,

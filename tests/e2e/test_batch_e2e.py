@@ -86,31 +86,34 @@ def test_a_tampered_output_line_is_rejected_naming_it(system: LocalSystem, done:
     line["response"]["body"]["choices"][0]["message"]["content"] += "!"
     rows[2] = json.dumps(line)
     inputs = check_inputs(system.market, done.batch.task_id, client.files.content(done.batch.input_file_id))
-    root = bytes.fromhex((done.batch.results_root or "").removeprefix("0x"))
+    committed = client.http.get(f"/v1/batches/{done.batch.id}/commitment").json()
+    verified = check_commitment(
+        system.market, done.batch.task_id, committed["commitment"], committed["signatures"]
+    )
     with pytest.raises(
         ResultsRejected, match=rf"result line 3 \(custom_id '{line['custom_id']}'\): not part of"
     ):
-        check_lines(done.batch.task_id, root, "\n".join(rows).encode(), inputs)
+        check_lines(done.batch.task_id, verified, "\n".join(rows).encode(), inputs)
+    # the line as committed, but naming one more miner on its pipeline, one that vouched for nothing
+    honest = json.loads(client.files.content(done.batch.output_file_id or "").decode().splitlines()[2])
+    honest[PROOF_KEY]["pipeline"].append("0x" + "99" * 20)
+    honest[PROOF_KEY]["served_proofs"].append([])
+    rows[2] = json.dumps(honest)
+    with pytest.raises(ResultsRejected, match="result line 3"):
+        check_lines(done.batch.task_id, verified, "\n".join(rows).encode(), inputs)
 
 
 def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done) -> None:
     committed = system.client().http.get(f"/v1/batches/{done.batch.id}/commitment").json()
     commitment, signatures = committed["commitment"], committed["signatures"]
     assert (
-        check_commitment(system.market, done.batch.task_id, commitment, signatures).hex()
+        check_commitment(system.market, done.batch.task_id, commitment, signatures).root.hex()
         in done.batch.results_root
     )
-    c = ResultCommitment(
-        done.batch.task_id,
-        bytes.fromhex(commitment["results_root"][2:]),
-        commitment["input_tokens"],
-        commitment["output_tokens"],
-        commitment["payment"],
-        tuple(commitment["miner_amounts"]),
-    )
+    c = ResultCommitment.from_json(done.batch.task_id, commitment)
     impostor = Account.create()
     forged = sign_commitment(
-        impostor, c, system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
+        impostor, c, c.served_roots[0], system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
     )
     bad = [dict(signatures[0], signature="0x" + forged.hex()), *signatures[1:]]
     with pytest.raises(ResultsRejected, match="signature is not by its registered signer"):
@@ -118,6 +121,10 @@ def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done)
     other_root = dict(commitment, results_root="0x" + "11" * 32)
     with pytest.raises(ResultsRejected, match="commitment differs from the one on-chain"):
         check_commitment(system.market, done.batch.task_id, other_root, signatures)
+    swapped = dict(commitment, served_roots=commitment["served_roots"][::-1])
+    if swapped != commitment:
+        with pytest.raises(ResultsRejected, match="served roots differ from the ones on-chain"):
+            check_commitment(system.market, done.batch.task_id, swapped, signatures)
 
 
 def test_after_the_window_everyone_is_paid_exactly(system: LocalSystem, done: Done) -> None:

@@ -21,7 +21,7 @@ from client_sdk.arbitration_cli import app
 from client_sdk.chain.anvil import dev_accounts
 from client_sdk.chain.types import DisputeStatus, TaskStatus
 from client_sdk.client import Batch
-from client_sdk.verify import result_leaf
+from client_sdk.verify import answers, is_input_line, result_leaf
 from coordinator.db.models import FileContent
 from demo.system import UNIT, LocalSystem
 from tests.coordinator.helpers import chat_line, jsonl
@@ -129,8 +129,12 @@ def test_opening_a_dispute_posts_the_bond_and_publishes_checkable_evidence(
 
     served = system.client(STRANGER).request("GET", f"/v1/disputes/{report['dispute']}/evidence").json()
     record = market.arbitration.get_dispute(report["dispute"])
-    leaf = result_leaf(record.task_id, served["request_line"], served["result_line"])
+    leaf = result_leaf(record.task_id, served["result_line"])
     assert leaf.hash() == record.leaf_hash and served["reason"] == "1 plus 1 is 2"
+    assert answers(leaf, served["request_line"])
+    input_root = market.tasks.get_task(record.task_id).input_root
+    input_proof = [bytes.fromhex(p[2:]) for p in served["input_proof"]]
+    assert is_input_line(input_root, leaf.request_index, served["request_line"], input_proof)
     (line,) = [v for v in system.client().batches.results(a.id).output if v.line["custom_id"] == "a-1"]
     assert leaf == line.leaf and served["result_line"] == line.line
 
@@ -155,6 +159,7 @@ def test_the_coordinator_refuses_tampered_or_foreign_evidence(system: LocalSyste
     served = system.client(STRANGER).request("GET", path).json()
     body = {
         "request_line": served["request_line"],
+        "input_proof": served["input_proof"],
         "result_line": served["result_line"],
         "reason": served["reason"],
     }

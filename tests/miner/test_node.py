@@ -18,10 +18,9 @@ from eth_account import Account
 
 from client_sdk import openai_batch
 from client_sdk.device import DeviceProfile
-from client_sdk.eip712 import recover_signer
+from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
-from client_sdk.merkle import MerkleTree
-from client_sdk.results import ResultLeaf, output_hash
+from client_sdk.results import ResultLeaf, ResultTrees, output_hash
 from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
@@ -30,7 +29,7 @@ from miner.node.journal import Journal, Served
 from miner.node.links import tcp_rtt_ms
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
-from miner.node.signer import RefusedToSign, check_and_sign, commitment_of
+from miner.node.signer import RefusedToSign, check_and_sign
 from miner.node.stage_host import HostSettings
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
@@ -245,26 +244,36 @@ def signing_request(
             )
         )
         lines.append({"index": index, "request": rows[index], "line": result, "pipeline": list(pipeline)})
-    tree = MerkleTree([leaf.hash() for leaf in leaves])
-    for position, item in enumerate(lines):
-        item["proof"] = ["0x" + p.hex() for p in tree.proof(position)]
+    trees = ResultTrees(leaves, pipeline)
+    for item in lines:
+        item["proof"] = ["0x" + p.hex() for p in trees.proof(item["index"])]
         item.update((tamper or {}).get(item["index"], {}))
-    commitment = {
-        "results_root": "0x" + tree.root.hex(),
-        "input_tokens": sum(leaf.input_tokens for leaf in leaves),
-        "output_tokens": sum(leaf.output_tokens for leaf in leaves),
-        "payment": 1000,
-        "miner_amounts": [600, 400],
+    commitment = ResultCommitment(
+        TASK,
+        trees.root,
+        sum(leaf.input_tokens for leaf in leaves),
+        sum(leaf.output_tokens for leaf in leaves),
+        1000,
+        (600, 400),
+        trees.served_roots(),
+    )
+    return {
+        "batch_id": "batch_x",
+        "task_id": TASK,
+        "request_count": len(leaves),
+        "commitment": commitment.to_json(),
+        "lines": lines,
     }
-    return {"batch_id": "batch_x", "task_id": TASK, "commitment": commitment, "lines": lines}
 
 
 def test_each_stage_signs_after_checking_its_lines(reader: Reader, two_stage_run: Any) -> None:
     served, journal = two_stage_run
     request = signing_request(reader, served)
     signature = check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
-    commitment = commitment_of(TASK, request["commitment"])
-    assert recover_signer(signature, commitment, CHAIN_ID, REGISTRY) == SECOND.address
+    commitment = ResultCommitment.from_json(TASK, request["commitment"])
+    served_root = commitment.served_roots[1]  # the second stage's, as the coordinator computed it
+    assert served_root != bytes(32)
+    assert recover_signer(signature, commitment, served_root, CHAIN_ID, REGISTRY) == SECOND.address
 
 
 def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: Any) -> None:
@@ -277,7 +286,7 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
     cases = {
         "the prompt we were fed is not this request's": {5: {"request": other_request}},
         "the result differs from what we produced": {5: {"line": edited}},
-        "its leaf is not in the committed root": {5: {"proof": []}},
+        "its leaf is not at its position in the committed root": {5: {"proof": []}},
     }
     for reason, tamper in cases.items():
         with pytest.raises(RefusedToSign, match=f"task {TASK} line 5: {reason}"):
@@ -286,8 +295,18 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
             )
     with pytest.raises(RefusedToSign, match="line 0: we have no record of serving it"):
         check_and_sign(SECOND, honest, {}, reader, CHAIN_ID, REGISTRY)
-    with pytest.raises(RefusedToSign, match="not in the committed root"):  # we are not in its pipeline
+    with pytest.raises(RefusedToSign, match="not at its position"):  # we are not in its pipeline
         check_and_sign(Account.create(), honest, journal.served, reader, CHAIN_ID, REGISTRY)
+
+
+def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_stage_run: Any) -> None:
+    """A spare assigned to the task vouches for no line: no dispute can ever hold it to account."""
+    served, _ = two_stage_run
+    request = signing_request(reader, served) | {"lines": []}
+    spare = Account.create()
+    signature = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
+    commitment = ResultCommitment.from_json(TASK, request["commitment"])
+    assert recover_signer(signature, commitment, bytes(32), CHAIN_ID, REGISTRY) == spare.address
 
 
 def test_a_new_assignment_rebuilds_the_stage_on_the_same_endpoint(checkpoint: Path, reader: Reader) -> None:

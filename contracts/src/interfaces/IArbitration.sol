@@ -96,10 +96,6 @@ interface IArbitration {
     error ZeroAddress();
     error ZeroBond();
     error NotTaskOwner(uint256 taskId, address caller);
-    error LeafTaskMismatch(uint256 taskId, uint256 leafTaskId);
-    error InvalidProof();
-    error ProofTooLong(uint256 length, uint256 maximum);
-    error PipelineTooLong(uint256 length, uint256 maximum);
     error DisputeAlreadyOpen(uint256 taskId, uint256 disputeId);
     error UnknownDispute(uint256 disputeId);
     error DisputeNotOpen(uint256 disputeId);
@@ -183,9 +179,14 @@ interface IArbitration {
         uint256 auditRewardPerDay; // most the audit pool pays jurors per day
     }
 
-    function openDispute(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        returns (uint256 disputeId);
+    /// @notice The task owner disputes one leaf: `proof` places it in the committed results, `servedProofs[k]` in
+    /// the served root of its k-th pipeline miner (those it proves are the miners held to account).
+    function openDispute(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId);
     /// @notice Draws the current round's jury from the hash of its seed block; anyone, once that block exists.
     function drawJury(uint256 disputeId) external;
     /// @notice A juror's sealed vote: `voteCommitment(disputeId, round, juror, vote, salt)`.
@@ -202,15 +203,13 @@ interface IArbitration {
     /// @notice Fixes the drawn audit: selected or not, and which line; final (an expired seed: not selected).
     function sealAudit(uint256 taskId) external returns (bool selected);
     /// @notice Opens a dispute, as an audit, on the selected line of a selected task.
-    function openAudit(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        returns (uint256 disputeId);
+    function openAudit(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId);
 
-    /// @notice Whether `proof` shows `leaf` is in the tree of `resultsRoot`, exactly as `openDispute` checks it.
-    function verifyLeaf(bytes32 resultsRoot, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof)
-        external
-        pure
-        returns (bool);
     function voteCommitment(uint256 disputeId, uint8 round, address juror, Vote choice, bytes32 salt)
         external
         pure

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {ResultLeaf} from "../libraries/ResultLeaf.sol";
+
 /// @title ITaskRegistry
 /// @notice One task per batch of requests. Stores hashes and packed fields only, so gas per task does not depend
 /// on how many requests the batch holds.
@@ -57,12 +59,22 @@ interface ITaskRegistry {
         uint128 maxValueAtRisk;
     }
 
+    /// @notice A miner's consent to one task's stake lock: its registered signer's EIP-712 signature over
+    /// `AcceptTask(taskId, stakeLock, expiry)`, usable until `expiry`.
+    struct Acceptance {
+        uint64 expiry;
+        bytes signature;
+    }
+
     struct Commitment {
         bytes32 resultsRoot;
         uint64 inputTokens;
         uint64 outputTokens;
         uint128 payment;
         uint256[] minerAmounts; // one per assigned miner, in assignment order
+        // One per assigned miner: the root of the tree over the leaves that miner served (zero if none), the
+        // only leaves its signature vouches for and the only ones it can be slashed for.
+        bytes32[] servedRoots;
     }
 
     error ZeroAddress();
@@ -87,6 +99,14 @@ interface ITaskRegistry {
     error FeeTooHigh(uint256 feeBps, uint256 maximum);
     error ChallengeWindowTooShort(uint256 window, uint256 minimum);
     error ValueAtRiskTooHigh(uint256 value, uint256 maximum);
+    error LeafTaskMismatch(uint256 taskId, uint256 leafTaskId);
+    error InvalidProof();
+    error ProofTooLong(uint256 length, uint256 maximum);
+    error PipelineTooLong(uint256 length, uint256 maximum);
+    error NoAccountableMiner(uint256 taskId, uint256 requestIndex);
+    error StakeLockTooHigh(uint256 stakeLock, uint256 maximum);
+    error AcceptanceExpired(address miner, uint256 expiry);
+    error NoConsent(address miner, address recovered);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -122,7 +142,15 @@ interface ITaskRegistry {
 
     function createTask(CreateTaskParams calldata params) external returns (uint256 taskId);
     function cancelTask(uint256 taskId) external;
-    function assignTask(uint256 taskId, address[] calldata miners, uint128 stakeLock) external;
+    /// @notice Assigns the task to `miners`, locking `stakeLock` of each one's stake: only with each miner's
+    /// acceptance of exactly this task and lock (`acceptances[i]` for `miners[i]`), and never more than the larger
+    /// of the task's maximum price and the minimum stake lock.
+    function assignTask(
+        uint256 taskId,
+        address[] calldata miners,
+        uint128 stakeLock,
+        Acceptance[] calldata acceptances
+    ) external;
     function commitResults(uint256 taskId, Commitment calldata commitment, bytes[] calldata signatures)
         external;
     function finalizeTask(uint256 taskId) external;
@@ -144,7 +172,28 @@ interface ITaskRegistry {
     function getTask(uint256 taskId) external view returns (Task memory);
     function minersOf(uint256 taskId) external view returns (address[] memory);
     function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
-    function commitmentDigest(uint256 taskId, Commitment calldata commitment) external view returns (bytes32);
+    /// @notice The EIP-712 digest the assigned miner whose served root is `servedRoot` signs.
+    function commitmentDigest(uint256 taskId, Commitment calldata commitment, bytes32 servedRoot)
+        external
+        view
+        returns (bytes32);
+    /// @notice The EIP-712 digest a miner signs to accept task `taskId` with a lock of `stakeLock` until `expiry`.
+    function acceptanceDigest(uint256 taskId, uint128 stakeLock, uint64 expiry)
+        external
+        view
+        returns (bytes32);
+    /// @notice The served root each assigned miner signed, in assignment order.
+    function servedRootsOf(uint256 taskId) external view returns (bytes32[] memory);
+    /// @notice Checks that `leaf` is the committed result at its position (`proof` in the task's positional results
+    /// tree of exactly `requestCount` leaves) and returns its hash and the miners of its pipeline that can be held to
+    /// account for it: those assigned miners whose signed served root contains it (`servedProofs[k]` for the k-th
+    /// pipeline entry). Reverts if no miner vouched for the leaf.
+    function accountableFor(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external view returns (bytes32 leafHash, address[] memory accountable);
     function challengeWindow() external view returns (uint256);
     function feeRecipient() external view returns (address);
     /// @notice End of the task's challenge window, extensions included; 0 before results are committed.

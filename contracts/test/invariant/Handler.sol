@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {Test} from "forge-std/Test.sol";
 import {Vm} from "forge-std/Vm.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {MockStablecoin} from "../../src/MockStablecoin.sol";
@@ -16,13 +15,14 @@ import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
 import {IPaymentEscrow as IE} from "../../src/interfaces/IPaymentEscrow.sol";
 import {ResultLeaf} from "../../src/libraries/ResultLeaf.sol";
 import {ResultTree} from "../utils/ResultTree.sol";
+import {Consent} from "../utils/Consent.sol";
 
 /// @notice Random, mostly valid market actions. Records from the emitted events what the invariants need:
 /// deposits and settlements per task, slashes against the stake locked at that moment, every status seen.
 /// Settling actions are also tried on tasks and disputes in any state, so a second settlement would be caught.
 /// Every action happens in a new block (verifiers vote only on disputes opened after their registration block,
 /// and audit seeds come from later blocks).
-contract Handler is Test {
+contract Handler is Consent {
     struct Deployment {
         MockStablecoin token;
         GPURegistry registry;
@@ -95,6 +95,8 @@ contract Handler is Test {
     bool public ghostPartySeated;
     /// @dev An audit sealed after its seed block's hash was gone came out selected.
     bool public ghostWithheldSealSelected;
+    /// @dev Some miner's stake was locked for a task without its consent to that task and lock.
+    bool public ghostLockedWithoutConsent;
     // Adversarial actions that went through.
     uint256 public sybilAudits;
     uint256 public sybilAppeals;
@@ -351,7 +353,7 @@ contract Handler is Test {
         return 0;
     }
 
-    function _keyOf(address miner) internal view returns (uint256) {
+    function _keyOf(address miner) internal view override returns (uint256) {
         for (uint256 i = 0; i < miners.length; ++i) {
             if (miners[i] == miner) return signerKeys[i];
         }
@@ -452,7 +454,12 @@ contract Handler is Test {
             mstore(chosen, n)
         }
         vm.prank(coordinator);
-        tasks.assignTask(id, chosen, SafeCast.toUint128(stakeLock));
+        tasks.assignTask(
+            id,
+            chosen,
+            SafeCast.toUint128(stakeLock),
+            _acceptances(tasks, id, chosen, SafeCast.toUint128(stakeLock))
+        );
     }
 
     /// @dev Whether line `j` of a committed task is wrong: one line in four, fixed by the task's leaf seed.
@@ -493,16 +500,18 @@ contract Handler is Test {
             left -= amounts[i];
         }
         amounts[assigned.length - 1] = left;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
         IT.Commitment memory c = IT.Commitment(
-            ResultTree.root(ResultTree.hashLeaves(_leaves(id))),
+            ResultTree.root(ResultTree.hashLeaves(ls)),
             uint64(t.requestCount) * 100,
             uint64(t.requestCount) * 300,
             SafeCast.toUint128(payment),
-            amounts
+            amounts,
+            ResultTree.servedRoots(ls, assigned)
         );
-        bytes32 digest = tasks.commitmentDigest(id, c);
         bytes[] memory sigs = new bytes[](assigned.length);
         for (uint256 i = 0; i < assigned.length; ++i) {
+            bytes32 digest = tasks.commitmentDigest(id, c, c.servedRoots[i]);
             (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(assigned[i]), digest);
             sigs[i] = abi.encodePacked(r, s, v);
         }
@@ -542,7 +551,7 @@ contract Handler is Test {
         bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
         _mintTo(owner, address(escrow), arbitration.disputeBond());
         vm.prank(owner);
-        try arbitration.openDispute(id, ls[index], proof) {
+        try arbitration.openDispute(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
         } catch {}
     }
@@ -727,7 +736,7 @@ contract Handler is Test {
         if (wrongLine % 8 == 0) index = (index + 1) % ls.length;
         bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
         vm.prank(verifiers[verifierSeed % verifiers.length]);
-        try arbitration.openAudit(id, ls[index], proof) {
+        try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
             ++audited;
         } catch {}
@@ -770,7 +779,7 @@ contract Handler is Test {
         uint256 index = arbitration.auditOf(id).requestIndex;
         bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
         vm.prank(sybils[sybilSeed % sybils.length]);
-        try arbitration.openAudit(id, ls[index], proof) {
+        try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
             ++audited;
             ++sybilAudits;
@@ -804,7 +813,7 @@ contract Handler is Test {
         bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
         _mintTo(owner, address(escrow), arbitration.disputeBond());
         vm.prank(owner);
-        try arbitration.openDispute(id, ls[index], proof) {
+        try arbitration.openDispute(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
             ++collusiveDisputes;
         } catch {}
@@ -841,6 +850,29 @@ contract Handler is Test {
         try arbitration.sealAudit(id) returns (bool selected) {
             ++withheldSeals;
             if (selected || arbitration.auditOf(id).selected) ghostWithheldSealSelected = true;
+        } catch {}
+    }
+
+    /// @dev (e) A coordinator locking stake without consent: with another task's acceptance, an acceptance of a
+    /// smaller lock, or none at all. It must never go through.
+    function assignWithoutConsent(uint256 taskSeed, uint256 minerSeed, uint8 how) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Open);
+        if (id == 0) return;
+        address[] memory one = new address[](1);
+        one[0] = miners[minerSeed % miners.length];
+        uint128 lock = SafeCast.toUint128(tasks.minStakeLock() + 1);
+        IT.Acceptance[] memory forged;
+        if (how % 3 == 0) {
+            forged = _acceptances(tasks, id + 1, one, lock);
+        } else if (how % 3 == 1) {
+            forged = _acceptances(tasks, id, one, lock - 1);
+        } else {
+            forged = _acceptances(tasks, id, one, lock);
+            forged[0].signature = "";
+        }
+        vm.prank(coordinator);
+        try tasks.assignTask(id, one, lock, forged) {
+            ghostLockedWithoutConsent = true;
         } catch {}
     }
 

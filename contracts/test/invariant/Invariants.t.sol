@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[45] memory s = [
+        bytes4[46] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -114,7 +114,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.collusiveAppeal.selector,
             Handler.griefAppeal.selector,
             Handler.griefAppeal.selector,
-            Handler.withholdSeal.selector
+            Handler.withholdSeal.selector,
+            Handler.assignWithoutConsent.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -287,6 +288,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// @dev Withholding an audit's seal past the blockhash window never buys a selection (fails closed).
     function invariant_withheldSealNeverSelects() public view {
         assertFalse(handler.ghostWithheldSealSelected(), "a withheld seal selected the task");
+    }
+
+    /// @dev No stake is ever locked for a task without the miner's consent to that task and lock.
+    function invariant_noLockWithoutConsent() public view {
+        assertFalse(handler.ghostLockedWithoutConsent(), "stake was locked without consent");
     }
 
     /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at

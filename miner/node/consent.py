@@ -1,0 +1,73 @@
+"""A miner's consent to a task's stake lock. The coordinator proposes an assignment; the node reads the task
+on-chain and accepts only what its policy allows: an open task of the model it serves, a lock its free stake
+covers, a deadline not too far off (the lock lasts until the task settles, and at most until its deadline plus
+the dispute period), and an acceptance that expires soon. Only then does it sign `AcceptTask`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import Task, TaskStatus
+from client_sdk.eip712 import Acceptance, sign_acceptance
+from client_sdk.encoding import model_id
+
+DAY = 86_400
+
+
+@dataclass(frozen=True)
+class ConsentPolicy:
+    """What a node accepts: tasks whose deadline is at most `max_task_days` away, acceptances usable for at
+    most `max_acceptance_s`."""
+
+    max_task_days: float = 30.0
+    max_acceptance_s: int = 3_600
+
+
+def refusal(
+    proposal: dict[str, Any], task: Task, model: str, free_stake: int, chain_now: int, policy: ConsentPolicy
+) -> str | None:
+    """Why the node must not accept `proposal` (None: it may)."""
+    task_id, lock, expiry = int(proposal["task_id"]), int(proposal["stake_lock"]), int(proposal["expiry"])
+    if task.status != TaskStatus.OPEN:
+        return f"task {task_id} is {task.status.name.lower()}, not open"
+    if task.model_id != model_id(model):
+        return f"task {task_id} is not for {model}, the model this node serves"
+    if lock > free_stake:
+        return f"a lock of {lock} exceeds this miner's free stake of {free_stake}"
+    if task.deadline - chain_now > policy.max_task_days * DAY:
+        return f"task {task_id}'s deadline is more than {policy.max_task_days:g} days away"
+    if not chain_now < expiry <= chain_now + policy.max_acceptance_s:
+        return f"the acceptance would expire at {expiry}, not within {policy.max_acceptance_s} s from now"
+    return None
+
+
+class Consenter:
+    """Signs this miner's acceptances of the tasks its policy allows."""
+
+    def __init__(
+        self, account: LocalAccount, market: Market, model: str, policy: ConsentPolicy = ConsentPolicy()
+    ) -> None:
+        self.account = account  # the miner, its own registered signer (as for result commitments)
+        self.market = market
+        self.model = model
+        self.policy = policy
+
+    def refusal(self, proposal: dict[str, Any]) -> str | None:
+        task = self.market.tasks.get_task(int(proposal["task_id"]))
+        free = self.market.registry.stake_of(self.account.address).free
+        return refusal(proposal, task, self.model, free, self.market.chain_time(), self.policy)
+
+    def sign(self, proposal: dict[str, Any]) -> Acceptance:
+        market = self.market
+        return sign_acceptance(
+            self.account,
+            int(proposal["task_id"]),
+            int(proposal["stake_lock"]),
+            int(proposal["expiry"]),
+            market.w3.eth.chain_id,
+            market.deployment.task_registry,
+        )
