@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.encoding import model_id
 from client_sdk.errors import UserError
-from client_sdk.http import WalletSigner
+from client_sdk.http import WalletSigner, json_of
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
 from client_sdk.units import format_amount
@@ -134,7 +134,7 @@ class Client:
         if response.is_success:
             return response
         try:
-            error = response.json()["error"]
+            error = json_of(response)["error"]
             message, code = str(error["message"]), error.get("code")
         except (ValueError, KeyError, TypeError):
             message, code = f"HTTP {response.status_code}: {response.text[:200]}", None
@@ -165,7 +165,7 @@ class Files:
         response = self._client.request(
             "POST", "/v1/files", files={"file": (name, data, "application/jsonl")}, data={"purpose": purpose}
         )
-        created = FileObject.model_validate(response.json())
+        created = FileObject.model_validate(json_of(response))
         if created.input_root is not None:  # the task will commit to this root: it must be our file's
             lines = parse_batch(data, max_lines=max(1, data.count(b"\n") + 1))
             if created.input_root != "0x" + input_tree([line.raw for line in lines]).root.hex():
@@ -173,7 +173,7 @@ class Files:
         return created
 
     def retrieve(self, file_id: str) -> FileObject:
-        return FileObject.model_validate(self._client.request("GET", f"/v1/files/{file_id}").json())
+        return FileObject.model_validate(json_of(self._client.request("GET", f"/v1/files/{file_id}")))
 
     def content(self, file_id: str) -> bytes:
         return self._client.request("GET", f"/v1/files/{file_id}/content").content
@@ -243,19 +243,19 @@ class Batches:
                 f"the coordinator refused the batch ({exc}); task {task_id} was cancelled and "
                 "its escrow refunded"
             ) from exc
-        return Batch.model_validate(response.json())
+        return Batch.model_validate(json_of(response))
 
     def retrieve(self, batch_id: str) -> Batch:
-        return Batch.model_validate(self._client.request("GET", f"/v1/batches/{batch_id}").json())
+        return Batch.model_validate(json_of(self._client.request("GET", f"/v1/batches/{batch_id}")))
 
     def list(self, *, limit: int = 20, after: str | None = None) -> BatchPage:
         params: dict[str, str | int] = {"limit": limit}
         if after is not None:
             params["after"] = after
-        return BatchPage.model_validate(self._client.request("GET", "/v1/batches", params=params).json())
+        return BatchPage.model_validate(json_of(self._client.request("GET", "/v1/batches", params=params)))
 
     def cancel(self, batch_id: str) -> Batch:
-        return Batch.model_validate(self._client.request("POST", f"/v1/batches/{batch_id}/cancel").json())
+        return Batch.model_validate(json_of(self._client.request("POST", f"/v1/batches/{batch_id}/cancel")))
 
     def results(self, batch_id: str) -> BatchResults:
         """The batch's output and error lines, each checked against the chain (see client_sdk.verify);
@@ -264,7 +264,7 @@ class Batches:
         if batch.results_root is None:
             raise UserError(f"batch {batch_id} is {batch.status}: it has no committed results yet")
         client = self._client
-        committed = client.request("GET", f"/v1/batches/{batch_id}/commitment").json()
+        committed = json_of(client.request("GET", f"/v1/batches/{batch_id}/commitment"))
         market = client.market
         committed_results = check_commitment(
             market, batch.task_id, committed["commitment"], committed["signatures"]

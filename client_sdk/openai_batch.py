@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from client_sdk import bounded_json
 from client_sdk.errors import UserError
 
 CHAT = "/v1/chat/completions"
@@ -111,8 +112,8 @@ def read_batch(data: bytes, *, max_lines: int) -> tuple[list[BatchLine], list[Li
 
 def _readable_custom_id(row: str) -> str | None:
     try:
-        raw = json.loads(row)
-    except json.JSONDecodeError:
+        raw = bounded_json.loads(row)
+    except ValueError:  # malformed or too deep
         return None
     custom_id = raw.get("custom_id") if isinstance(raw, dict) else None
     return custom_id if isinstance(custom_id, str) and 0 < len(custom_id) <= MAX_CUSTOM_ID else None
@@ -125,17 +126,19 @@ def parse_line(row: str, number: int) -> BatchLine:
     if not row.strip():
         raise fail("the line is empty")
     try:
-        raw = json.loads(row)
+        raw = bounded_json.loads(row)
     except json.JSONDecodeError as exc:
         raise fail(f"malformed JSON ({exc.msg} at column {exc.colno})") from exc
+    except bounded_json.TooDeep as exc:
+        raise fail(str(exc)) from exc
     if not isinstance(raw, dict):
         raise fail("a request line must be a JSON object")
     unknown = sorted(set(raw) - LINE_KEYS)
     if unknown:
         raise fail(f"unknown field {unknown[0]!r}")
     custom_id = raw.get("custom_id")
-    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= MAX_CUSTOM_ID:
-        raise fail(f"custom_id must be a string of 1 to {MAX_CUSTOM_ID} characters")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= MAX_CUSTOM_ID or "\x00" in custom_id:
+        raise fail(f"custom_id must be a string of 1 to {MAX_CUSTOM_ID} characters, none of them NUL")
     if raw.get("method") != "POST":
         raise fail("method must be 'POST'")
     url = raw.get("url")
@@ -148,7 +151,7 @@ def parse_line(row: str, number: int) -> BatchLine:
     if unknown:
         raise fail(f"body.{unknown[0]} is not supported for {url}")
     model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
+    if not isinstance(model, str) or not model.strip() or "\x00" in model:
         raise fail("body.model must name a model")
     if body.get("n", 1) != 1:
         raise fail("body.n must be 1 (one completion per request)")

@@ -17,13 +17,13 @@ Any failure raises ResultsRejected naming the line (or the signature) that faile
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from eth_utils.address import to_checksum_address
 
+from client_sdk import bounded_json
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment, recover_signer
@@ -156,7 +156,10 @@ def check_commitment(
 
 def check_inputs(market: Market, task_id: int, input_data: bytes) -> list[dict[str, Any]]:
     """The input lines, after checking they hash to the input root the task committed to."""
-    lines = [json.loads(row) for row in input_data.decode().rstrip("\n").split("\n")]
+    try:
+        lines = [bounded_json.loads(row) for row in input_data.decode().rstrip("\n").split("\n")]
+    except ValueError as exc:  # malformed, too deep or not UTF-8
+        raise ResultsRejected(f"task {task_id}: the input file is malformed ({exc})") from None
     if input_tree(lines).root != market.tasks.get_task(task_id).input_root:
         raise ResultsRejected(f"task {task_id}: the input file does not match the input root on-chain")
     return lines
@@ -170,7 +173,7 @@ def check_lines(
     for number, row in enumerate(rows.decode().splitlines(), start=1):
         where = f"result line {number}"
         try:
-            line = json.loads(row)
+            line = bounded_json.loads(row)
             extra = line[PROOF_KEY]
             index = int(extra["index"])
             custom_id = str(line["custom_id"])

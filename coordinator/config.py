@@ -40,6 +40,11 @@ class Settings:
     def model(self, name: str) -> ServedModel | None:
         return next((m for m in self.models if m.name == name), None)
 
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body taken: a whole input file with room for its multipart framing."""
+        return self.max_file_bytes + 64 * 1024
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """From the environment: BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON

@@ -1,19 +1,33 @@
-"""Signs and sends contract transactions from a local key, turning reverts into named errors."""
+"""Signs and sends contract transactions from a local key, turning reverts into named errors. Sends from one
+wallet in one process are serialized from nonce choice to broadcast, and each takes the next nonce after the
+last one this process used, so concurrent submissions never collide on a nonce."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 from web3.contract.contract import ContractFunction
 from web3.exceptions import ContractCustomError, ContractLogicError
-from web3.types import TxReceipt
+from web3.types import Nonce, TxParams, TxReceipt
 
 from client_sdk.chain.reverts import decode_revert
 from client_sdk.errors import ContractRevert
 
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+
+_GUARD = threading.Lock()
+_SENDING: dict[
+    tuple[int, str], threading.Lock
+] = {}  # per (chain, sender): held from nonce choice to broadcast
+_NEXT_NONCE: dict[tuple[int, str], int] = {}  # per (chain, sender): one past the last nonce this process sent
+
+
+def _sending_lock(key: tuple[int, str]) -> threading.Lock:
+    with _GUARD:
+        return _SENDING.setdefault(key, threading.Lock())
 
 
 class Transactor:
@@ -33,16 +47,20 @@ class Transactor:
             gas = call.estimate_gas({"from": sender})
         except ContractLogicError as exc:
             raise _rejection(exc) from None
-        tx = call.build_transaction(
-            {
+        chain_id = self.w3.eth.chain_id
+        key = (chain_id, sender)
+        with _sending_lock(key):
+            nonce = max(self.w3.eth.get_transaction_count(sender, "pending"), _NEXT_NONCE.get(key, 0))
+            params: TxParams = {
                 "from": sender,
-                "nonce": self.w3.eth.get_transaction_count(sender, "pending"),
+                "nonce": Nonce(nonce),
                 "gas": int(gas * GAS_HEADROOM),
-                "chainId": self.w3.eth.chain_id,
+                "chainId": chain_id,
             }
-        )
-        signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
-        tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
+            tx = call.build_transaction(params)
+            signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
+            tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
+            _NEXT_NONCE[key] = nonce + 1
         receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
         if receipt["status"] != 1:
             raise ContractRevert("Reverted", {}, f"transaction {tx_hash.hex()} reverted on-chain")

@@ -11,7 +11,6 @@ from redis.asyncio import Redis
 
 from client_sdk.auth import AuthError, parse_header, verify
 from coordinator.api.errors import Unauthenticated
-from coordinator.services.errors import TooLarge
 
 
 class NonceStore:
@@ -32,16 +31,12 @@ class NonceStore:
 
 async def caller(request: Request) -> str:
     """The checksum address that signed this request; 401 otherwise. Reads (and caches) the body, which the
-    signature covers."""
+    signature covers (BodyGuard has bounded its size and depth already)."""
     header = request.headers.get("authorization")
     if header is None:
         raise Unauthenticated(
             "sign the request with your wallet (Authorization: Wallet ...)", "unauthenticated"
         )
-    limit: int = request.app.state.settings.max_file_bytes + 64 * 1024  # room for multipart framing
-    length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > limit):
-        raise TooLarge(f"the request body is over the limit of {limit} bytes", "request_too_large")
     now = int(time.time())
     target = request_target(request)
     try:

@@ -8,8 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from client_sdk.chain.types import TaskStatus
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
+from coordinator.api.miners import Chain
 from coordinator.services import batches
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
@@ -20,11 +22,16 @@ class CreateBatch(BaseModel):
     endpoint: str = Field(max_length=64)
     completion_window: str = Field(default="24h", max_length=8)
     metadata: dict[str, str] | None = None
-    task_id: int = Field(description="The on-chain task the SDK created and funded for this file.")
+    task_id: int = Field(
+        ge=1, lt=2**63, description="The on-chain task the SDK created and funded for this file (yours)."
+    )
 
 
 @router.post("", summary="Create a batch from an uploaded file and its funded on-chain task")
-def create(body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings) -> dict[str, Any]:
+def create(
+    body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings, chain: Chain
+) -> dict[str, Any]:
+    task = chain.task(body.task_id)
     batch = batches.create_batch(
         db,
         owner,
@@ -33,6 +40,7 @@ def create(body: CreateBatch, owner: Caller, db: DbSession, settings: AppSetting
         completion_window=body.completion_window,
         metadata=body.metadata,
         task_id=body.task_id,
+        task_owner=None if task.status == TaskStatus.NONE else task.owner,
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),
     )

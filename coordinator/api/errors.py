@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 
 from coordinator.services.errors import Conflict, InvalidInput, NotFound, ServiceError, TooLarge
 
@@ -25,6 +26,14 @@ async def service_error_handler(_request: Request, exc: Exception) -> JSONRespon
         return JSONResponse(error_body("authentication_error", exc.message, exc.code, None), status_code=401)
     status = next(code for kind, code in STATUS.items() if isinstance(exc, kind))
     return JSONResponse(error_body("invalid_request_error", exc.message, exc.code, exc.param), status)
+
+
+async def unstorable_value_handler(_request: Request, exc: Exception) -> JSONResponse:
+    """A value the database refuses (a NUL character in text, for PostgreSQL) is the caller's error, not
+    ours."""
+    assert isinstance(exc, DataError)
+    message = "a value in the request cannot be stored (text must not contain NUL characters)"
+    return JSONResponse(error_body("invalid_request_error", message, "invalid_value", None), 400)
 
 
 async def validation_error_handler(_request: Request, exc: Exception) -> JSONResponse:

@@ -6,6 +6,7 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Path as FastPath
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
@@ -54,18 +55,26 @@ class Join(BaseModel):
     device: Device
 
 
+# Bounded as the database stores them: a value past these is refused (400), never a server error.
+UnitNumber = Annotated[int, Field(ge=1, lt=2**63)]
+UnitId = Annotated[int, FastPath(ge=1, lt=2**63, description="Work unit id.")]
+TokenId = Annotated[int, Field(ge=0, lt=2**31)]
+
+
 class Beat(BaseModel):
     layer_latency_ms: float = Field(gt=0)
-    queue_depth: int = Field(default=0, ge=0)
+    queue_depth: int = Field(default=0, ge=0, lt=2**31)
     rtt_ms: dict[str, float] = Field(default_factory=dict, max_length=1024)
-    units: list[int] = Field(default_factory=list, max_length=64, description="Work units being served.")
+    units: list[UnitNumber] = Field(
+        default_factory=list, max_length=64, description="Work units being served."
+    )
 
 
 class LineResultBody(BaseModel):
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, lt=2**31)
     text: str = Field(max_length=4 * MAX_OUTPUT_TOKENS)
-    output_token_ids: list[int] = Field(max_length=MAX_OUTPUT_TOKENS)
-    prompt_tokens: int = Field(ge=0)
+    output_token_ids: list[TokenId] = Field(max_length=MAX_OUTPUT_TOKENS)
+    prompt_tokens: int = Field(ge=0, lt=2**31)
     finish_reason: str = Field(max_length=16)
 
 
@@ -74,8 +83,8 @@ class UnitResults(BaseModel):
 
 
 class LineProgressBody(BaseModel):
-    index: int = Field(ge=0)
-    output_token_ids: list[Annotated[int, Field(ge=0)]] = Field(min_length=1, max_length=MAX_OUTPUT_TOKENS)
+    index: int = Field(ge=0, lt=2**31)
+    output_token_ids: list[TokenId] = Field(min_length=1, max_length=MAX_OUTPUT_TOKENS)
 
 
 class UnitProgress(BaseModel):
@@ -121,7 +130,7 @@ def claim(request: Request, miner: Caller, db: DbSession, settings: AppSettings)
 # tokens; and a report is about one unit, checked like its results (only the head of the pipeline the unit
 # is leased to), so a stale or foreign one is refused on its own without touching the heartbeat.
 @router.post("/work/{unit_id}/progress", summary="Report the output tokens so far of a leased unit's lines")
-def progress(unit_id: int, body: UnitProgress, miner: Caller, db: DbSession) -> dict[str, int]:
+def progress(unit_id: UnitId, body: UnitProgress, miner: Caller, db: DbSession) -> dict[str, int]:
     partials = {line.index: tuple(line.output_token_ids) for line in body.lines}
     if len(partials) != len(body.lines):
         raise InvalidInput("a line is reported twice", "lines")
@@ -130,7 +139,7 @@ def progress(unit_id: int, body: UnitProgress, miner: Caller, db: DbSession) -> 
 
 @router.post("/work/{unit_id}/results", summary="Return the results of a leased work unit")
 def results(
-    unit_id: int, body: UnitResults, request: Request, miner: Caller, db: DbSession
+    unit_id: UnitId, body: UnitResults, request: Request, miner: Caller, db: DbSession
 ) -> dict[str, int]:
     lines = [
         dispatch.LineResult(r.index, r.text, tuple(r.output_token_ids), r.prompt_tokens, r.finish_reason)

@@ -30,9 +30,12 @@ def create_batch(
     completion_window: str,
     metadata: dict[str, str] | None,
     task_id: int,
+    task_owner: str | None,
     max_window_h: int,
     now: int,
 ) -> Batch:
+    """Stores a validating batch; `task_owner` is the on-chain owner of `task_id` (None: no such task). Only
+    the task's owner can register it, so no one can take another wallet's task id."""
     file = session.get(File, input_file_id)
     if file is None or file.owner != owner:
         raise NotFound("file", input_file_id)
@@ -44,8 +47,14 @@ def create_batch(
         raise InvalidInput(f"the file's requests are for {file.endpoint}, not {endpoint}", "endpoint")
     hours = window_hours(completion_window, max_window_h)
     check_metadata(metadata)
-    if task_id < 0:
-        raise InvalidInput("task_id must be the id of your on-chain task", "task_id")
+    if task_owner is None:
+        raise InvalidInput(f"task {task_id} does not exist on-chain: create and fund it first", "task_id")
+    if task_owner.lower() != owner.lower():
+        raise InvalidInput(
+            f"task {task_id} belongs to {task_owner}, not to {owner}: register your own task",
+            "task_id",
+            "task_not_yours",
+        )
     batch = Batch(
         id=new_id("batch_"),
         owner=owner,

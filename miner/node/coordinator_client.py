@@ -8,7 +8,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.errors import UserError
-from client_sdk.http import WalletSigner
+from client_sdk.http import WalletSigner, json_of
 
 
 class CoordinatorError(UserError):
@@ -35,11 +35,11 @@ class CoordinatorClient:
             return None
         if not response.is_success:
             try:
-                message = str(response.json()["error"]["message"])
+                message = str(json_of(response)["error"]["message"])
             except (ValueError, KeyError, TypeError):
                 message = f"HTTP {response.status_code}"
             raise CoordinatorError(response.status_code, message)
-        return response.json()
+        return json_of(response)
 
     def join(self, model: str, endpoint: str, region: str, device: dict[str, Any]) -> dict[str, Any]:
         body = {"model": model, "endpoint": endpoint, "region": region, "device": device}

@@ -28,6 +28,7 @@ from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vote
 from client_sdk.errors import ChainError, UserError
+from client_sdk.http import json_of
 from client_sdk.results import ResultLeaf
 from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proofs_of, result_leaf
 from miner.model.config import ModelConfig
@@ -362,7 +363,7 @@ class Verifier:
         if response.status_code in (404, 409):
             return None
         response.raise_for_status()
-        body: dict[str, Any] = response.json()
+        body: dict[str, Any] = json_of(response)
         return body
 
     def _post(self, path: str, body: dict[str, Any]) -> None:

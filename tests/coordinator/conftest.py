@@ -18,8 +18,10 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.anvil import free_port
+from client_sdk.chain.contracts import Market
 from client_sdk.http import WalletSigner
 from coordinator.api.app import create_app
+from coordinator.chain import CoordinatorChain
 from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
 from demo.services import postgres_server, redis_server
@@ -79,8 +81,8 @@ def settings(database_url: str, redis_url: str, served_model: ServedModel) -> Se
 class ApiServer:
     """The real app served by uvicorn on a free port, in a thread; `client(account)` signs as that wallet."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.app = create_app(settings)
+    def __init__(self, settings: Settings, chain: CoordinatorChain | None = None) -> None:
+        self.app = create_app(settings, chain)
         self.url = f"http://127.0.0.1:{free_port()}"
         port = int(self.url.rsplit(":", 1)[1])
         self.server = uvicorn.Server(uvicorn.Config(self.app, port=port, log_level="warning", lifespan="on"))
@@ -112,6 +114,7 @@ class ApiServer:
 
 
 @pytest.fixture
-def api(settings: Settings) -> Iterator[ApiServer]:
-    with ApiServer(settings) as server:
+def api(settings: Settings, admin_market: Market) -> Iterator[ApiServer]:
+    """The API over the session's chain (reads only: task owners at registration, miners' registrations)."""
+    with ApiServer(settings, CoordinatorChain(admin_market)) as server:
         yield server

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from eth_account.signers.local import LocalAccount
 
+from client_sdk.chain.anvil import Anvil
+from client_sdk.chain.contracts import Market
+from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
 from tests.coordinator.helpers import batch_file
 
@@ -32,6 +36,14 @@ OPENAI_BATCH_FIELDS = {
 }
 
 
+def owned_task(market: Market, chain: Anvil, owner: LocalAccount) -> int:
+    """A funded on-chain task of `owner` (given gas money)."""
+    chain.w3.provider.make_request("anvil_setBalance", [owner.address, hex(10**20)])  # type: ignore[arg-type]
+    config = DemoConfig()
+    market.token.mint(owner.address, config.max_price)
+    return create_task(market.as_account(owner), config)
+
+
 def new_batch(client: httpx.Client, task: int, **extra: object) -> httpx.Response:
     file = client.post("/v1/files", files={"file": ("in.jsonl", batch_file(3))}, data={"purpose": "batch"})
     body = {
@@ -43,13 +55,16 @@ def new_batch(client: httpx.Client, task: int, **extra: object) -> httpx.Respons
     return client.post("/v1/batches", json=body)
 
 
-def test_a_new_batch_is_validating_with_openai_fields(api: ApiServer) -> None:
+def test_a_new_batch_is_validating_with_openai_fields(
+    api: ApiServer, admin_market: Market, chain: Anvil
+) -> None:
     alice = api.client(ALICE)
-    response = new_batch(alice, 7, metadata={"project": "x"}, completion_window="48h")
+    task = owned_task(admin_market, chain, ALICE)
+    response = new_batch(alice, task, metadata={"project": "x"}, completion_window="48h")
     assert response.status_code == 200, response.text
     batch = response.json()
     assert set(batch) >= OPENAI_BATCH_FIELDS
-    assert (batch["object"], batch["status"], batch["task_id"]) == ("batch", "validating", 7)
+    assert (batch["object"], batch["status"], batch["task_id"]) == ("batch", "validating", task)
     assert batch["request_counts"] == {"total": 3, "completed": 0, "failed": 0}
     assert batch["expires_at"] - batch["created_at"] == 48 * 3600
     assert batch["metadata"] == {"project": "x"}
@@ -64,28 +79,46 @@ def test_a_new_batch_is_validating_with_openai_fields(api: ApiServer) -> None:
         ({"completion_window": "169h"}, 400, "completion_window must be whole hours"),
         ({"input_file_id": "file-nope"}, 404, "no file with id 'file-nope'"),
         ({"metadata": {str(i): "v" for i in range(17)}}, 400, "metadata holds at most 16 pairs"),
-        ({"task_id": -1}, 400, "task_id must be the id of your on-chain task"),
+        ({"task_id": -1}, 400, "task_id: Input should be greater than or equal to 1"),
+        ({"task_id": 10**6}, 400, "task 1000000 does not exist on-chain"),
     ],
 )
 def test_bad_batch_requests_are_refused(
-    api: ApiServer, extra: dict[str, object], status: int, message: str
+    api: ApiServer, admin_market: Market, chain: Anvil, extra: dict[str, object], status: int, message: str
 ) -> None:
-    response = new_batch(api.client(ALICE), 1, **extra)
+    response = new_batch(api.client(ALICE), owned_task(admin_market, chain, ALICE), **extra)
     assert response.status_code == status
     assert response.json()["error"]["message"].startswith(message)
 
 
-def test_one_task_backs_one_batch(api: ApiServer) -> None:
+def test_one_task_backs_one_batch(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    assert new_batch(alice, 3).status_code == 200
-    again = new_batch(alice, 3)
-    assert again.status_code == 409 and again.json()["error"]["message"] == "task 3 already has a batch"
+    task = owned_task(admin_market, chain, ALICE)
+    assert new_batch(alice, task).status_code == 200
+    again = new_batch(alice, task)
+    assert again.status_code == 409 and again.json()["error"]["message"] == f"task {task} already has a batch"
 
 
-def test_list_pages_newest_first(api: ApiServer) -> None:
+def test_no_one_registers_another_wallets_task(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
+    """Task squatting: Bob registering Alice's fresh task is refused before anything is stored, so Alice's own
+    registration goes through."""
+    task = owned_task(admin_market, chain, ALICE)
+    squat = new_batch(api.client(BOB), task)
+    assert squat.status_code == 400
+    assert squat.json()["error"] == {
+        "message": f"task {task} belongs to {ALICE.address}, not to {BOB.address}: register your own task",
+        "type": "invalid_request_error",
+        "param": "task_id",
+        "code": "task_not_yours",
+    }
+    assert api.client(BOB).get("/v1/batches").json()["data"] == []
+    assert new_batch(api.client(ALICE), task).status_code == 200
+
+
+def test_list_pages_newest_first(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    ids = [new_batch(alice, task).json()["id"] for task in range(5)]
-    new_batch(api.client(BOB), 99)
+    ids = [new_batch(alice, owned_task(admin_market, chain, ALICE)).json()["id"] for _ in range(5)]
+    new_batch(api.client(BOB), owned_task(admin_market, chain, BOB))
     seen: list[str] = []
     after = None
     while True:
@@ -100,17 +133,19 @@ def test_list_pages_newest_first(api: ApiServer) -> None:
     assert created == sorted(created, reverse=True)
 
 
-def test_cancel_moves_to_cancelling_once(api: ApiServer) -> None:
+def test_cancel_moves_to_cancelling_once(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    batch = new_batch(alice, 1).json()
+    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
     first = alice.post(f"/v1/batches/{batch['id']}/cancel").json()
     again = alice.post(f"/v1/batches/{batch['id']}/cancel").json()
     assert first["status"] == again["status"] == "cancelling"
     assert first["cancelling_at"] == again["cancelling_at"] is not None
 
 
-def test_another_wallet_cannot_see_or_cancel_a_batch(api: ApiServer) -> None:
-    batch = new_batch(api.client(ALICE), 1).json()
+def test_another_wallet_cannot_see_or_cancel_a_batch(
+    api: ApiServer, admin_market: Market, chain: Anvil
+) -> None:
+    batch = new_batch(api.client(ALICE), owned_task(admin_market, chain, ALICE)).json()
     bob = api.client(BOB)
     for response in (bob.get(f"/v1/batches/{batch['id']}"), bob.post(f"/v1/batches/{batch['id']}/cancel")):
         assert response.status_code == 404

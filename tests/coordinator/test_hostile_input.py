@@ -1,0 +1,63 @@
+"""Bodies built to crash or exhaust the API are refused before anything parses them, signed or not, and the
+service keeps answering: a JSON body or an upload line nested 80,000 levels deep (which once overflowed the C
+stack, because eth-account's py_ecc raises Python's recursion limit), and bodies over the size limit, declared
+or streamed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+
+from tests.coordinator.conftest import ALICE, ApiServer
+from tests.coordinator.helpers import chat_line, jsonl
+
+DEEP = b'{"a":' * 80_000 + b"1" + b"}" * 80_000
+
+
+def _healthy(api: ApiServer) -> bool:
+    return bool(api.client(ALICE).get("/healthz", auth=None).json()["status"] == "ok")
+
+
+def test_a_deeply_nested_body_is_refused_unparsed_and_the_api_stays_up(api: ApiServer) -> None:
+    alice = api.client(ALICE)
+    headers = {"content-type": "application/json"}
+    for auth in (None, alice.auth):
+        response = alice.post("/v1/batches", content=DEEP, headers=headers, auth=auth)  # type: ignore[arg-type]
+        assert response.status_code == 400
+        assert response.json()["error"] == {
+            "message": "the JSON nests more than 64 levels deep",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "request_too_deep",
+        }
+    assert _healthy(api)
+
+
+def test_a_deeply_nested_upload_line_is_refused_naming_the_line(api: ApiServer) -> None:
+    data = jsonl([chat_line("a")]) + DEEP + b"\n"
+    response = api.client(ALICE).post(
+        "/v1/files", files={"file": ("in.jsonl", data)}, data={"purpose": "batch"}
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("line 2: the JSON nests more than 64 levels deep")
+    assert _healthy(api)
+
+
+def test_bodies_over_the_limit_are_refused_declared_or_streamed(api: ApiServer) -> None:
+    api.reconfigure(max_file_bytes=1_000)
+    body = json.dumps({"input_file_id": "file-x", "padding": "x" * 70_000}).encode()
+    alice = api.client(ALICE)
+    declared = alice.post("/v1/batches", content=body, headers={"content-type": "application/json"})
+    assert declared.status_code == 413 and declared.json()["error"]["code"] == "request_too_large"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit applies as the body streams in
+        for start in range(0, len(body), 4_096):
+            yield body[start : start + 4_096]
+
+    streamed = httpx.post(
+        f"{api.url}/v1/batches", content=chunks(), headers={"content-type": "application/json"}, timeout=30
+    )
+    assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "request_too_large"
+    assert _healthy(api)
