@@ -33,10 +33,10 @@ from client_sdk.cli_support import (
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchFormatError, parse_batch
+from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.units import format_amount, parse_amount
 
 DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
-FINAL = ("completed", "failed", "expired", "cancelled")
 
 CoordinatorOption = Annotated[
     str,
@@ -78,7 +78,7 @@ def _wait(client: Client, batch: Batch, quiet: bool) -> Batch:
                TimeElapsedColumn())  # fmt: skip
     with Progress(*columns, console=console, transient=True, disable=quiet) as progress:
         bar = progress.add_task(batch.status, total=batch.request_counts.total)
-        while batch.status not in FINAL:
+        while batch.status not in FINAL_BATCH_STATUSES:
             time.sleep(1.0)
             batch = client.batches.retrieve(batch.id)
             done = batch.request_counts.completed + batch.request_counts.failed

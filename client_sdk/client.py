@@ -26,6 +26,8 @@ from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner, json_of
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
+from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
+from client_sdk.protocol.envelope import read_error
 from client_sdk.units import format_amount
 from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 
@@ -134,10 +136,10 @@ class Client:
         if response.is_success:
             return response
         try:
-            error = json_of(response)["error"]
-            message, code = str(error["message"]), error.get("code")
-        except (ValueError, KeyError, TypeError):
-            message, code = f"HTTP {response.status_code}: {response.text[:200]}", None
+            error = read_error(json_of(response))
+        except ValueError:  # not JSON, or too deep
+            error = None
+        message, code = error or (f"HTTP {response.status_code}: {response.text[:200]}", None)
         raise ApiError(response.status_code, message, code)
 
     def close(self) -> None:
@@ -286,7 +288,7 @@ class Batches:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             batch = self.retrieve(batch_id)
-            if batch.status in ("completed", "failed", "expired", "cancelled"):
+            if batch.status in FINAL_BATCH_STATUSES:
                 return batch
             if deadline is not None and time.monotonic() > deadline:
                 raise UserError(f"batch {batch_id} is still {batch.status} after {timeout_s} s")

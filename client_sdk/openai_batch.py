@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from client_sdk import bounded_json
 from client_sdk.errors import UserError
+from client_sdk.protocol.constants import MAX_SEED
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
 SUPPORTED_URLS = (CHAT, COMPLETIONS)
 DEFAULT_MAX_TOKENS = 512
 MAX_CUSTOM_ID = 512
-MAX_SEED = 2**63 - 1
 ROLES = ("system", "user", "assistant")
 LINE_KEYS = {"custom_id", "method", "url", "body"}
 COMMON_BODY_KEYS = {"model", "max_tokens", "temperature", "top_p", "seed", "n", "user"}

@@ -13,6 +13,7 @@ from redis import Redis
 from sqlalchemy import or_, select
 
 from client_sdk.keys import load_account
+from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import Batch
@@ -77,7 +78,7 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
             ids = session.scalars(
                 select(Batch.id).where(
                     or_(
-                        Batch.status.in_(lifecycle.ACTIVE),
+                        Batch.status.in_(ACTIVE_BATCH_STATUSES),
                         Batch.status.in_(("completed", "cancelled"))
                         & Batch.commit_tx.is_not(None)
                         & ~Batch.finalized,

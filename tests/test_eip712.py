@@ -155,5 +155,5 @@ def test_an_acceptance_signs_the_contracts_digest(
     on_chain = admin_market.tasks.acceptance_digest(task_id, lock, expiry)
     assert Account._recover_hash(on_chain, signature=accepted.signature) == miner.address
     assert acceptance_signer(accepted, task_id, lock, chain_id, registry) == miner.address
-    assert acceptance_signer(accepted, task_id, lock + 1, chain_id, registry) != miner.address
+    assert acceptance_signer(accepted, task_id, lock ^ 1, chain_id, registry) != miner.address
     assert acceptance_signer(accepted, task_id, lock, chain_id + 1, registry) != miner.address

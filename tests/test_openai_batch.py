@@ -25,6 +25,8 @@ from client_sdk.openai_batch import (
 from miner.tiny_checkpoint import build_tokenizer
 
 TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20)
+# custom_id and model: any text but NUL, which no database column can hold
+NAME = TEXT.filter(lambda text: "\x00" not in text)
 OPTIONAL = {
     "max_tokens": st.integers(1, 1 << 31),
     "temperature": st.floats(0, 2) | st.integers(0, 2),
@@ -36,7 +38,7 @@ OPTIONAL = {
 @st.composite
 def request_line(draw: st.DrawFn, custom_id: str) -> dict[str, Any]:
     url = draw(st.sampled_from([CHAT, COMPLETIONS]))
-    body: dict[str, Any] = {"model": draw(TEXT.filter(str.strip))}
+    body: dict[str, Any] = {"model": draw(NAME.filter(str.strip))}
     if url == CHAT:
         roles = st.sampled_from(["system", "user", "assistant"])
         body["messages"] = draw(st.lists(st.fixed_dictionaries({"role": roles, "content": TEXT}), min_size=1))
@@ -50,7 +52,7 @@ def request_line(draw: st.DrawFn, custom_id: str) -> dict[str, Any]:
 
 @st.composite
 def batch(draw: st.DrawFn) -> list[dict[str, Any]]:
-    ids = draw(st.lists(TEXT, min_size=1, max_size=6, unique=True))
+    ids = draw(st.lists(NAME, min_size=1, max_size=6, unique=True))
     return [draw(request_line(custom_id)) for custom_id in ids]
 
 
@@ -86,6 +88,7 @@ MUTATIONS: list[tuple[str, Any, str]] = [
     ("url", "/v1/embeddings", "unsupported url '/v1/embeddings'"),
     ("custom_id", None, "custom_id must be a string"),
     ("custom_id", "", "custom_id must be a string"),
+    ("custom_id", "a\x00b", "custom_id must be a string of 1 to 512 characters, none of them NUL"),
     ("body", [], "body must be a JSON object"),
     ("body.model", None, "body.model must name a model"),
     ("body.max_tokens", 0, "body.max_tokens must be an integer from 1"),

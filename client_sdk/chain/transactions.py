@@ -1,6 +1,7 @@
 """Signs and sends contract transactions from a local key, turning reverts into named errors. Sends from one
-wallet in one process are serialized from nonce choice to broadcast, and each takes the next nonce after the
-last one this process used, so concurrent submissions never collide on a nonce."""
+wallet in one process are serialized from nonce choice to broadcast: each reads the node's pending count only
+after the one before it has reached the node, so concurrent submissions never collide on a nonce (and nothing
+is cached that a reverted or dropped transaction could leave too high)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,8 @@ from client_sdk.errors import ContractRevert
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
 
 _GUARD = threading.Lock()
-_SENDING: dict[
-    tuple[int, str], threading.Lock
-] = {}  # per (chain, sender): held from nonce choice to broadcast
-_NEXT_NONCE: dict[tuple[int, str], int] = {}  # per (chain, sender): one past the last nonce this process sent
+# per (chain, sender): held from reading the pending nonce until the transaction has reached the node
+_SENDING: dict[tuple[int, str], threading.Lock] = {}
 
 
 def _sending_lock(key: tuple[int, str]) -> threading.Lock:
@@ -50,7 +49,7 @@ class Transactor:
         chain_id = self.w3.eth.chain_id
         key = (chain_id, sender)
         with _sending_lock(key):
-            nonce = max(self.w3.eth.get_transaction_count(sender, "pending"), _NEXT_NONCE.get(key, 0))
+            nonce = self.w3.eth.get_transaction_count(sender, "pending")
             params: TxParams = {
                 "from": sender,
                 "nonce": Nonce(nonce),
@@ -60,7 +59,6 @@ class Transactor:
             tx = call.build_transaction(params)
             signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
             tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
-            _NEXT_NONCE[key] = nonce + 1
         receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
         if receipt["status"] != 1:
             raise ContractRevert("Reverted", {}, f"transaction {tx_hash.hex()} reverted on-chain")

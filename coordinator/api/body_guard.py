@@ -11,7 +11,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from client_sdk.bounded_json import TooDeep, check_depth
-from coordinator.api.errors import error_body
+from client_sdk.protocol.envelope import error_body
 
 BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 

@@ -7,6 +7,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 
+from client_sdk.protocol.envelope import error_body
 from coordinator.services.errors import Conflict, InvalidInput, NotFound, ServiceError, TooLarge
 
 STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409, TooLarge: 413}
@@ -14,10 +15,6 @@ STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409, TooLarge: 413}
 
 class Unauthenticated(ServiceError):
     """No valid wallet signature (401)."""
-
-
-def error_body(error_type: str, message: str, code: str, param: str | None) -> dict[str, object]:
-    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
 async def service_error_handler(_request: Request, exc: Exception) -> JSONResponse:

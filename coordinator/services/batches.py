@@ -14,8 +14,6 @@ from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.ids import new_id
 
 # OpenAI's statuses; the last four are final
-ACTIVE = ("validating", "in_progress", "finalizing", "cancelling")
-FINAL = ("completed", "failed", "expired", "cancelled")
 CANCELLABLE = ("validating", "in_progress")
 MAX_METADATA_PAIRS, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
 MAX_LIST_LIMIT = 100

@@ -25,6 +25,7 @@ from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import model_id
 from client_sdk.inputs import custom_id_hash, params_hash
+from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
@@ -45,7 +46,6 @@ from coordinator.services.live import LiveMembership
 from coordinator.services.miners import live_miners
 from coordinator.services.planning import ensure_plan
 
-ACTIVE = ("validating", "in_progress", "cancelling", "finalizing")
 SETTLING = ("completed", "cancelled")  # committed; finalized on-chain after the challenge window
 MAX_MINERS_PER_TASK = 32  # TaskRegistry.MAX_MINERS_PER_TASK
 
@@ -66,7 +66,7 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     chain_now, now = ctx.chain.now(), int(time.time())
     task = ctx.chain.task(batch.task_id)
     if (
-        batch.status in ACTIVE
+        batch.status in ACTIVE_BATCH_STATUSES
         and chain_now > task.deadline
         and task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED)
     ):

@@ -9,6 +9,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner, json_of
+from client_sdk.protocol.envelope import read_error
 
 
 class CoordinatorError(UserError):
@@ -35,10 +36,12 @@ class CoordinatorClient:
             return None
         if not response.is_success:
             try:
-                message = str(json_of(response)["error"]["message"])
-            except (ValueError, KeyError, TypeError):
-                message = f"HTTP {response.status_code}"
-            raise CoordinatorError(response.status_code, message)
+                error = read_error(json_of(response))
+            except ValueError:  # not JSON, or too deep
+                error = None
+            raise CoordinatorError(
+                response.status_code, error[0] if error else f"HTTP {response.status_code}"
+            )
         return json_of(response)
 
     def join(self, model: str, endpoint: str, region: str, device: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,8 @@ from typing import Any
 import msgpack
 import torch
 
+from client_sdk.protocol.constants import MAX_SEED
+
 # 3: submits may resume a request from output tokens generated elsewhere, and the token at position p of a
 # request is drawn with a generator seeded by (its seed, p) (miner/engine/sampler.py); stages of a pipeline
 # must agree on both, so a version-2 peer is refused.
@@ -58,7 +60,6 @@ HEADER_KEYS = {
     "dtype",
     "shape",
 }
-MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,11 @@ def decode(frames: list[bytes], limits: Limits = DEFAULT_LIMITS) -> tuple[Header
         if payload
         else torch.empty(0, dtype=torch.uint8)
     )
-    return header, data.view(DTYPES[header.dtype]).reshape(header.shape)
+    tensor = data.view(DTYPES[header.dtype]).reshape(header.shape)
+    # a peer's NaN or infinity would poison every later stage's output while each stage looks healthy
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        raise FrameError("the tensor holds non-finite values (NaN or infinity)")
+    return header, tensor
 
 
 def _validate(fields: object, limits: Limits) -> Header:

@@ -134,3 +134,16 @@ def test_encode_refuses_a_header_that_lies() -> None:
     header, tensor = activations(torch.zeros(6, 3))
     with pytest.raises(FrameError, match="do not describe the tensor"):
         encode(header, tensor.half())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("dtype", sorted(d for d in DTYPES if DTYPES[d].is_floating_point))
+def test_non_finite_activations_are_rejected(bad: float, dtype: str) -> None:
+    """A hostile or broken peer's NaN or infinity stops at the stage that receives it, however it is
+    encoded."""
+    tensor = torch.zeros(6, 3, dtype=torch.float32)
+    tensor[4, 1] = bad
+    tensor = tensor.to(DTYPES[dtype])
+    header, _ = activations(tensor)
+    with pytest.raises(FrameError, match="non-finite values"):
+        decode(encode(header, tensor))
