@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -75,5 +76,12 @@ def content(file_id: str, owner: Caller, db: DbSession) -> StreamingResponse:
     return StreamingResponse(
         chunks(),
         media_type="application/jsonl",
-        headers={"Content-Disposition": f'attachment; filename="{record.filename}"'},
+        headers={"Content-Disposition": content_disposition(record.filename)},
     )
+
+
+def content_disposition(filename: str) -> str:
+    """RFC 6266: an ASCII fallback name (anything else, quotes and control characters become `_`) and the
+    exact name, UTF-8 and percent-encoded, so any file name a user uploaded downloads under its own name."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in filename) or "file"
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

@@ -9,6 +9,7 @@ import pytest
 
 from client_sdk.inputs import input_tree
 from client_sdk.openai_batch import DEFAULT_MAX_TOKENS
+from coordinator.api.files import content_disposition
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
 from tests.coordinator.helpers import batch_file, chat_line, jsonl
 
@@ -113,3 +114,24 @@ def test_another_wallet_cannot_read_the_file(api: ApiServer) -> None:
         response = bob.get(path)
         assert response.status_code == 404
         assert response.json()["error"]["message"] == f"no file with id {file['id']!r}"
+
+
+def test_any_file_name_downloads_under_its_own_name(api: ApiServer) -> None:
+    """RFC 6266: a name outside ASCII comes back exactly (filename*) beside an ASCII fallback."""
+    alice = api.client(ALICE)
+    name = "données été 😀.jsonl"
+    response = alice.post("/v1/files", files={"file": (name, batch_file(2))}, data={"purpose": "batch"})
+    assert response.status_code == 200, response.text
+    assert response.json()["filename"] == name
+    download = alice.get(f"/v1/files/{response.json()['id']}/content")
+    assert download.status_code == 200
+    assert download.headers["content-disposition"] == (
+        'attachment; filename="donn_es _t_ _.jsonl"; '
+        "filename*=UTF-8''donn%C3%A9es%20%C3%A9t%C3%A9%20%F0%9F%98%80.jsonl"
+    )
+
+
+def test_quotes_and_control_characters_never_reach_the_header() -> None:
+    assert content_disposition('a"b\\c\r\n.jsonl') == (
+        "attachment; filename=\"a_b_c__.jsonl\"; filename*=UTF-8''a%22b%5Cc%0D%0A.jsonl"
+    )
