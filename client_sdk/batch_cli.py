@@ -183,9 +183,7 @@ def cancel(
     """Cancel a batch: finished requests are kept and paid for, the rest of the escrow comes back."""
     client = _client(coordinator, rpc_url, deployment, keystore)
     batch = client.batches.cancel(batch_id)
-    task = client.market.tasks.get_task(batch.task_id)
-    if task.status == TaskStatus.OPEN:  # no miner started: take the whole escrow back now
-        client.market.tasks.cancel_task(batch.task_id)
+    if client.market.tasks.get_task(batch.task_id).status == TaskStatus.CANCELLED:  # no miner had started
         console.print(f"batch {batch_id} cancelled; task {batch.task_id} cancelled on-chain, escrow refunded")
         return
     console.print(f"batch {batch_id} is {batch.status}: finished requests settle, the rest is refunded")

@@ -21,6 +21,7 @@ from eth_account.signers.local import LocalAccount
 from pydantic import BaseModel, ConfigDict
 
 from client_sdk.chain.contracts import Market, connect
+from client_sdk.chain.types import TaskStatus
 from client_sdk.encoding import model_id
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner, json_of
@@ -257,7 +258,14 @@ class Batches:
         return BatchPage.model_validate(json_of(self._client.request("GET", "/v1/batches", params=params)))
 
     def cancel(self, batch_id: str) -> Batch:
-        return Batch.model_validate(json_of(self._client.request("POST", f"/v1/batches/{batch_id}/cancel")))
+        """Stops the batch: finished requests are kept and paid for. If no miner was assigned yet, the task is
+        also cancelled on-chain, so the whole escrow is back in the owner's balance at once (otherwise the
+        coordinator settles what was done, or the task expires at its deadline)."""
+        batch = Batch.model_validate(json_of(self._client.request("POST", f"/v1/batches/{batch_id}/cancel")))
+        tasks = self._client.market.tasks
+        if tasks.get_task(batch.task_id).status == TaskStatus.OPEN:
+            tasks.cancel_task(batch.task_id)
+        return batch
 
     def results(self, batch_id: str) -> BatchResults:
         """The batch's output and error lines, each checked against the chain (see client_sdk.verify);

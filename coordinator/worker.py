@@ -82,6 +82,8 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
                         Batch.status.in_(("completed", "cancelled"))
                         & Batch.commit_tx.is_not(None)
                         & ~Batch.finalized,
+                        # cancelled before anything was committed: its task expires at the deadline
+                        (Batch.status == "cancelled") & Batch.commit_tx.is_(None) & ~Batch.finalized,
                     )
                 )
             ).all()

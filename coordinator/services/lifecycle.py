@@ -80,6 +80,13 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
         _stop(session, batch, now)
     elif batch.status == "finalizing":
         _finalize(session, ctx, batch, now)
+    elif batch.status == "cancelled" and batch.commit_tx is None and not batch.finalized:
+        # nothing committed: the escrow comes back when the owner cancels the task on-chain or, for an owner
+        # who only cancelled through the API, by expiry, which anyone (we) may call after the deadline
+        open_task = task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED)
+        if open_task and chain_now > task.deadline:
+            ctx.chain.expire(batch.task_id)
+        batch.finalized = not open_task or chain_now > task.deadline
     elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
         if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
             batch.task_id

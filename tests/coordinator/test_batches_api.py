@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import TaskStatus
+from client_sdk.client import Client
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
 from tests.coordinator.helpers import batch_file
@@ -152,3 +156,22 @@ def test_another_wallet_cannot_see_or_cancel_a_batch(
         assert response.json()["error"]["message"] == f"no batch with id {batch['id']!r}"
     assert bob.get("/v1/batches").json()["data"] == []
     assert api.client(ALICE).get(f"/v1/batches/{batch['id']}").json()["status"] == "validating"
+
+
+def test_cancelling_before_assignment_refunds_the_whole_escrow(
+    api: ApiServer, admin_market: Market, chain: Anvil, deployment_file: Path
+) -> None:
+    """Through the SDK: the batch stops and, no miner having been assigned, the task is cancelled on-chain, so
+    the owner's escrow balance holds the whole max price at once (to the unit)."""
+    chain.w3.provider.make_request("anvil_setBalance", [ALICE.address, hex(10**20)])  # type: ignore[arg-type]
+    max_price = 7_654_321
+    admin_market.token.mint(ALICE.address, max_price)
+    client = Client(api.url, key=ALICE, rpc_url=chain.rpc_url, deployment=deployment_file)
+    file = client.files.create(file=batch_file(3))
+    batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=max_price)
+    assert admin_market.token.balance_of(ALICE.address) == 0
+    cancelled = client.batches.cancel(batch.id)
+    assert cancelled.status == "cancelling"
+    assert admin_market.tasks.get_task(batch.task_id).status == TaskStatus.CANCELLED
+    assert admin_market.escrow.balance_of(ALICE.address) == max_price
+    client.close()
