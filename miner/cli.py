@@ -28,6 +28,7 @@ from client_sdk.cli_support import (
 )
 from client_sdk.encoding import model_id, read_short_string, short_string
 from client_sdk.errors import UserError
+from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.units import format_amount, parse_amount
 from miner.node import command as node_command
 
@@ -64,6 +65,10 @@ def register(
 ) -> None:
     """Register this machine and stake tokens (approval included)."""
     amount = parse_amount(stake)
+    try:
+        check_stage_endpoint(endpoint)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     profile = MinerProfile(
         signer="",
         gpu_class=short_string(gpu),

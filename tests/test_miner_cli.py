@@ -146,6 +146,25 @@ def test_bad_amount_is_rejected_before_any_transaction(run: Invoke) -> None:
     assert one_line_error(run(*REGISTER, "--stake", "ten")) == "error: not a token amount: 'ten'"
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "reason"),
+    [
+        ("203.0.113.7:5555", "is not an endpoint a stage can dial: use tcp://HOST:PORT"),
+        ("http://miner.example:5555", "is not an endpoint a stage can dial"),
+        ("tcp://miner.example:70000", "port 70000 of 'tcp://miner.example:70000' is not from 1 to 65535"),
+        ("tcp://0.0.0.0:5555", "is an address to listen on, not to dial"),
+        ("tcp://-bad.example:5555", "is not a host name"),
+    ],
+)
+def test_an_endpoint_no_stage_can_dial_is_refused_before_any_transaction(
+    run: Invoke, endpoint: str, reason: str
+) -> None:
+    """It would go on-chain for good; a previous stage could never reach it."""
+    args = list(REGISTER)
+    args[args.index("--endpoint") + 1] = endpoint
+    assert reason in one_line_error(run(*args, "--stake", "100"))
+
+
 def test_keystore_key_and_wrong_password(
     admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -80,7 +81,7 @@ class Batch(Base):
     model: Mapped[str] = mapped_column(String(255))
     completion_window: Mapped[str] = mapped_column(String(16))
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON(none_as_null=True))
-    task_id: Mapped[int] = mapped_column(BigInteger, unique=True)
+    task_id: Mapped[int] = mapped_column(BigInteger)
     status: Mapped[str] = mapped_column(String(16), index=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger)
@@ -104,7 +105,17 @@ class Batch(Base):
     commitment: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     finalized: Mapped[bool] = mapped_column(default=False)
 
-    __table_args__ = (Index("ix_batches_owner_created", "owner", "created_at"),)
+    __table_args__ = (
+        Index("ix_batches_owner_created", "owner", "created_at"),
+        # one live batch per task; a failed one (the owner's own, refused by the worker) frees the task id
+        Index(
+            "uq_batches_live_task",
+            "task_id",
+            unique=True,
+            postgresql_where=text("status <> 'failed'"),
+            sqlite_where=text("status <> 'failed'"),
+        ),
+    )
 
 
 class Result(Base):

@@ -31,7 +31,7 @@ def audited_line(session: Session, audits: AuditReader, task_id: int) -> dict[st
         raise Conflict(f"task {task_id}'s audit draw is not sealed on-chain", "audit_not_sealed")
     if not audit.selected:
         raise Conflict(f"task {task_id} was not selected for an audit", "audit_not_selected")
-    batch = session.scalars(select(Batch).where(Batch.task_id == task_id)).first()
+    batch = session.scalars(select(Batch).where(Batch.task_id == task_id, Batch.status != "failed")).first()
     if batch is None or batch.commitment is None:
         raise NotFound("committed batch of task", str(task_id))
     results, trees = result_trees(session, batch)

@@ -12,6 +12,7 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Client
+from coordinator.db.models import Batch
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
 from tests.coordinator.helpers import batch_file
@@ -101,6 +102,23 @@ def test_one_task_backs_one_batch(api: ApiServer, admin_market: Market, chain: A
     assert new_batch(alice, task).status_code == 200
     again = new_batch(alice, task)
     assert again.status_code == 409 and again.json()["error"]["message"] == f"task {task} already has a batch"
+
+
+def test_a_failed_batch_frees_its_task_for_the_owner(
+    api: ApiServer, admin_market: Market, chain: Anvil
+) -> None:
+    """The worker failed the owner's first registration (say, the wrong file): the owner registers the task
+    again, and that second batch holds it."""
+    alice = api.client(ALICE)
+    task = owned_task(admin_market, chain, ALICE)
+    first = new_batch(alice, task).json()
+    with api.app.state.database.session() as session:
+        session.get(Batch, first["id"]).status = "failed"
+    second = new_batch(alice, task)
+    assert second.status_code == 200 and second.json()["id"] != first["id"]
+    third = new_batch(alice, task)
+    assert third.status_code == 409 and third.json()["error"]["code"] == "task_in_use"
+    assert alice.get(f"/v1/batches/{first['id']}").json()["status"] == "failed"
 
 
 def test_no_one_registers_another_wallets_task(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
