@@ -9,12 +9,17 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 
 from coordinator.api import audits, batches, disputes, files, health, metrics, miners
 from coordinator.api.auth import NonceStore
 from coordinator.api.body_guard import BodyGuard
-from coordinator.api.errors import service_error_handler, unstorable_value_handler, validation_error_handler
+from coordinator.api.errors import (
+    database_down_handler,
+    service_error_handler,
+    unstorable_value_handler,
+    validation_error_handler,
+)
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.session import Database
@@ -53,6 +58,8 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(DataError, unstorable_value_handler)
+    app.add_exception_handler(OperationalError, database_down_handler)
+    app.add_exception_handler(ProgrammingError, database_down_handler)
     routers = (files.router, batches.router, miners.router, disputes.router, audits.router, health.router)
     for router in routers:
         app.include_router(router)

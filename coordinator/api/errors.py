@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -9,6 +11,8 @@ from sqlalchemy.exc import DataError
 
 from client_sdk.protocol.envelope import error_body
 from coordinator.services.errors import Conflict, InvalidInput, NotFound, ServiceError, TooLarge
+
+log = logging.getLogger(__name__)
 
 STATUS = {InvalidInput: 400, NotFound: 404, Conflict: 409, TooLarge: 413}
 
@@ -31,6 +35,14 @@ async def unstorable_value_handler(_request: Request, exc: Exception) -> JSONRes
     assert isinstance(exc, DataError)
     message = "a value in the request cannot be stored (text must not contain NUL characters)"
     return JSONResponse(error_body("invalid_request_error", message, "invalid_value", None), 400)
+
+
+async def database_down_handler(_request: Request, exc: Exception) -> JSONResponse:
+    """The database is unreachable or not migrated to this code's schema: a 503 that says so (and a log line
+    for the operator), never a traceback."""
+    log.error("database error: %s", exc)
+    message = "the database is unavailable or not migrated: see /healthz"
+    return JSONResponse(error_body("server_error", message, "database_unavailable", None), 503)
 
 
 async def validation_error_handler(_request: Request, exc: Exception) -> JSONResponse:

@@ -1,10 +1,12 @@
-"""/healthz: the database and Redis are reachable."""
+"""/healthz: the database is reachable and migrated to this code's schema, and Redis is reachable."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
+
+from coordinator.db.migrate import head_revision, schema_revision
 
 router = APIRouter(tags=["operations"])
 
@@ -15,7 +17,13 @@ async def healthz(request: Request) -> JSONResponse:
     try:
         with request.app.state.database.session() as db:
             db.execute(text("SELECT 1"))
-        checks["database"] = "ok"
+            revision = schema_revision(db.connection())
+        head = head_revision()
+        checks["database"] = (
+            "ok"
+            if revision == head
+            else f"not migrated (at {revision or 'nothing'}, needs {head}): run `coordinator db upgrade`"
+        )
     except Exception as exc:  # report, don't crash: this endpoint exists to say what is down
         checks["database"] = f"error: {type(exc).__name__}"
     try:
