@@ -70,6 +70,8 @@ def _print(batch: Batch, as_json: bool) -> None:
     table = Table(show_header=False, title=f"batch {batch.id}")
     for key, value in _summary(batch).items():
         table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    if batch.status_detail:
+        table.add_row("why", batch.status_detail)
     console.print(table)
 
 
@@ -82,7 +84,7 @@ def _wait(client: Client, batch: Batch, quiet: bool) -> Batch:
             time.sleep(1.0)
             batch = client.batches.retrieve(batch.id)
             done = batch.request_counts.completed + batch.request_counts.failed
-            progress.update(bar, completed=done, description=batch.status)
+            progress.update(bar, completed=done, description=batch.status_detail or batch.status)
     return batch
 
 

@@ -75,6 +75,7 @@ class Batch(ApiObject):
     error_file_id: str | None = None
     metadata: dict[str, str] | None = None
     results_root: str | None = None
+    status_detail: str | None = None  # why the batch is waiting, when it is
 
 
 class BatchPage(ApiObject):

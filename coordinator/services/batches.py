@@ -146,7 +146,8 @@ def request_counts(session: Session, batch_ids: list[str]) -> dict[str, tuple[in
 
 
 def batch_object(batch: Batch, completed: int, failed: int) -> dict[str, Any]:
-    """The batch in OpenAI's shape, plus our extensions: task_id, model, results_root, commit_tx."""
+    """The batch in OpenAI's shape, plus our extensions: task_id, model, results_root, commit_tx and
+    status_detail (why a batch is waiting, when it is)."""
     errors = {"object": "list", "data": batch.errors} if batch.errors else None
     return {
         "id": batch.id,
@@ -173,6 +174,7 @@ def batch_object(batch: Batch, completed: int, failed: int) -> dict[str, Any]:
         "task_id": batch.task_id,
         "results_root": batch.results_root,
         "commit_tx": batch.commit_tx,
+        "status_detail": batch.status_detail,
     }
 
 

@@ -148,8 +148,12 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         return
     live = live_miners(session, ctx.live, batch.model)
     pipelines = ensure_plan(session, served, live, now)
-    if not pipelines:
-        return  # wait for miners; the deadline check expires the batch if none come
+    if not pipelines:  # wait for miners; the deadline check expires the batch if none come
+        batch.status_detail = (
+            f"waiting for miners: the {len(live)} live miner(s) cannot hold a replica of {batch.model} "
+            "(the escrow comes back if none can by the task's deadline)"
+        )
+        return
     if task.status == TaskStatus.OPEN:
         if not _assign_with_consent(session, ctx, batch, task, pipelines, live, now):
             return  # a failure is recorded on the batch; otherwise the miners have yet to accept
@@ -194,6 +198,7 @@ def _assign_with_consent(
             _set(batch, "failed", now)
             return False
         acceptances.propose(session, batch, miners, terms.min_stake_lock, chain_now)
+        batch.status_detail = f"waiting for {len(miners)} miner(s) to accept the task and its stake lock"
         return False
     signed = acceptances.collected(session, batch)
     if signed is None:
@@ -201,6 +206,7 @@ def _assign_with_consent(
     miners = list(batch.proposal["miners"])
     ctx.chain.assign(batch.task_id, miners, batch.proposal["stake_lock"], signed)
     batch.miners = miners
+    batch.status_detail = None
     return True
 
 
