@@ -154,6 +154,38 @@ def status(
 
 @app.command()
 @one_line_errors
+def stake(
+    amount: Annotated[str, typer.Argument(help="Tokens to add to the stake, e.g. 50 or 12.5.")],
+    approve: Annotated[
+        bool, typer.Option(help="Approve the registry to take them first (--no-approve: already done).")
+    ] = True,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Add tokens to this miner's stake (free at once: more tasks can lock it), approval included."""
+    value = parse_amount(amount)
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    if value == 0:
+        raise UserError("the amount to stake must be more than 0")
+    balance = market.token.balance_of(me)
+    if balance < value:
+        raise UserError(
+            f"insufficient token balance: {me} holds {format_amount(balance)}, asked to stake "
+            f"{format_amount(value)}"
+        )
+    if approve:
+        market.token.allow(me, market.registry.address, value)
+    market.registry.add_stake(value)
+    free = market.registry.stake_of(me).free
+    console.print(f"staked {format_amount(value)} more; {format_amount(free)} of the stake is free")
+
+
+@app.command()
+@one_line_errors
 def unstake(
     amount: Annotated[str | None, typer.Option(help="Tokens to unstake (default: all free stake).")] = None,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,

@@ -81,6 +81,27 @@ def test_register_stakes_and_status_reports_it(
     assert report["wallet_balance"] == "29.500000"
 
 
+def test_stake_adds_to_a_registered_miners_free_stake(
+    admin_market: Market, run: Invoke, miner: LocalAccount
+) -> None:
+    assert (
+        one_line_error(run("stake", "10"))
+        == f"error: {miner.address} is not registered; run `miner register` first"
+    )
+    admin_market.token.mint(miner.address, 150 * 10**6)
+    assert run(*REGISTER, "--stake", "100").exit_code == 0
+    added = run("stake", "12.5")
+    assert added.exit_code == 0, added.output
+    assert added.stdout.strip() == "staked 12.500000 more; 112.500000 of the stake is free"
+    stake = admin_market.registry.stake_of(miner.address)
+    assert (stake.free, stake.locked, stake.unbonding) == (112_500_000, 0, 0)
+    assert admin_market.token.balance_of(miner.address) == 37_500_000
+    assert one_line_error(run("stake", "40")) == (
+        f"error: insufficient token balance: {miner.address} holds 37.500000, asked to stake 40.000000"
+    )
+    assert one_line_error(run("stake", "0")) == "error: the amount to stake must be more than 0"
+
+
 def test_already_registered(admin_market: Market, run: Invoke, miner: LocalAccount) -> None:
     admin_market.token.mint(miner.address, 300 * 10**6)
     assert run(*REGISTER, "--stake", "100").exit_code == 0
