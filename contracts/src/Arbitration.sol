@@ -14,20 +14,22 @@ import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 /// @notice Juries drawn at random, weighted by stake, decide disputes over single result leaves.
 ///
 /// Opening: the task owner challenges one leaf of a committed task inside its challenge window (one dispute per
-/// task for the owner), posting a bond and a Merkle proof; or an active verifier opens the random audit of a
-/// selected task's selected line (bond from the audit pool). Audits never use or block the owner's dispute:
+/// task for the owner), posting a bond and the leaf's proofs; or an active verifier opens the random audit of a
+/// selected task's selected line (bond from the audit pool). The task registry proves the leaf at its position
+/// and names the miners held to account for it: those of its pipeline whose own signed served root holds it
+/// (the dispute's pipeline below). Audits never use or block the owner's dispute:
 /// the owner may dispute while an audit runs, and the owner's window is extended by the time an audit ran.
 ///
 /// Each round: the hash of the block after the opening (unknown when the round opens) seeds the draw, and the
 /// candidates are the verifiers registered before the round opened. Anyone draws the jury once that block
 /// exists: `seats` seats, each landing on a verifier with probability proportional to its registered stake.
-/// A landing on a party to the dispute (task owner, opener, coordinator, the task's miners and their signers,
-/// the leaf's pipeline), on an exiting verifier or on one without free stake for another seat is drawn again,
+/// A landing on a party to the dispute (task owner, opener, coordinator, the task's miners and their signers),
+/// on an exiting verifier or on one without free stake for another seat is drawn again,
 /// a bounded number of times. Each seat locks `seatStake` of the juror's stake. Jurors commit
 /// `voteCommitment(...)`, then reveal; a side wins a round with more revealed seats.
 ///
 /// Appeals: after a round's reveal phase, a party on its losing side (the challenger side: owner or opener; the
-/// miner side: the leaf's pipeline) may appeal within the appeal phase for twice the previous bond, to a jury of
+/// miner side: the dispute's pipeline) may appeal within the appeal phase for twice the previous bond, to a jury of
 /// 2 * seats + 1. The last round's majority is the outcome (a tie or no reveal: NoDecision). A round whose jury
 /// is never drawn in time leaves the previous round's outcome standing (NoDecision for round 0): whoever asked
 /// for the round bears its failure, and anyone may draw, so no one gains by waiting.
