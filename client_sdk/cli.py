@@ -23,7 +23,7 @@ from client_sdk.cli_support import (
     open_market,
 )
 from client_sdk.errors import UserError
-from client_sdk.units import format_amount
+from client_sdk.units import format_amount, parse_amount
 
 app = typer.Typer(
     help="Use the batch inference market as a customer.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -75,6 +75,39 @@ def balance(
     me = market.address
     console.print(f"wallet        {format_amount(market.token.balance_of(me))}")
     console.print(f"withdrawable  {format_amount(market.escrow.balance_of(me))}")
+
+
+ANVIL_CHAIN_ID = 31337
+GAS_MONEY = 10**20  # wei a faucet gives a wallet on a local anvil chain, when it has less than 1 ether
+
+
+@app.command()
+@one_line_errors
+def faucet(
+    amount: Annotated[str, typer.Argument(help="Test tokens to mint, e.g. 1000.")],
+    to: Annotated[str | None, typer.Option(help="Who receives them (default: this wallet).")] = None,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Devnet only: mint test tokens of the deployment's mock token (with the minter's key: the deployer's),
+    and give the receiver gas money on a local anvil chain."""
+    value = parse_amount(amount)
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    try:
+        receiver = market.w3.to_checksum_address(to or market.address)
+    except ValueError:
+        raise UserError(f"{to!r} is not an address") from None
+    if not market.token.can_mint(market.address):
+        raise UserError(
+            f"{market.address} cannot mint test tokens: run the faucet with the devnet deployer's key (the "
+            "token's minter)"
+        )
+    market.token.mint(receiver, value)
+    w3 = market.w3
+    if w3.eth.chain_id == ANVIL_CHAIN_ID and w3.eth.get_balance(receiver) < 10**18:
+        w3.provider.make_request("anvil_setBalance", [receiver, hex(GAS_MONEY)])  # type: ignore[arg-type]
+    console.print(f"minted {format_amount(value)} to {receiver}")
 
 
 @app.command()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner
 
@@ -90,3 +91,26 @@ def test_arbitration_dispute_show_unknown(chain: Anvil, deployment_file: Path) -
     result = CliRunner().invoke(arbitration_app, args)
     assert result.exit_code == 1
     assert result.stderr.strip() == "error: there is no dispute 1"
+
+
+def test_market_faucet_mints_test_tokens_and_gas_on_a_devnet(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    env = {"BATCHMARKET_RPC_URL": chain.rpc_url, "BATCHMARKET_DEPLOYMENT": str(deployment_file)}
+    newcomer = Account.create().address
+    admin = {**env, "BATCHMARKET_PRIVATE_KEY": accounts[0].key.to_0x_hex()}
+    result = CliRunner().invoke(market_app, ["faucet", "1000", "--to", newcomer], env=admin)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"minted 1000.000000 to {newcomer}"
+    assert admin_market.token.balance_of(newcomer) == 1_000 * 10**6
+    assert chain.w3.eth.get_balance(newcomer) == 10**20  # gas money on anvil
+
+    user = {**env, "BATCHMARKET_PRIVATE_KEY": accounts[2].key.to_0x_hex()}
+    refused = CliRunner().invoke(market_app, ["faucet", "5"], env=user)
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (
+        f"error: {accounts[2].address} cannot mint test tokens: run the faucet with the devnet deployer's "
+        "key (the token's minter)"
+    )
+    bad = CliRunner().invoke(market_app, ["faucet", "5", "--to", "0x12"], env=admin)
+    assert bad.exit_code == 1 and bad.stderr.strip() == "error: '0x12' is not an address"

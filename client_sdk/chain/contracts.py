@@ -72,6 +72,11 @@ class Token(_Bound):
     def transfer(self, to: str, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.transfer(to, amount))
 
+    def can_mint(self, account: str) -> bool:
+        """Whether `account` holds the mock token's minter role (on a devnet: the deployer)."""
+        role = self.contract.functions.MINTER_ROLE().call()
+        return bool(self.contract.functions.hasRole(role, account).call())
+
     def mint(self, to: str, amount: int) -> TxReceipt:
         """Devnet only: needs the mock token's minter role."""
         return self._send(self.contract.functions.mint(to, amount))
