@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.types import TaskStatus
-from client_sdk.encoding import model_id
+from client_sdk.encoding import hex_bytes, model_id
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner, json_of
 from client_sdk.inputs import input_tree, params_hash
@@ -226,7 +226,7 @@ class Batches:
         now = market.chain_time()
         task_id = market.tasks.create_task(
             model_id(file.model),
-            bytes.fromhex(file.input_root.removeprefix("0x")),
+            hex_bytes(file.input_root),
             file.request_count,
             params_hash(endpoint, completion_window),
             max_price,

@@ -18,6 +18,8 @@ from eth_account.messages import SignableMessage, encode_typed_data
 from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 
+from client_sdk.encoding import hex_bytes
+
 DOMAIN_NAME = "BatchMarket TaskRegistry"
 DOMAIN_VERSION = "1"
 
@@ -102,7 +104,7 @@ class ResultCommitment:
 
 
 def _word(value: str) -> bytes:
-    word = bytes.fromhex(str(value).removeprefix("0x"))
+    word = hex_bytes(value)
     if len(word) != 32:
         raise ValueError(f"{value!r} is not a 32-byte hex word")
     return word

@@ -7,6 +7,12 @@ from web3 import Web3
 from client_sdk.errors import UserError
 
 
+def hex_bytes(text: str) -> bytes:
+    """Bytes from their hex form, with or without a 0x prefix (how hashes, proofs and signatures travel in
+    JSON); ValueError when `text` is not hex."""
+    return bytes.fromhex(str(text).removeprefix("0x"))
+
+
 def short_string(text: str) -> bytes:
     """A label of at most 32 UTF-8 bytes (GPU class, region), right-padded with zeros; readable back."""
     raw = text.encode()

@@ -1,8 +1,7 @@
 """Merkle trees of two kinds, both checked on-chain:
 
 - sorted-pair (OpenZeppelin's MerkleProof, commutative keccak256): the input tree and each miner's served
-tree,
-  where a leaf carries its own index and order does not matter;
+  tree, where a leaf carries its own index and order does not matter;
 - positional (contracts/src/libraries/PositionalMerkle.sol, ordered keccak256 of left then right): the results
   tree, where a proof places a leaf at one position of a tree of a known number of leaves.
 

@@ -3,14 +3,12 @@
 1. the commitment the coordinator reports (results root, usage, payment, amounts, served roots) is the one
    committed on-chain for the task;
 2. every assigned miner signed that exact commitment with its own served root (EIP-712, recovering to the
-signer
-   it registered);
+   signer it registered);
 3. the input file the coordinator holds hashes to the input root the task committed to at creation;
 4. every result line, as downloaded, is the leaf at its index of the committed results tree (its positional
-proof
-   verifies for the task's request count), bound to the input line at that index and to the token counts it
-   reports, and vouched for by every miner its pipeline names (its proof in that miner's served root
-   verifies), so each line can be disputed against the miners who produced it.
+   proof verifies for the task's request count), bound to the input line at that index and to the token
+   counts it reports, and vouched for by every miner its pipeline names (its proof in that miner's served
+   root verifies), so each line can be disputed against the miners who produced it.
 
 Any failure raises ResultsRejected naming the line (or the signature) that failed.
 """
@@ -27,6 +25,7 @@ from client_sdk import bounded_json
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment, recover_signer
+from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import custom_id_hash, input_leaf, input_tree, line_hash
 from client_sdk.merkle import root_at, verify
@@ -62,10 +61,6 @@ class CommittedResults:
     served_roots: dict[str, bytes]  # by miner address, lower-case
 
 
-def _hex(value: str) -> bytes:
-    return bytes.fromhex(value.removeprefix("0x"))
-
-
 def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
     """The result leaf a result line stands for: the hash of the line itself and of its custom_id, and the
     index, input hash, token counts and pipeline from its proof fields (KeyError/ValueError/TypeError if
@@ -75,7 +70,7 @@ def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
         task_id=task_id,
         request_index=int(proof["index"]),
         custom_id_hash=custom_id_hash(str(result_line["custom_id"])),
-        input_hash=_hex(proof["input_hash"]),
+        input_hash=hex_bytes(proof["input_hash"]),
         output_hash=output_hash(result_line),
         input_tokens=int(proof["input_tokens"]),
         output_tokens=int(proof["output_tokens"]),
@@ -108,8 +103,8 @@ def proofs_of(result_line: dict[str, Any]) -> tuple[Proof, ServedProofs]:
     """A result line's positional proof in the results tree and, per pipeline miner, its proof in that miner's
     served tree (KeyError/ValueError/TypeError if missing or malformed)."""
     extra = result_line[PROOF_KEY]
-    proof = tuple(_hex(p) for p in extra["proof"])
-    return proof, tuple(tuple(_hex(p) for p in proofs) for proofs in extra["served_proofs"])
+    proof = tuple(hex_bytes(p) for p in extra["proof"])
+    return proof, tuple(tuple(hex_bytes(p) for p in proofs) for proofs in extra["served_proofs"])
 
 
 def check_commitment(
@@ -142,7 +137,7 @@ def check_commitment(
         signer = market.registry.profile_of(miner).signer
         try:
             recovered = recover_signer(
-                _hex(signature), claimed, served_root, chain_id, market.deployment.task_registry
+                hex_bytes(signature), claimed, served_root, chain_id, market.deployment.task_registry
             )
         except Exception as exc:  # malformed signature bytes
             raise ResultsRejected(f"task {task_id}: miner {miner}'s signature is malformed") from exc

@@ -12,6 +12,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from client_sdk import eip712
+from client_sdk.encoding import hex_bytes
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Acceptance, Batch
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
@@ -34,7 +35,7 @@ def collected(session: Session, batch: Batch) -> list[eip712.Acceptance] | None:
     miners: list[str] = batch.proposal["miners"]
     if any(m not in rows for m in miners):
         return None
-    return [eip712.Acceptance(rows[m].expiry, bytes.fromhex(rows[m].signature[2:])) for m in miners]
+    return [eip712.Acceptance(rows[m].expiry, hex_bytes(rows[m].signature)) for m in miners]
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
@@ -66,7 +67,7 @@ def accept(
     if chain.now() > proposal["expiry"]:
         raise Conflict(f"the proposal of batch {batch_id} has expired", "proposal_expired")
     try:
-        raw = bytes.fromhex(signature.removeprefix("0x"))
+        raw = hex_bytes(signature)
     except ValueError as exc:
         raise InvalidInput("signature must be hex", "signature") from exc
     acceptance = eip712.Acceptance(int(proposal["expiry"]), raw)

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment
-from client_sdk.encoding import model_id
+from client_sdk.encoding import hex_bytes, model_id
 from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
@@ -281,7 +281,7 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     task = ctx.chain.task(batch.task_id)
     if task.status == TaskStatus.ASSIGNED:
         batch.commit_tx = ctx.chain.commit(
-            commitment_of(batch), [bytes.fromhex(signatures[m].signature.removeprefix("0x")) for m in miners]
+            commitment_of(batch), [hex_bytes(signatures[m].signature) for m in miners]
         )
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
 
@@ -289,10 +289,6 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
 def commitment_of(batch: Batch) -> ResultCommitment:
     assert batch.commitment is not None
     return ResultCommitment.from_json(batch.task_id, batch.commitment)
-
-
-def _bytes(value: str) -> bytes:
-    return bytes.fromhex(value.removeprefix("0x"))
 
 
 def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], ResultTrees]:
@@ -311,7 +307,7 @@ def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], R
         results.append(r)
         if r is None:
             leaves.append(
-                ResultLeaf.unserved(batch.task_id, index, custom_id_hash(custom_id), _bytes(line_hash))
+                ResultLeaf.unserved(batch.task_id, index, custom_id_hash(custom_id), hex_bytes(line_hash))
             )
             continue
         leaves.append(
@@ -319,8 +315,8 @@ def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], R
                 task_id=batch.task_id,
                 request_index=index,
                 custom_id_hash=custom_id_hash(r.custom_id),
-                input_hash=_bytes(line_hash),
-                output_hash=_bytes(r.output_hash),
+                input_hash=hex_bytes(line_hash),
+                output_hash=hex_bytes(r.output_hash),
                 input_tokens=r.input_tokens,
                 output_tokens=r.output_tokens,
                 pipeline=tuple(r.pipeline),

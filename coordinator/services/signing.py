@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from client_sdk.encoding import hex_bytes
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Signature
 from coordinator.services.dispatch import input_rows
@@ -63,7 +64,7 @@ def accept(
     if batch.status != "finalizing" or batch.commitment is None:
         raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
     try:
-        raw = bytes.fromhex(signature.removeprefix("0x"))
+        raw = hex_bytes(signature)
     except ValueError as exc:
         raise InvalidInput("signature must be hex", "signature") from exc
     commitment = commitment_of(batch)

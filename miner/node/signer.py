@@ -13,6 +13,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import root_at
@@ -54,7 +55,7 @@ def check_line(
         output_tokens=len(mine.output),
         pipeline=tuple(item["pipeline"]),
     )
-    proof = [bytes.fromhex(p.removeprefix("0x")) for p in item["proof"]]
+    proof = [hex_bytes(p) for p in item["proof"]]
     if address not in leaf.pipeline or root_at(proof, leaf.hash(), index, count) != root:
         raise RefusedToSign(f"{where}: its leaf is not at its position in the committed root")
     return leaf

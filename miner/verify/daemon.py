@@ -27,6 +27,7 @@ from web3 import Web3
 from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vote
+from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ChainError, UserError
 from client_sdk.http import json_of
 from client_sdk.results import ResultLeaf
@@ -197,9 +198,7 @@ class Verifier:
         request_line, result_line = evidence["request_line"], evidence["result_line"]
         try:
             leaf = result_leaf(record.task_id, result_line)
-            input_proof = [
-                bytes.fromhex(str(p).removeprefix("0x")) for p in evidence.get("input_proof") or []
-            ]
+            input_proof = [hex_bytes(p) for p in evidence.get("input_proof") or []]
             leaf_hash = leaf.hash()
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("dispute %d: malformed evidence (%s); not voting", dispute_id, exc)
@@ -307,7 +306,7 @@ class Verifier:
         try:
             leaf = result_leaf(task_id, result_line)
             proof, served_proofs = proofs_of(result_line)
-            input_proof = [bytes.fromhex(str(p).removeprefix("0x")) for p in line["input_proof"]]
+            input_proof = [hex_bytes(p) for p in line["input_proof"]]
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("task %d: malformed audit line from the coordinator (%s)", task_id, exc)
             return True
