@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from eth_abi.abi import encode
@@ -68,15 +69,21 @@ class ResultTrees:
         if [leaf.request_index for leaf in leaves] != list(range(len(leaves))):
             raise ValueError("a results tree needs exactly one leaf per request, in request order")
         self.leaves = list(leaves)
-        hashes = [leaf.hash() for leaf in leaves]
-        self.results = MerkleTree(hashes, positional=True)
-        self._served: dict[str, tuple[MerkleTree, dict[int, int]]] = {}
-        for miner in miners:
-            mine = [leaf.request_index for leaf in leaves if miner in leaf.pipeline]
-            tree = served_tree({index: hashes[index] for index in mine})
-            if tree is not None:
-                self._served[miner] = (tree, {index: slot for slot, index in enumerate(mine)})
+        self._hashes = [leaf.hash() for leaf in leaves]
+        self.results = MerkleTree(self._hashes, positional=True)
         self.miners = tuple(miners)
+
+    @cached_property
+    def _served(self) -> dict[str, tuple[MerkleTree, dict[int, int]]]:
+        """Each miner's served tree and where each of its leaves sits in it; built on first use, so a caller
+        that needs only the results tree (a miner's signing request, an audit line) does not pay for them."""
+        served = {}
+        for miner in self.miners:
+            mine = [leaf.request_index for leaf in self.leaves if miner in leaf.pipeline]
+            tree = served_tree({index: self._hashes[index] for index in mine})
+            if tree is not None:
+                served[miner] = (tree, {index: slot for slot, index in enumerate(mine)})
+        return served
 
     @property
     def root(self) -> bytes:
