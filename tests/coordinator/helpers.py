@@ -37,6 +37,21 @@ def batch_file(count: int) -> bytes:
 def running_batch(session: Session, owner: str, requests: int, now: int, content: bytes = b"") -> Batch:
     """An input file (with `content` if given) and an in-progress batch over it, flushed; the request rows and
     work units are the caller's."""
+    return stored_batch(session, owner, requests, now, content, status="in_progress")
+
+
+def stored_batch(
+    session: Session,
+    owner: str,
+    requests: int,
+    now: int,
+    content: bytes = b"",
+    *,
+    status: str,
+    task_id: int | None = None,
+) -> Batch:
+    """An input file (with `content` if given) and a batch over it in `status` (for on-chain task `task_id`,
+    else a random id), flushed."""
     file = File(
         id="file-" + secrets.token_hex(4),
         owner=owner,
@@ -57,11 +72,11 @@ def running_batch(session: Session, owner: str, requests: int, now: int, content
         endpoint="/v1/chat/completions",
         model=MODEL_NAME,
         completion_window="24h",
-        task_id=secrets.randbelow(2**32),
-        status="in_progress",
+        task_id=secrets.randbelow(2**32) if task_id is None else task_id,
+        status=status,
         created_at=now,
         expires_at=now + 86_400,
-        in_progress_at=now,
+        in_progress_at=now if status == "in_progress" else None,
         request_total=requests,
     )
     session.add(batch)

@@ -15,10 +15,11 @@ from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import sign_acceptance
 from coordinator.chain import CoordinatorChain
 from coordinator.db.migrate import upgrade
-from coordinator.db.models import Acceptance, Batch, File
+from coordinator.db.models import Acceptance, Batch
 from coordinator.db.session import Database
 from coordinator.services import acceptances
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from tests.coordinator.helpers import stored_batch
 from tests.helpers import register_miner
 
 TASK, LOCK = 7, 10 * 10**6
@@ -31,29 +32,12 @@ def database(tmp_path: Path) -> Database:
     return Database(url)
 
 
-def proposed(database: Database, market: Market, miners: list[str]) -> int:
-    """A validating batch whose assignment is proposed to `miners`; returns the proposal's expiry."""
+def proposed(database: Database, market: Market, miners: list[str]) -> tuple[str, int]:
+    """A validating batch whose assignment is proposed to `miners`: its id and the proposal's expiry."""
     with database.session() as session:
-        session.add(
-            File(
-                id="file-a",
-                owner=miners[0],
-                purpose="batch",
-                filename="in",
-                bytes=1,
-                created_at=0,
-                line_count=1,
-            )
-        )
-        session.flush()
-        batch = Batch(
-            id="batch_a", owner=miners[0], input_file_id="file-a", endpoint="/v1/chat/completions", model="m",
-            completion_window="24h", task_id=TASK, status="validating", created_at=0, expires_at=1,
-            request_total=1,
-        )  # fmt: skip
-        session.add(batch)
+        batch = stored_batch(session, miners[0], 1, 0, status="validating", task_id=TASK)
         acceptances.propose(session, batch, miners, LOCK, market.chain_time())
-        return int(batch.proposal["expiry"])  # type: ignore[index]
+        return batch.id, int(batch.proposal["expiry"])  # type: ignore[index]
 
 
 def signed(market: Market, signer: LocalAccount, expiry: int, task: int = TASK, lock: int = LOCK) -> str:
@@ -61,9 +45,9 @@ def signed(market: Market, signer: LocalAccount, expiry: int, task: int = TASK, 
     return "0x" + sign_acceptance(signer, task, lock, expiry, chain_id, registry).signature.hex()
 
 
-def accept(database: Database, market: Market, miner: str, signature: str) -> None:
+def accept(database: Database, market: Market, batch_id: str, miner: str, signature: str) -> None:
     with database.session() as session:
-        acceptances.accept(session, CoordinatorChain(market), miner, "batch_a", signature, now=0)
+        acceptances.accept(session, CoordinatorChain(market), miner, batch_id, signature, now=0)
 
 
 def test_only_each_named_miners_consent_to_this_task_and_lock_counts(
@@ -72,9 +56,9 @@ def test_only_each_named_miners_consent_to_this_task_and_lock_counts(
     first, second = accounts[3], accounts[4]
     for miner in (first, second):
         register_miner(admin_market, miner, 200 * 10**6)
-    expiry = proposed(database, admin_market, [first.address, second.address])
+    batch_id, expiry = proposed(database, admin_market, [first.address, second.address])
     with database.session() as session:
-        assert [p["batch_id"] for p in acceptances.pending(session, first.address)] == ["batch_a"]
+        assert [p["batch_id"] for p in acceptances.pending(session, first.address)] == [batch_id]
         assert acceptances.pending(session, accounts[5].address) == []
 
     bad = {
@@ -85,22 +69,26 @@ def test_only_each_named_miners_consent_to_this_task_and_lock_counts(
     }
     for signature in bad.values():
         with pytest.raises(InvalidInput, match="not your registered signer's acceptance"):
-            accept(database, admin_market, first.address, signature)
+            accept(database, admin_market, batch_id, first.address, signature)
     with pytest.raises(InvalidInput, match="signature must be hex"):
-        accept(database, admin_market, first.address, "0xzz")
+        accept(database, admin_market, batch_id, first.address, "0xzz")
     with pytest.raises(NotFound):
-        accept(database, admin_market, accounts[5].address, signed(admin_market, accounts[5], expiry))
+        accept(
+            database, admin_market, batch_id, accounts[5].address, signed(admin_market, accounts[5], expiry)
+        )
 
-    accept(database, admin_market, first.address, signed(admin_market, first, expiry))
-    accept(database, admin_market, first.address, signed(admin_market, first, expiry))  # again: stored once
+    accept(database, admin_market, batch_id, first.address, signed(admin_market, first, expiry))
+    accept(
+        database, admin_market, batch_id, first.address, signed(admin_market, first, expiry)
+    )  # again: stored once
     with database.session() as session:
-        batch = session.get(Batch, "batch_a")
+        batch = session.get(Batch, batch_id)
         assert batch is not None
         assert acceptances.collected(session, batch) is None  # the second miner has not accepted
         assert acceptances.pending(session, first.address) == []
-    accept(database, admin_market, second.address, signed(admin_market, second, expiry))
+    accept(database, admin_market, batch_id, second.address, signed(admin_market, second, expiry))
     with database.session() as session:
-        batch = session.get(Batch, "batch_a")
+        batch = session.get(Batch, batch_id)
         assert batch is not None
         collected = acceptances.collected(session, batch)
         assert collected is not None and [a.expiry for a in collected] == [expiry, expiry]
@@ -112,14 +100,14 @@ def test_an_expired_or_renewed_proposal_takes_no_old_consent(
 ) -> None:
     miner = accounts[3]
     register_miner(admin_market, miner, 200 * 10**6)
-    expiry = proposed(database, admin_market, [miner.address])
-    accept(database, admin_market, miner.address, signed(admin_market, miner, expiry))
+    batch_id, expiry = proposed(database, admin_market, [miner.address])
+    accept(database, admin_market, batch_id, miner.address, signed(admin_market, miner, expiry))
     with database.session() as session:
-        batch = session.get(Batch, "batch_a")
+        batch = session.get(Batch, batch_id)
         assert batch is not None
         acceptances.propose(session, batch, [miner.address], LOCK, admin_market.chain_time() + 1)
         assert acceptances.collected(session, batch) is None  # renewed: the old acceptance no longer counts
         renewed = int(batch.proposal["expiry"])  # type: ignore[index]
     chain.advance_time(acceptances.ACCEPT_WINDOW_S + 2)
     with pytest.raises(Conflict, match="has expired"):
-        accept(database, admin_market, miner.address, signed(admin_market, miner, renewed))
+        accept(database, admin_market, batch_id, miner.address, signed(admin_market, miner, renewed))

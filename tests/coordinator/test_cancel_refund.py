@@ -15,11 +15,12 @@ from client_sdk.chain.types import TaskStatus
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.migrate import upgrade
-from coordinator.db.models import Batch, File
+from coordinator.db.models import Batch
 from coordinator.db.session import Database
 from coordinator.services.lifecycle import Context, advance
 from coordinator.services.live import LiveMembership
 from demo.lifecycle import DemoConfig, create_task
+from tests.coordinator.helpers import stored_batch
 
 
 def test_a_cancelled_unassigned_batch_expires_its_task_at_the_deadline(
@@ -32,37 +33,21 @@ def test_a_cancelled_unassigned_batch_expires_its_task_at_the_deadline(
     upgrade(database_url)
     database = Database(database_url)
     with database.session() as session:
-        session.add(
-            File(
-                id="file-a",
-                owner=user.address,
-                purpose="batch",
-                filename="in",
-                bytes=1,
-                created_at=0,
-                line_count=1,
-            )
-        )
-        session.flush()
-        session.add(
-            Batch(
-                id="batch_a", owner=user.address, input_file_id="file-a", endpoint="/v1/chat/completions",
-                model="m", completion_window="24h", task_id=task_id, status="cancelled", created_at=0,
-                expires_at=1, request_total=config.requests,
-            )
-        )  # fmt: skip
+        batch_id = stored_batch(
+            session, user.address, config.requests, 0, status="cancelled", task_id=task_id
+        ).id
     ctx = Context(Settings(), CoordinatorChain(admin_market), LiveMembership(Redis.from_url(redis_url), 10))
 
     with database.session() as session:
-        assert advance(session, ctx, "batch_a") == "cancelled"
-        batch = session.get(Batch, "batch_a")
+        assert advance(session, ctx, batch_id) == "cancelled"
+        batch = session.get(Batch, batch_id)
         assert batch is not None and not batch.finalized  # before the deadline: nothing to do yet
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.OPEN
 
     chain.advance_time(admin_market.tasks.get_task(task_id).deadline - admin_market.chain_time() + 1)
     with database.session() as session:
-        assert advance(session, ctx, "batch_a") == "cancelled"
-        batch = session.get(Batch, "batch_a")
+        assert advance(session, ctx, batch_id) == "cancelled"
+        batch = session.get(Batch, batch_id)
         assert batch is not None and batch.finalized
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.EXPIRED
     assert admin_market.escrow.balance_of(user.address) == config.max_price
