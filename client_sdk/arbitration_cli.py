@@ -30,7 +30,7 @@ from client_sdk.client import ApiError, Client
 from client_sdk.errors import UserError
 from client_sdk.inputs import input_tree
 from client_sdk.units import format_amount
-from client_sdk.verify import VerifiedLine, check_inputs
+from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
 
 app = typer.Typer(
     help="Dispute results and verify disputes.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -407,6 +407,36 @@ def _duty(market: Market, me: str, now: int) -> list[dict[str, object]]:
             }
         )
     return duty
+
+
+@app.command("refute-usage")
+@one_line_errors
+def refute_usage(
+    batch_id: Annotated[str, typer.Option("--batch", help="Batch id (batch_...).")],
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Refute a task's committed usage when its results add up to other token counts than it is paid for:
+    the escrow comes back whole and every assigned miner's stake lock goes to the task's owner (no bond; the
+    chain checks the proof)."""
+    client = Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
+    try:
+        with console.status("downloading and verifying the results against the chain"):
+            client.batches.results(batch_id)
+    except WrongUsage as wrong:
+        task_id = wrong.leaf.task_id
+        client.market.tasks.refute_usage(wrong.leaf, wrong.proof)
+        task = client.market.tasks.get_task(task_id)
+        console.print(
+            f"task {task_id}: usage refuted with line {wrong.leaf.request_index}; its owner {task.owner} "
+            f"gets the escrow of {format_amount(task.max_price)} back and every miner's stake lock of "
+            f"{format_amount(task.stake_lock)}, as escrow balances (`market withdraw` takes them)",
+            soft_wrap=True,
+        )
+        return
+    raise UserError(f"batch {batch_id}: the committed usage is what its results add up to; nothing to refute")
 
 
 @app.command("status")

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from client_sdk.chain.types import TaskStatus
+from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.cli_support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
@@ -95,6 +95,14 @@ def submit(
         str, typer.Option(help="Most you pay, in tokens; escrowed now, the unused part refunded.")
     ],
     completion_window: Annotated[str, typer.Option(help="Hours to finish in, like 24h.")] = "24h",
+    input_price: Annotated[
+        str | None,
+        typer.Option(help="Tokens you pay per million input tokens; default: what the coordinator asks."),
+    ] = None,
+    output_price: Annotated[
+        str | None,
+        typer.Option(help="Tokens you pay per million output tokens; default: what the coordinator asks."),
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Show progress until the batch is done.")] = False,
     coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
@@ -102,7 +110,8 @@ def submit(
     keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Upload a batch file, escrow the max price on-chain and start the batch (one payment)."""
+    """Upload a batch file, escrow the max price on-chain and start the batch (one payment). You pay the
+    tokens served at the task's prices, at most the max price; the rest is refunded."""
     try:
         data = file.read_bytes()
     except OSError as exc:
@@ -115,6 +124,11 @@ def submit(
     if wrong is not None:
         raise UserError(f"{file}: line {wrong.line_number} asks for model {wrong.model!r}, not {model!r}")
     client = _client(coordinator, rpc_url, deployment, keystore)
+    asking = client.batches.asking_prices()
+    prices = TaskPrices(
+        parse_amount(input_price) if input_price is not None else asking.input_per_million,
+        parse_amount(output_price) if output_price is not None else asking.output_per_million,
+    )
     quiet = contextlib.nullcontext()
     with console.status(f"uploading {file.name} ({len(lines)} requests)") if not as_json else quiet:
         uploaded = client.files.create(file=file, purpose="batch")
@@ -124,10 +138,15 @@ def submit(
             endpoint=lines[0].url,
             max_price=parse_amount(max_price),
             completion_window=completion_window,
+            prices=prices,
         )
     if not as_json:
         escrowed = format_amount(parse_amount(max_price))
-        console.print(f"batch {batch.id} (task {batch.task_id}) with {escrowed} in escrow")
+        console.print(
+            f"batch {batch.id} (task {batch.task_id}) with {escrowed} in escrow, paying "
+            f"{format_amount(prices.input_per_million)} per million input and "
+            f"{format_amount(prices.output_per_million)} per million output tokens"
+        )
     if wait:
         batch = _wait(client, batch, quiet=as_json)
     _print(batch, as_json)

@@ -21,7 +21,7 @@ from eth_account.signers.local import LocalAccount
 from pydantic import BaseModel, ConfigDict
 
 from client_sdk.chain.contracts import Market, connect
-from client_sdk.chain.types import TaskStatus
+from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.encoding import hex_bytes, model_id
 from client_sdk.errors import UserError
 from client_sdk.http import WalletSigner, json_of
@@ -208,9 +208,12 @@ class Batches:
         max_price: int,
         completion_window: str = "24h",
         metadata: dict[str, str] | None = None,
+        prices: TaskPrices | None = None,
     ) -> Batch:
-        """Creates the on-chain task for the file and escrows `max_price` (token base units), then registers
-        the batch. If the coordinator refuses it, the task is cancelled again so the escrow comes back."""
+        """Creates the on-chain task for the file at `prices` per million tokens (by default what the
+        coordinator asks) and escrows `max_price` (token base units), then registers the batch. The task pays
+        the tokens served at those prices, at most `max_price`. If the coordinator refuses it, the task is
+        cancelled again so the escrow comes back."""
         file = self._client.files.retrieve(input_file_id)
         if file.input_root is None or file.model is None or file.request_count is None:
             raise UserError(f"file {input_file_id} is not a batch input file")
@@ -222,6 +225,7 @@ class Batches:
         if market.token.balance_of(owner) < max_price:
             raise UserError(f"the wallet {owner} holds less than the max price {max_price}")
         check_value_cap(market, max_price)
+        prices = prices or self.asking_prices()
         market.token.allow(owner, market.escrow.address, max_price)
         now = market.chain_time()
         task_id = market.tasks.create_task(
@@ -231,6 +235,7 @@ class Batches:
             params_hash(endpoint, completion_window),
             max_price,
             now + hours * 3600,
+            prices,
         )
         body = {
             "input_file_id": input_file_id,
@@ -248,6 +253,15 @@ class Batches:
                 "its escrow refunded"
             ) from exc
         return Batch.model_validate(json_of(response))
+
+    def asking_prices(self) -> TaskPrices:
+        """The least the coordinator accepts per million input and output tokens."""
+        response = self._client.request("GET", "/v1/prices")
+        try:
+            body = json_of(response)
+            return TaskPrices(int(body["input_per_million"]), int(body["output_per_million"]))
+        except (KeyError, TypeError, ValueError):
+            raise UserError("the coordinator's /v1/prices answer is malformed") from None
 
     def retrieve(self, batch_id: str) -> Batch:
         return Batch.model_validate(json_of(self._client.request("GET", f"/v1/batches/{batch_id}")))

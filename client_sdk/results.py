@@ -1,10 +1,11 @@
 """Result leaves and the trees a task's results are committed in.
 
 One leaf per request, bound to the task, its position, its input and output, its token counts and its pipeline
-(the encoding matches contracts/src/libraries/ResultLeaf.sol). The results tree is positional and holds
-exactly one leaf per request of the task; each assigned miner also signs the root of a sorted-pair tree over
-the leaves whose pipeline names it (its served root, zero when it served none): the only leaves its signature
-vouches for and the only ones a dispute can slash it over."""
+(the encoding matches contracts/src/libraries/ResultLeaf.sol). The results tree is a positional sum tree of
+exactly one leaf per request of the task, so its root also fixes the task's total token usage; each assigned
+miner also signs the root of a sorted-pair tree over the leaves whose pipeline names it (its served root, zero
+when it served none): the only leaves its signature vouches for and the only ones a dispute can slash it
+over."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from eth_abi.abi import encode
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
-from client_sdk.merkle import MerkleTree
+from client_sdk.merkle import MerkleTree, SumTree, Usage
 
 LEAF_TYPES = ["uint256", "uint32", "bytes32", "bytes32", "bytes32", "uint32", "uint32", "address[]"]
 
@@ -53,6 +54,10 @@ class ResultLeaf:
         tokens, no pipeline, so no one is paid or can be disputed over it."""
         return cls(task_id, request_index, custom_id_hash, input_hash, ZERO_ROOT, 0, 0, ())
 
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens)
+
     def hash(self) -> bytes:
         """keccak256(keccak256(abi.encode(fields))): double-hashed so no inner node can pose as a leaf."""
         return bytes(keccak(keccak(encode(LEAF_TYPES, self.as_tuple()))))
@@ -62,7 +67,7 @@ ZERO_ROOT = bytes(32)
 
 
 class ResultTrees:
-    """The positional results tree over one task's leaves (one per request, in request order) and each
+    """The positional results sum tree over one task's leaves (one per request, in request order) and each
     assigned miner's served tree, with the proofs a dispute of any leaf needs."""
 
     def __init__(self, leaves: Sequence[ResultLeaf], miners: Sequence[str]) -> None:
@@ -70,7 +75,7 @@ class ResultTrees:
             raise ValueError("a results tree needs exactly one leaf per request, in request order")
         self.leaves = list(leaves)
         self._hashes = [leaf.hash() for leaf in leaves]
-        self.results = MerkleTree(self._hashes, positional=True)
+        self.results = SumTree(self._hashes, [leaf.usage for leaf in leaves])
         self.miners = tuple(miners)
 
     @cached_property
@@ -89,6 +94,11 @@ class ResultTrees:
     def root(self) -> bytes:
         return self.results.root
 
+    @property
+    def usage(self) -> Usage:
+        """The tokens all the leaves add up to: what the commitment states and the task is paid for."""
+        return self.results.usage
+
     def served_root(self, miner: str) -> bytes:
         """The root `miner` signs: of the leaves whose pipeline names it, ZERO_ROOT if none."""
         served = self._served.get(miner)
@@ -99,7 +109,7 @@ class ResultTrees:
         return tuple(self.served_root(miner) for miner in self.miners)
 
     def proof(self, index: int) -> list[bytes]:
-        """The positional proof of leaf `index` in the results tree."""
+        """The positional proof of leaf `index` in the results sum tree."""
         return self.results.proof(index)
 
     def served_proofs(self, index: int) -> list[list[bytes]]:

@@ -5,12 +5,14 @@
 2. every assigned miner signed that exact commitment with its own served root (EIP-712, recovering to the
    signer it registered);
 3. the input file the coordinator holds hashes to the input root the task committed to at creation;
-4. every result line, as downloaded, is the leaf at its index of the committed results tree (its positional
-   proof verifies for the task's request count), bound to the input line at that index and to the token
-   counts it reports, and vouched for by every miner its pipeline names (its proof in that miner's served
-   root verifies), so each line can be disputed against the miners who produced it.
+4. every result line, as downloaded, is the leaf at its index of the committed results sum tree (its
+   positional proof verifies for the task's request count), bound to the input line at that index and to the
+   token counts it reports, and vouched for by every miner its pipeline names (its proof in that miner's
+   served root verifies), so each line can be disputed against the miners who produced it;
+5. the usage the task is paid for is what the tree adds up to (every line's proof yields the tree's totals).
 
-Any failure raises ResultsRejected naming the line (or the signature) that failed.
+Any failure raises ResultsRejected naming the line (or the signature) that failed; an overstated usage raises
+WrongUsage, which carries the line that refutes it on-chain.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import custom_id_hash, input_leaf, input_tree, line_hash
-from client_sdk.merkle import root_at, verify
+from client_sdk.merkle import Usage, root_at, verify
 from client_sdk.results import PROOF_KEY, ZERO_ROOT, ResultLeaf, output_hash
 
 COMMITTED = (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINALIZED)
@@ -36,6 +38,16 @@ COMMITTED = (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINAL
 
 class ResultsRejected(UserError):
     """The downloaded results do not match what was committed on-chain."""
+
+
+class WrongUsage(ResultsRejected):
+    """The committed usage (what the task is paid for) is not what the results tree adds up to; `leaf` and
+    `proof` refute it on-chain (TaskRegistry.refuteUsage)."""
+
+    def __init__(self, message: str, leaf: ResultLeaf, proof: Sequence[bytes]) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+        self.proof = tuple(proof)
 
 
 Proof = tuple[bytes, ...]
@@ -59,6 +71,7 @@ class CommittedResults:
     root: bytes
     request_count: int
     served_roots: dict[str, bytes]  # by miner address, lower-case
+    usage: Usage  # the tokens the task is paid for
 
 
 def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
@@ -146,7 +159,9 @@ def check_commitment(
                 f"task {task_id}: miner {miner}'s signature is not by its registered signer"
             )
     served = {m.lower(): root for m, root in zip(miners, claimed.served_roots, strict=True)}
-    return CommittedResults(claimed.results_root, task.request_count, served)
+    return CommittedResults(
+        claimed.results_root, task.request_count, served, Usage(task.input_tokens, task.output_tokens)
+    )
 
 
 def check_inputs(market: Market, task_id: int, input_data: bytes) -> list[dict[str, Any]]:
@@ -188,8 +203,18 @@ def check_lines(
         ):
             raise ResultsRejected(f"{where}: its usage differs from the committed token counts")
         leaf_hash = leaf.hash()
-        if root_at(proof, leaf_hash, index, committed.request_count) != committed.root:
+        found = root_at(proof, leaf_hash, leaf.usage, index, committed.request_count)
+        if found is None or found[0] != committed.root:
             raise ResultsRejected(f"{where}: not part of the results committed on-chain (tampered?)")
+        if found[1] != committed.usage:
+            total, paid = found[1], committed.usage
+            raise WrongUsage(
+                f"task {task_id}: the results add up to {total.input_tokens} input and {total.output_tokens} "
+                f"output tokens, but the task is paid for {paid.input_tokens} and {paid.output_tokens}: "
+                f"refute it with `arbitration refute-usage --batch BATCH_ID`",
+                leaf,
+                proof,
+            )
         if len(served_proofs) != len(leaf.pipeline):
             raise ResultsRejected(f"{where}: malformed (one served proof per pipeline miner expected)")
         for miner, served_proof in zip(leaf.pipeline, served_proofs, strict=True):

@@ -26,6 +26,7 @@ from rich.table import Table
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
+from client_sdk.chain.types import TaskPrices
 from client_sdk.eip712 import Acceptance, ResultCommitment, sign_acceptance, sign_commitment
 from client_sdk.encoding import model_id
 from client_sdk.results import ResultLeaf, ResultTrees
@@ -182,6 +183,7 @@ def create_task(user_market: Market, config: DemoConfig, input_root: bytes | Non
         params_hash=keccak(text='{"temperature": 0}'),
         max_price=config.max_price,
         deadline=now + 86_400,
+        prices=TaskPrices(config.price_per_million_tokens, config.price_per_million_tokens),
     )
 
 
@@ -216,13 +218,12 @@ def price_results(
 ) -> ResultCommitment:
     """Usage-based payment capped at the max price; fee off the top; the rest split by layers served; the
     results root and each of `miners`' served root over `leaves`."""
-    input_tokens = sum(leaf.input_tokens for leaf in leaves)
-    output_tokens = sum(leaf.output_tokens for leaf in leaves)
-    payment = min(config.max_price, (input_tokens + output_tokens) * config.price_per_million_tokens // 10**6)
+    trees = ResultTrees(leaves, miners)
+    input_tokens, output_tokens = trees.usage.input_tokens, trees.usage.output_tokens
+    payment = market.tasks.prices_of(task_id).cost(input_tokens, output_tokens, config.max_price)
     fee = payment * market.tasks.coordinator_fee_bps() // 10_000
     to_miners = payment - fee
     first = to_miners * config.layer_share_percent[0] // 100
-    trees = ResultTrees(leaves, miners)
     return ResultCommitment(
         task_id=task_id,
         results_root=trees.root,

@@ -16,6 +16,7 @@ from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import model_id, short_string
 from client_sdk.inputs import input_tree
 from client_sdk.results import ResultLeaf, ResultTrees
+from coordinator.services.settlement import split
 from demo.lifecycle import MODEL, DemoConfig, accept_task, create_task, price_results, simulate_inference
 
 UNIT = 10**6
@@ -74,15 +75,29 @@ class Committed:
 
 
 def committed_task(
-    admin: Market, coordinator: LocalAccount, user: LocalAccount, miners: list[LocalAccount]
+    admin: Market,
+    coordinator: LocalAccount,
+    user: LocalAccount,
+    miners: list[LocalAccount],
+    extra_output_tokens: int = 0,
 ) -> Committed:
     """An assigned task (see `assigned_task`) whose results are committed: one leaf per request, served by all
-    `miners`, priced with the demo parameters and signed by every miner."""
+    `miners`, priced with the demo parameters and signed by every miner. With `extra_output_tokens`, the
+    commitment overstates the output tokens by that many and charges for them (split evenly), as colluding
+    miners would."""
     config = DemoConfig()
     task_id = assigned_task(admin, coordinator, user, miners)
     addresses = [m.address for m in miners]
     leaves = simulate_inference(task_id, config, addresses)
     commitment = price_results(admin, task_id, leaves, addresses, config)
+    if extra_output_tokens:
+        output_tokens = commitment.output_tokens + extra_output_tokens
+        payment = admin.tasks.prices_of(task_id).cost(
+            commitment.input_tokens, output_tokens, config.max_price
+        )
+        to_miners = payment - payment * admin.tasks.coordinator_fee_bps() // 10_000
+        amounts = tuple(split(to_miners, [1] * len(miners)))
+        commitment = replace(commitment, output_tokens=output_tokens, payment=payment, miner_amounts=amounts)
     chain_id, registry = admin.w3.eth.chain_id, admin.deployment.task_registry
     signatures = [
         sign_commitment(m, commitment, served, chain_id, registry)

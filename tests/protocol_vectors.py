@@ -1,6 +1,6 @@
 """Test vectors of the formats the parties and the contracts share: result leaves and their hashes, the
-positional results tree and its proofs, the miners' served trees, input leaves and the EIP-712 digest of a
-commitment.
+positional results sum tree and its proofs (yielding the task's usage), the miners' served trees, input
+leaves and the EIP-712 digest of a commitment.
 
 Built here by the Python protocol code and committed as contracts/test/vectors/protocol.json: pytest checks
 that Python still builds exactly that file (tests/test_protocol_vectors.py) and forge checks that the
@@ -62,8 +62,8 @@ def build() -> dict[str, Any]:
     commitment = ResultCommitment(
         task_id=TASK_ID,
         results_root=trees.root,
-        input_tokens=sum(leaf.input_tokens for leaf in result_leaves),
-        output_tokens=sum(leaf.output_tokens for leaf in result_leaves),
+        input_tokens=trees.usage.input_tokens,
+        output_tokens=trees.usage.output_tokens,
         payment=1_234_567,
         miner_amounts=(600_000, 572_839, 0),
         served_roots=trees.served_roots(),

@@ -9,6 +9,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 
 from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import TaskPrices
 from client_sdk.encoding import model_id
 from demo.lifecycle import MODEL, DemoConfig
 
@@ -30,6 +31,7 @@ def test_twenty_concurrent_task_creations_from_one_wallet_all_succeed(
             params_hash=keccak(text="{}"),
             max_price=config.max_price,
             deadline=deadline,
+            prices=TaskPrices(config.price_per_million_tokens, config.price_per_million_tokens),
         )
 
     with ThreadPoolExecutor(max_workers=20) as pool:

@@ -1,6 +1,7 @@
-"""Merkle proofs built in Python: sorted-pair and positional trees verify in Python for every leaf count, a
-positional proof holds at its own position only, and the chain holds each committed leaf to the miners whose
-served root contains it (the byte-level agreement with the contracts is in tests/test_protocol_vectors.py)."""
+"""Merkle proofs built in Python: sorted-pair and positional sum trees verify in Python for every leaf count,
+a positional proof holds at its own position only and yields the tree's total usage, and the chain holds each
+committed leaf to the miners whose served root contains it (the byte-level agreement with the contracts is in
+tests/test_protocol_vectors.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from client_sdk.chain.contracts import Market
 from client_sdk.errors import ContractRevert
-from client_sdk.merkle import MerkleTree, root_at, verify
+from client_sdk.merkle import MerkleTree, SumTree, Usage, root_at, verify
 from client_sdk.results import ResultLeaf, ResultTrees
 from tests.helpers import committed_task
 
@@ -57,28 +58,54 @@ def leaf_sets(draw: st.DrawFn) -> list[ResultLeaf]:
     ]
 
 
+def sum_tree(leaves: list[ResultLeaf]) -> SumTree:
+    return SumTree([leaf.hash() for leaf in leaves], [leaf.usage for leaf in leaves])
+
+
 @given(leaf_sets())
-def test_every_python_proof_verifies_in_python(leaves: list[ResultLeaf]) -> None:
+def test_every_python_proof_verifies_in_python_and_yields_the_total_usage(leaves: list[ResultLeaf]) -> None:
     hashes = [leaf.hash() for leaf in leaves]
-    sorted_tree, positional = MerkleTree(hashes), MerkleTree(hashes, positional=True)
-    for i, leaf_hash in enumerate(hashes):
-        assert verify(sorted_tree.proof(i), sorted_tree.root, leaf_hash)
-        assert root_at(positional.proof(i), leaf_hash, i, len(hashes)) == positional.root
+    sorted_tree, positional = MerkleTree(hashes), sum_tree(leaves)
+    total = Usage(sum(leaf.input_tokens for leaf in leaves), sum(leaf.output_tokens for leaf in leaves))
+    assert positional.usage == total
+    for i, leaf in enumerate(leaves):
+        assert verify(sorted_tree.proof(i), sorted_tree.root, hashes[i])
+        assert root_at(positional.proof(i), hashes[i], leaf.usage, i, len(hashes)) == (positional.root, total)
 
 
 @given(leaves=leaf_sets(), data=st.data())
 def test_a_positional_proof_holds_at_its_own_position_only(
     leaves: list[ResultLeaf], data: st.DataObject
 ) -> None:
-    hashes = [leaf.hash() for leaf in leaves]
-    tree = MerkleTree(hashes, positional=True)
-    index = data.draw(st.integers(min_value=0, max_value=len(hashes) - 1))
-    other = data.draw(st.integers(min_value=0, max_value=len(hashes)))
-    proof = tree.proof(index)
-    assert (root_at(proof, hashes[index], other, len(hashes)) == tree.root) == (other == index)
-    assert root_at([*proof, bytes(32)], hashes[index], index, len(hashes)) is None
+    tree = sum_tree(leaves)
+    index = data.draw(st.integers(min_value=0, max_value=len(leaves) - 1))
+    other = data.draw(st.integers(min_value=0, max_value=len(leaves)))
+    leaf_hash, usage, proof = leaves[index].hash(), leaves[index].usage, tree.proof(index)
+    found = root_at(proof, leaf_hash, usage, other, len(leaves))
+    assert (found is not None and found[0] == tree.root) == (other == index)
+    assert root_at([*proof, bytes(32), bytes(32)], leaf_hash, usage, index, len(leaves)) is None
     if proof:
-        assert root_at(proof[:-1], hashes[index], index, len(hashes)) is None
+        assert root_at(proof[:-2], leaf_hash, usage, index, len(leaves)) is None
+        assert root_at(proof[:-1], leaf_hash, usage, index, len(leaves)) is None
+
+
+@given(leaves=leaf_sets().filter(lambda ls: len(ls) > 1), data=st.data())
+def test_no_leaf_or_usage_word_can_be_changed(leaves: list[ResultLeaf], data: st.DataObject) -> None:
+    """A leaf's counts, or a sibling's usage word, changed by any amount no longer prove into the root; a word
+    with bits above the two counts is refused outright."""
+    tree = sum_tree(leaves)
+    index = data.draw(st.integers(min_value=0, max_value=len(leaves) - 1))
+    leaf_hash, proof = leaves[index].hash(), tree.proof(index)
+    delta = data.draw(st.integers(min_value=1, max_value=2**32))
+    more = Usage(leaves[index].input_tokens, leaves[index].output_tokens + delta)
+    changed = root_at(proof, leaf_hash, more, index, len(leaves))
+    assert changed is None or changed[0] != tree.root
+    word = int.from_bytes(proof[1], "big")
+    bent = [proof[0], (word + delta).to_bytes(32, "big"), *proof[2:]]
+    found = root_at(bent, leaf_hash, leaves[index].usage, index, len(leaves))
+    assert found is None or found[0] != tree.root
+    high = [proof[0], (word | 1 << 128).to_bytes(32, "big"), *proof[2:]]
+    assert root_at(high, leaf_hash, leaves[index].usage, index, len(leaves)) is None
 
 
 def test_the_chain_holds_each_leaf_to_the_miners_who_signed_it(
@@ -106,5 +133,7 @@ def test_empty_tree_and_bad_index_are_rejected() -> None:
         MerkleTree([])
     with pytest.raises(IndexError, match="leaf 3 is outside a tree of 2 leaves"):
         MerkleTree([bytes(32), bytes(31) + b"\x01"]).proof(3)
+    with pytest.raises(ValueError, match="overflow uint64"):
+        SumTree([bytes(32), bytes(32)], [Usage(2**64 - 1, 0), Usage(1, 0)])
     with pytest.raises(ValueError, match="one leaf per request"):
         ResultTrees(leaves_for(task_id=1, count=3, seed=1)[1:], [])

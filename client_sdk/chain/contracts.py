@@ -27,6 +27,7 @@ from client_sdk.chain.types import (
     Round,
     Stake,
     Task,
+    TaskPrices,
     TaskTerms,
     Verifier,
     Vote,
@@ -153,6 +154,10 @@ class TaskRegistry(_Bound):
         commit."""
         return int(self.contract.functions.challengeEndsAt(task_id).call())
 
+    def prices_of(self, task_id: int) -> TaskPrices:
+        """What the task's owner pays per million input and output tokens."""
+        return TaskPrices(*self.contract.functions.pricesOf(task_id).call())
+
     def terms_of(self, task_id: int) -> TaskTerms:
         """The window, fee, stake-lock floor and value cap the task was created under."""
         return TaskTerms(*self.contract.functions.termsOf(task_id).call())
@@ -188,9 +193,11 @@ class TaskRegistry(_Bound):
         params_hash: bytes,
         max_price: int,
         deadline: int,
+        prices: TaskPrices,
     ) -> int:
-        """Creates the task (the caller must have approved the escrow for max_price); returns its id."""
-        params = (model_id, input_root, request_count, params_hash, max_price, deadline)
+        """Creates the task at `prices` (the caller must have approved the escrow for max_price); returns its
+        id."""
+        params = (model_id, input_root, request_count, params_hash, max_price, deadline, *prices.as_tuple())
         receipt = self._send(self.contract.functions.createTask(params))
         (event,) = self.contract.events.TaskCreated().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["taskId"])
@@ -233,6 +240,12 @@ class TaskRegistry(_Bound):
             commitment.task_id, commitment.as_tuple(), list(signatures)
         )
         return self._send(call)
+
+    def refute_usage(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> TxReceipt:
+        """Proves with `leaf` and its results proof that the task's committed usage is not what its results
+        tree adds up to (ContractRevert `UsageMatches` when it is): the owner is refunded in full and every
+        assigned miner loses its stake lock to the owner."""
+        return self._send(self.contract.functions.refuteUsage(leaf.task_id, leaf.as_tuple(), list(proof)))
 
     def finalize_task(self, task_id: int) -> TxReceipt:
         return self._send(self.contract.functions.finalizeTask(task_id))

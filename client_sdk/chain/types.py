@@ -115,6 +115,23 @@ class Task:
 
 
 @dataclass(frozen=True)
+class TaskPrices:
+    """Mirrors ITaskRegistry.TaskPrices: what a task's owner pays per million input and per million output
+    tokens (token base units)."""
+
+    input_per_million: int
+    output_per_million: int
+
+    def cost(self, input_tokens: int, output_tokens: int, max_price: int) -> int:
+        """What TaskRegistry.priceOf charges for this usage: rounded down, at most `max_price`."""
+        price = (input_tokens * self.input_per_million + output_tokens * self.output_per_million) // 10**6
+        return min(price, max_price)
+
+    def as_tuple(self) -> tuple[int, int]:
+        return (self.input_per_million, self.output_per_million)
+
+
+@dataclass(frozen=True)
 class TaskTerms:
     """Mirrors ITaskRegistry.TaskTerms: the registry's parameters in force when a task was created, which
     apply to it for its whole life."""

@@ -129,6 +129,15 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     }
 
     /// @inheritdoc IPaymentEscrow
+    /// @dev The task registry's counterpart of `absorbReceived`: it slashes straight into the escrow and credits
+    /// the surplus in the same transaction, so the arbitration float is never touched.
+    function creditReceived(address account) external onlyRole(TASK_MANAGER_ROLE) returns (uint256 amount) {
+        amount = token.balanceOf(address(this)) - totalLiabilities;
+        totalLiabilities += amount;
+        _credit(account, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
     /// @dev Callers bound the arrays (jury and pipeline limits). Whatever the float holds beyond the payouts
     /// goes to the audit pool, so nothing ever stays unassigned.
     function distribute(address[] calldata payees, uint256[] calldata amounts)

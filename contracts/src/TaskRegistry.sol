@@ -14,12 +14,15 @@ import {ResultLeaf} from "./libraries/ResultLeaf.sol";
 import {PositionalMerkle} from "./libraries/PositionalMerkle.sol";
 
 /// @title TaskRegistry
-/// @notice The life of one batch task: created with its maximum price escrowed, assigned to a set of miners
-/// (locking part of their stake), results committed as one positional Merkle root of exactly one leaf per request,
+/// @notice The life of one batch task: created with its maximum price escrowed and its prices per million input
+/// and output tokens, assigned to a set of miners (locking part of their stake), results committed as one
+/// positional Merkle sum tree of exactly one leaf per request with the usage it adds up to and that usage's price,
 /// each assigned miner signing it together with the root of the leaves it served itself (so a miner vouches for,
-/// and can be slashed over, only what it served), a challenge window, then finalized into pull-payment balances. Gas per task is independent of the number of
-/// requests in the batch: only hashes and counters are stored. The challenge window, fee, fee recipient, minimum
-/// stake lock and value-at-risk cap in force when a task is created apply to it for its whole life.
+/// and can be slashed over, only what it served), a challenge window, then finalized into pull-payment balances.
+/// A committed usage that is not the tree's sum is refuted with one leaf's proof. Gas per task is independent of
+/// the number of requests in the batch: only hashes and counters are stored. The challenge window, fee, fee
+/// recipient, minimum stake lock and value-at-risk cap in force when a task is created apply to it for its whole
+/// life.
 contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     using SafeCast for uint256;
 
@@ -46,6 +49,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     /// @notice Longest Merkle proof accepted (a tree of 2^64 leaves).
     uint256 public constant MAX_PROOF_LENGTH = 64;
     uint256 private constant BPS = 10_000;
+    uint256 private constant PER_MILLION = 1_000_000;
 
     IGPURegistry public immutable gpuRegistry;
     IPaymentEscrow public immutable escrow;
@@ -69,6 +73,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     mapping(uint256 taskId => uint256[]) private _minerAmounts;
     mapping(uint256 taskId => bytes32[]) private _servedRoots;
     mapping(uint256 taskId => TaskTerms) private _terms;
+    mapping(uint256 taskId => TaskPrices) private _prices;
     mapping(uint256 taskId => address) private _coordinators;
     mapping(uint256 taskId => uint256) private _openDisputes;
     mapping(uint256 taskId => uint256) private _extensions;
@@ -130,6 +135,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
             minStakeLock: minStakeLock.toUint128(),
             maxValueAtRisk: maxValueAtRisk.toUint128()
         });
+        _prices[taskId] = TaskPrices(p.inputPricePerMillion, p.outputPricePerMillion);
         escrow.depositEscrow(taskId, msg.sender, p.maxPrice);
         emit TaskCreated(
             taskId, msg.sender, p.modelId, p.inputRoot, p.requestCount, p.paramsHash, p.maxPrice, p.deadline
@@ -198,7 +204,8 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         _requireStatus(taskId, task, TaskStatus.Assigned);
         if (block.timestamp > task.deadline) revert DeadlinePassed(taskId, task.deadline);
         if (c.resultsRoot == bytes32(0)) revert ZeroValue();
-        if (c.payment > task.maxPrice) revert PaymentExceedsMaxPrice(c.payment, task.maxPrice);
+        uint128 expected = priceOf(taskId, c.inputTokens, c.outputTokens);
+        if (c.payment != expected) revert PaymentMismatch(c.payment, expected);
         uint128 fee = _checkShares(taskId, c);
         _checkSignatures(taskId, c, signatures);
 
@@ -299,6 +306,31 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         _unlockAll(taskId, task.stakeLock);
         _refundAll(taskId, task.owner);
         emit TaskExpired(taskId);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev A sum tree's nodes carry their usage, so every valid proof yields the true totals: a proof that
+    /// verifies and yields other totals than the committed ones shows that every signer vouched for a false usage.
+    function refuteUsage(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof) external {
+        Task storage task = _existing(taskId);
+        if (task.status != TaskStatus.ResultsCommitted && task.status != TaskStatus.Disputed) {
+            revert WrongStatus(taskId, task.status, TaskStatus.ResultsCommitted);
+        }
+        (bytes32 root, uint64 inputTokens, uint64 outputTokens) =
+            _resultsRootOf(taskId, task, leaf, ResultLeaf.hash(leaf), proof);
+        if (root != task.resultsRoot) revert InvalidProof();
+        if (inputTokens == task.inputTokens && outputTokens == task.outputTokens) {
+            revert UsageMatches(taskId);
+        }
+        task.status = TaskStatus.Finalized;
+        address[] storage miners = _miners[taskId];
+        uint256 stakeLock = task.stakeLock;
+        for (uint256 i = 0; i < miners.length; ++i) {
+            gpuRegistry.slash(miners[i], stakeLock, address(escrow));
+        }
+        uint256 slashed = escrow.creditReceived(task.owner);
+        _refundAll(taskId, task.owner);
+        emit UsageRefuted(taskId, inputTokens, outputTokens, slashed);
     }
 
     // ------------------------------------------------------------------------------------ arbiter actions
@@ -413,6 +445,21 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     }
 
     /// @inheritdoc ITaskRegistry
+    function pricesOf(uint256 taskId) external view returns (TaskPrices memory) {
+        return _prices[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function priceOf(uint256 taskId, uint64 inputTokens, uint64 outputTokens) public view returns (uint128) {
+        TaskPrices storage prices = _prices[taskId];
+        uint256 price =
+            (uint256(inputTokens) * prices.inputPerMillion + uint256(outputTokens) * prices.outputPerMillion)
+                / PER_MILLION;
+        uint256 maxPrice = _tasks[taskId].maxPrice;
+        return uint128(price < maxPrice ? price : maxPrice);
+    }
+
+    /// @inheritdoc ITaskRegistry
     function termsOf(uint256 taskId) external view returns (TaskTerms memory) {
         return _terms[taskId];
     }
@@ -472,15 +519,13 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         bytes32[] calldata proof,
         bytes32[][] calldata servedProofs
     ) external view returns (bytes32 leafHash, address[] memory accountable) {
-        if (leaf.taskId != taskId) revert LeafTaskMismatch(taskId, leaf.taskId);
+        Task storage task = _tasks[taskId];
+        leafHash = ResultLeaf.hash(leaf);
+        (bytes32 root,,) = _resultsRootOf(taskId, task, leaf, leafHash, proof);
+        if (task.resultsRoot == bytes32(0) || root != task.resultsRoot) revert InvalidProof();
         uint256 length = leaf.pipeline.length;
         if (length > MAX_MINERS_PER_TASK) revert PipelineTooLong(length, MAX_MINERS_PER_TASK);
         if (servedProofs.length != length) revert LengthMismatch(length, servedProofs.length);
-        _checkProofLength(proof.length);
-        Task storage task = _tasks[taskId];
-        leafHash = ResultLeaf.hash(leaf);
-        bytes32 root = PositionalMerkle.rootOf(proof, leafHash, leaf.requestIndex, task.requestCount);
-        if (task.resultsRoot == bytes32(0) || root != task.resultsRoot) revert InvalidProof();
 
         address[] storage miners = _miners[taskId];
         bytes32[] storage served = _servedRoots[taskId];
@@ -544,6 +589,22 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         for (uint256 i = 0; i < miners.length; ++i) {
             gpuRegistry.unlockStake(miners[i], stakeLock);
         }
+    }
+
+    /// @dev The results root and total usage that `leaf` at its position and `proof` imply (zero if they do not
+    /// fit the task's tree); a results proof holds two words per level.
+    function _resultsRootOf(
+        uint256 taskId,
+        Task storage task,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32 leafHash,
+        bytes32[] calldata proof
+    ) private view returns (bytes32, uint64, uint64) {
+        if (leaf.taskId != taskId) revert LeafTaskMismatch(taskId, leaf.taskId);
+        _checkProofLength(proof.length / 2);
+        return PositionalMerkle.rootOf(
+            proof, leafHash, leaf.inputTokens, leaf.outputTokens, leaf.requestIndex, task.requestCount
+        );
     }
 
     function _checkProofLength(uint256 length) private pure {

@@ -255,7 +255,7 @@ contract AttacksTest is BaseTest {
         vm.prank(alice);
         id = tasks.createTask(p);
         _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id), PAYMENT);
+        _commitLeaves(id, _standardLeaves(id));
     }
 
     function _selectedAudit(uint256 id) internal returns (uint256 line) {
@@ -591,7 +591,7 @@ contract AttacksTest is BaseTest {
         c.disputeBond = 50e6;
         arbitration.setConfig(c);
         vm.stopPrank();
-        _commitLeaves(id, _standardLeaves(id), PAYMENT);
+        _commitLeaves(id, _standardLeaves(id));
         assertEq(tasks.challengeEndsAt(id), block.timestamp + CHALLENGE_WINDOW);
         assertEq(arbitration.configOf(id).disputeBond, DISPUTE_BOND);
         uint256 d = _openDisputeWithBond(id, 0, DISPUTE_BOND);
@@ -628,6 +628,86 @@ contract AttacksTest is BaseTest {
             )
         );
         tasks.assignTask(id, _miners(2), STAKE_LOCK, _acceptances(tasks, id, _miners(2), STAKE_LOCK));
+    }
+
+    // ---- paying for the tokens served
+
+    /// @dev The coordinator and every miner commit 100,000 output tokens more than the leaves add up to (10 tokens
+    /// more pay). Anyone refutes it with one leaf's proof: the sum tree yields the true usage. The owner gets its
+    /// whole escrow back and every miner's task lock; no one is paid.
+    function test_attack_overstatedUsageIsRefuted() public {
+        (uint256 id, ResultLeaf.Leaf[] memory leaves) = _overchargedTask(100_000);
+        assertEq(tasks.getTask(id).payment, PAYMENT + 10e6);
+        uint256 walletBefore = token.balanceOf(alice);
+
+        vm.expectEmit(address(tasks));
+        emit IT.UsageRefuted(id, INPUT_TOKENS, OUTPUT_TOKENS, 3 * STAKE_LOCK);
+        vm.prank(makeAddr("anyone"));
+        tasks.refuteUsage(id, leaves[1], _proofOf(leaves, 1));
+
+        assertEq(uint8(tasks.getTask(id).status), uint8(IT.TaskStatus.Finalized));
+        assertEq(
+            escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK, "the escrow and every signer's task lock"
+        );
+        assertEq(token.balanceOf(alice), walletBefore, "owed, not pushed");
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK);
+            assertEq(_locked(miners[i]), 0);
+            assertEq(escrow.balanceOf(miners[i]), 0, "no pay for an overstated usage");
+        }
+        assertEq(escrow.balanceOf(feeRecipient), 0);
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Finalized, IT.TaskStatus.ResultsCommitted));
+        tasks.refuteUsage(id, leaves[1], _proofOf(leaves, 1));
+        _assertEscrowSolvent();
+    }
+
+    /// @dev A true usage cannot be refuted with any leaf, nor with a leaf whose counts were changed or a proof whose
+    /// usage words were; the task then pays exactly the usage's price.
+    function test_attack_trueUsageCannotBeRefuted() public {
+        uint256 id = _committedTask(alice);
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        for (uint256 i = 0; i < leaves.length; ++i) {
+            vm.expectRevert(abi.encodeWithSelector(IT.UsageMatches.selector, id));
+            tasks.refuteUsage(id, leaves[i], _proofOf(leaves, i));
+        }
+        ResultLeaf.Leaf memory padded = leaves[0];
+        padded.outputTokens += 1;
+        vm.expectRevert(IT.InvalidProof.selector);
+        tasks.refuteUsage(id, padded, _proofOf(leaves, 0));
+        bytes32[] memory bent = _proofOf(leaves, 0);
+        bent[1] = bytes32(uint256(bent[1]) + 1); // the sibling's usage word
+        vm.expectRevert(IT.InvalidProof.selector);
+        tasks.refuteUsage(id, _standardLeaves(id)[0], bent);
+        bent[1] = bytes32(uint256(bent[1]) - 1 + (1 << 128)); // bits above the two counts
+        vm.expectRevert(IT.InvalidProof.selector);
+        tasks.refuteUsage(id, _standardLeaves(id)[0], bent);
+
+        vm.warp(tasks.challengeEndsAt(id));
+        tasks.finalizeTask(id);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
+        assertEq(escrow.balanceOf(feeRecipient), _fee(PAYMENT));
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE, "honest miners keep their stake");
+        }
+    }
+
+    /// @dev The refutation also ends a task while its line is disputed: the later verdict moves no more money,
+    /// and the owner's bond comes back.
+    function test_attack_refutationEndsADisputedTask() public {
+        honest = _newVerifiers("juror", 12, 1);
+        (uint256 id, ResultLeaf.Leaf[] memory leaves) = _overchargedTask(100_000);
+        _fund(alice, address(escrow), DISPUTE_BOND);
+        vm.prank(alice);
+        uint256 d = arbitration.openDispute(id, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
+        tasks.refuteUsage(id, leaves[2], _proofOf(leaves, 2));
+        _decide(d, AT_FAULT);
+        assertEq(uint8(tasks.getTask(id).status), uint8(IT.TaskStatus.Finalized));
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK, "one task lock each, once");
+            assertEq(_locked(miners[i]), 0);
+        }
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + 3 * STAKE_LOCK, "escrow, bond, locks");
+        _assertEscrowSolvent();
     }
 
     // ---- stake locks need consent

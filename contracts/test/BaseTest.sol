@@ -62,6 +62,9 @@ abstract contract BaseTest is Consent {
     uint64 internal constant TASK_DURATION = 7 days;
     uint64 internal constant INPUT_TOKENS = 123_456;
     uint64 internal constant OUTPUT_TOKENS = 654_321;
+    /// @dev Chosen so that INPUT_TOKENS and OUTPUT_TOKENS cost exactly PAYMENT, rounded down from 77,777,777.16.
+    uint128 internal constant INPUT_PRICE = 100_000_625;
+    uint128 internal constant OUTPUT_PRICE = 100_000_000;
     uint256 internal constant MINER_COUNT = 4;
     uint256 internal constant VERIFIER_COUNT = 4;
 
@@ -256,7 +259,9 @@ abstract contract BaseTest is Consent {
             requestCount: REQUESTS,
             paramsHash: PARAMS_HASH,
             maxPrice: maxPrice,
-            deadline: uint64(block.timestamp) + TASK_DURATION
+            deadline: uint64(block.timestamp) + TASK_DURATION,
+            inputPricePerMillion: INPUT_PRICE,
+            outputPricePerMillion: OUTPUT_PRICE
         });
     }
 
@@ -290,15 +295,25 @@ abstract contract BaseTest is Consent {
         parts[0] += total % n;
     }
 
+    /// @dev A usage that costs exactly `payment` at the test prices (below the maximum price): the standard usage
+    /// for PAYMENT, else output tokens only, which cost 100 each.
+    function _usageFor(uint128 payment) internal pure returns (uint64 inputTokens, uint64 outputTokens) {
+        if (payment == PAYMENT) return (INPUT_TOKENS, OUTPUT_TOKENS);
+        require(payment % 100 == 0, "BaseTest: no usage costs this payment");
+        return (0, uint64(payment / 100));
+    }
+
+    /// @dev A commitment of `root` for `payment`, with a usage that costs that (see `_usageFor`).
     function _commitment(bytes32 root, uint128 payment, uint256 minerCount)
         internal
         pure
         returns (ITaskRegistry.Commitment memory c)
     {
+        (uint64 inputTokens, uint64 outputTokens) = _usageFor(payment);
         c = ITaskRegistry.Commitment({
             resultsRoot: root,
-            inputTokens: INPUT_TOKENS,
-            outputTokens: OUTPUT_TOKENS,
+            inputTokens: inputTokens,
+            outputTokens: outputTokens,
             payment: payment,
             minerAmounts: _split(payment - _fee(payment), minerCount),
             servedRoots: new bytes32[](minerCount)
@@ -380,13 +395,14 @@ abstract contract BaseTest is Consent {
             customIdHash: keccak256(abi.encode("custom", index)),
             inputHash: keccak256(abi.encode("input", index)),
             outputHash: keccak256(abi.encode("output", index)),
-            inputTokens: 100 + index,
-            outputTokens: 200 + index,
+            inputTokens: pipeline.length == 0 ? 0 : 41_151 + index,
+            outputTokens: pipeline.length == 0 ? 0 : 218_106 + index,
             pipeline: pipeline
         });
     }
 
-    /// @dev Leaf 0 served by [m0, m1], leaf 1 by [m2], leaf 2 by [m0, m1, m2], leaf 3 by no one.
+    /// @dev Leaf 0 served by [m0, m1], leaf 1 by [m2], leaf 2 by [m0, m1, m2], leaf 3 by no one (no tokens). Their
+    /// usage adds up to INPUT_TOKENS and OUTPUT_TOKENS, so they cost PAYMENT.
     function _standardLeaves(uint256 taskId) internal view returns (ResultLeaf.Leaf[] memory leaves) {
         leaves = new ResultLeaf.Leaf[](4);
         leaves[0] = _leaf(taskId, 0, _pair(miners[0], miners[1]));
@@ -404,7 +420,7 @@ abstract contract BaseTest is Consent {
     }
 
     function _rootOf(ResultLeaf.Leaf[] memory leaves) internal pure returns (bytes32) {
-        return ResultTree.root(ResultTree.hashLeaves(leaves));
+        return ResultTree.root(leaves);
     }
 
     function _proofOf(ResultLeaf.Leaf[] memory leaves, uint256 index)
@@ -412,7 +428,7 @@ abstract contract BaseTest is Consent {
         pure
         returns (bytes32[] memory)
     {
-        return ResultTree.proof(ResultTree.hashLeaves(leaves), index);
+        return ResultTree.proof(leaves, index);
     }
 
     /// @dev For each miner of `leaves[index]`'s pipeline, the proof of that leaf in its served tree.
@@ -424,11 +440,20 @@ abstract contract BaseTest is Consent {
         return ResultTree.servedProofs(leaves, index);
     }
 
-    /// @dev Commits `leaves` for `payment`: their positional root and every assigned miner's served root.
-    function _commitLeaves(uint256 taskId, ResultLeaf.Leaf[] memory leaves, uint128 payment) internal {
-        ITaskRegistry.Commitment memory c =
-            _commitment(_rootOf(leaves), payment, tasks.minersOf(taskId).length);
-        c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(taskId));
+    /// @dev Commits `leaves` honestly: their positional sum root, the usage they add up to at its price (PAYMENT
+    /// for the standard leaves), split evenly, and every assigned miner's served root.
+    function _commitLeaves(uint256 taskId, ResultLeaf.Leaf[] memory leaves) internal {
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
+        uint128 payment = tasks.priceOf(taskId, inputTokens, outputTokens);
+        uint256 count = tasks.minersOf(taskId).length;
+        ITaskRegistry.Commitment memory c = ITaskRegistry.Commitment({
+            resultsRoot: _rootOf(leaves),
+            inputTokens: inputTokens,
+            outputTokens: outputTokens,
+            payment: payment,
+            minerAmounts: _split(payment - _fee(payment), count),
+            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(taskId))
+        });
         _commit(taskId, c);
     }
 
@@ -439,10 +464,26 @@ abstract contract BaseTest is Consent {
         return false;
     }
 
+    /// @dev The standard leaves committed with `extraOutput` more output tokens than they hold, at that usage's
+    /// price, every miner signing: what a coordinator and miners colluding to overcharge would commit.
+    function _overchargedTask(uint64 extraOutput)
+        internal
+        returns (uint256 id, ResultLeaf.Leaf[] memory leaves)
+    {
+        id = _assignedTask(alice, 3);
+        leaves = _standardLeaves(id);
+        ITaskRegistry.Commitment memory c = _commitment(_rootOf(leaves), PAYMENT, 3);
+        c.outputTokens += extraOutput;
+        c.payment = tasks.priceOf(id, c.inputTokens, c.outputTokens);
+        c.minerAmounts = _split(c.payment - _fee(c.payment), 3);
+        c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(id));
+        _commit(id, c);
+    }
+
     /// @dev A task for MAX_PRICE, assigned to miners 0..2, standard leaves committed for PAYMENT.
     function _committedTask(address owner) internal returns (uint256 taskId) {
         taskId = _assignedTask(owner, 3);
-        _commitLeaves(taskId, _standardLeaves(taskId), PAYMENT);
+        _commitLeaves(taskId, _standardLeaves(taskId));
     }
 
     // ---- disputes

@@ -137,24 +137,51 @@ contract FuzzTest is BaseTest {
         parts[n - 1] = total;
     }
 
-    function testFuzz_finalize_paysExactlyCommittedSplit(
+    /// @dev What `inputTokens` and `outputTokens` cost at these prices, computed here from the spec: rounded
+    /// down, capped at the maximum price.
+    function _price(uint256 inputTokens, uint256 outputTokens, IT.CreateTaskParams memory p)
+        internal
+        pure
+        returns (uint128)
+    {
+        uint256 price =
+            (inputTokens * p.inputPricePerMillion + outputTokens * p.outputPricePerMillion) / 1e6;
+        return uint128(price < p.maxPrice ? price : p.maxPrice);
+    }
+
+    function _pricedTask(uint128 maxPrice, uint128 inputPrice, uint128 outputPrice)
+        internal
+        returns (uint256 id, IT.CreateTaskParams memory p)
+    {
+        p = _taskParams(maxPrice);
+        p.inputPricePerMillion = inputPrice;
+        p.outputPricePerMillion = outputPrice;
+        _fund(alice, address(escrow), maxPrice);
+        vm.prank(alice);
+        id = tasks.createTask(p);
+    }
+
+    function testFuzz_finalize_paysTheUsageAtTheTaskPrices(
         uint128 maxPrice,
-        uint128 payment,
+        uint64[2] memory usage,
+        uint128[2] memory prices,
         uint256 feeBps,
         uint256 count,
         uint256 seed
     ) public {
         maxPrice = uint128(bound(maxPrice, 1, type(uint128).max / 2));
-        payment = uint128(bound(payment, 0, maxPrice));
         feeBps = bound(feeBps, 0, 2_000);
         count = bound(count, 1, MINER_COUNT);
-        uint256 fee = uint256(payment) * feeBps / 10_000;
         vm.prank(governor);
         tasks.setCoordinatorFee(feeBps, feeRecipient);
 
-        uint256 id = _createTask(alice, maxPrice);
+        (uint256 id, IT.CreateTaskParams memory p) = _pricedTask(maxPrice, prices[0], prices[1]);
         _assign(id, _miners(count));
-        IT.Commitment memory c = _commitment(keccak256(abi.encode(seed)), payment, count);
+        uint128 payment = _price(usage[0], usage[1], p);
+        assertEq(tasks.priceOf(id, usage[0], usage[1]), payment);
+        uint256 fee = uint256(payment) * feeBps / 10_000;
+        IT.Commitment memory c = _commitment(keccak256(abi.encode(seed)), 0, count);
+        (c.inputTokens, c.outputTokens, c.payment) = (usage[0], usage[1], payment);
         c.minerAmounts = _randomSplit(payment - fee, count, seed);
         _commit(id, c);
         assertEq(tasks.getTask(id).fee, fee);
@@ -191,15 +218,27 @@ contract FuzzTest is BaseTest {
         tasks.commitResults(id, c, sigs);
     }
 
-    function testFuzz_commit_paymentAboveMaxPrice(uint128 maxPrice, uint128 payment) public {
-        maxPrice = uint128(bound(maxPrice, 1, 1e18));
-        payment = uint128(bound(payment, uint256(maxPrice) + 1, type(uint128).max));
-        uint256 id = _createTask(alice, maxPrice);
+    /// @dev A payment other than the committed usage's price is refused, above or below it, and so is one above
+    /// the maximum price.
+    function testFuzz_commit_paymentMustBeTheUsagePrice(
+        uint128 maxPrice,
+        uint64[2] memory usage,
+        uint128[2] memory prices,
+        uint128 payment
+    ) public {
+        maxPrice = uint128(bound(maxPrice, 1, 1e30));
+        prices[0] = uint128(bound(prices[0], 0, 1e30));
+        prices[1] = uint128(bound(prices[1], 0, 1e30));
+        (uint256 id, IT.CreateTaskParams memory p) = _pricedTask(maxPrice, prices[0], prices[1]);
         _assign(id, _miners(1));
-        IT.Commitment memory c = _commitment(keccak256("r"), payment, 1);
+        uint128 expected = _price(usage[0], usage[1], p);
+        vm.assume(payment != expected);
+        IT.Commitment memory c = _commitment(keccak256("r"), 0, 1);
+        (c.inputTokens, c.outputTokens, c.payment) = (usage[0], usage[1], payment);
+        c.minerAmounts[0] = payment - uint128(_fee(payment));
         bytes[] memory sigs = _signatures(id, c);
         vm.prank(coordinator);
-        vm.expectRevert(abi.encodeWithSelector(IT.PaymentExceedsMaxPrice.selector, payment, maxPrice));
+        vm.expectRevert(abi.encodeWithSelector(IT.PaymentMismatch.selector, payment, expected));
         tasks.commitResults(id, c, sigs);
     }
 
@@ -330,10 +369,9 @@ contract FuzzTest is BaseTest {
         _assign(id, _miners(3));
         ResultLeaf.Leaf[] memory ls = _randomLeaves(id, n, seed);
         if (ls[index].pipeline.length == 0) ls[index].pipeline = _miners(1);
-        bytes32[] memory hashes = ResultTree.hashLeaves(ls);
-        _commitLeaves(id, ls, PAYMENT);
+        _commitLeaves(id, ls);
         _fund(alice, address(escrow), DISPUTE_BOND);
-        bytes32[] memory proof = ResultTree.proof(hashes, index);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
         bytes32[][] memory served = _servedProofs(ls, index);
 
         vm.startPrank(alice);
@@ -349,11 +387,11 @@ contract FuzzTest is BaseTest {
             // another line's proof does not place this leaf anywhere
             uint256 other = (index + 1 + seed % (n - 1)) % n;
             vm.expectRevert(IT.InvalidProof.selector);
-            arbitration.openDispute(id, ls[index], ResultTree.proof(hashes, other), served);
+            arbitration.openDispute(id, ls[index], ResultTree.proof(ls, other), served);
         }
         uint256 disputeId = arbitration.openDispute(id, ls[index], proof, served);
         vm.stopPrank();
-        assertEq(arbitration.getDispute(disputeId).leafHash, hashes[index]);
+        assertEq(arbitration.getDispute(disputeId).leafHash, ResultTree.hashLeaf(ls[index]));
         assertEq(arbitration.getDispute(disputeId).requestIndex, index);
         address[] memory held = arbitration.pipelineOf(disputeId);
         for (uint256 k = 0; k < ls[index].pipeline.length; ++k) {

@@ -103,7 +103,7 @@ contract GasTest is BaseTest {
         vm.prank(alice);
         id = tasks.createTask(p);
         _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id), PAYMENT);
+        _commitLeaves(id, _standardLeaves(id));
     }
 
     /// @dev Storage the preparation touched is cold again, as for a call in a transaction of its own.
@@ -191,7 +191,7 @@ contract GasTest is BaseTest {
         id = tasks.createTask(p);
         _assign(id, _miners(3));
         ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
-        _commitLeaves(id, ls, PAYMENT);
+        _commitLeaves(id, ls);
         leaf = ls[0];
         proof = _proofOf(ls, 0);
         served = _servedProofs(ls, 0);
@@ -295,6 +295,23 @@ contract GasTest is BaseTest {
         assertEq(
             uint8(arbitration.getDispute(disputeId).status), uint8(IArbitration.DisputeStatus.MinersAtFault)
         );
+    }
+
+    function refuteUsageGas() external returns (uint256 used) {
+        (uint256 id, ResultLeaf.Leaf[] memory ls) = _overchargedTask(100_000);
+        bytes32[] memory proof = _proofOf(ls, 1);
+        _cool();
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        tasks.refuteUsage(id, ls[1], proof);
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertEq(uint8(tasks.getTask(id).status), uint8(ITaskRegistry.TaskStatus.Finalized));
+    }
+
+    function test_gas_refuteUsage() public {
+        vm.pauseGasMetering();
+        this.refuteUsageGas();
     }
 
     function test_gas_openDispute() public {

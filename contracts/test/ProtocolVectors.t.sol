@@ -16,12 +16,14 @@ contract ProtocolHarness {
         return ResultLeaf.hash(leaf);
     }
 
-    function rootOf(bytes32[] calldata proof, bytes32 leaf, uint256 index, uint256 count)
+    function rootOf(bytes32[] calldata proof, ResultLeaf.Leaf calldata leaf, uint256 index, uint256 count)
         external
         pure
-        returns (bytes32)
+        returns (bytes32, uint64, uint64)
     {
-        return PositionalMerkle.rootOf(proof, leaf, index, count);
+        return PositionalMerkle.rootOf(
+            proof, ResultLeaf.hash(leaf), leaf.inputTokens, leaf.outputTokens, index, count
+        );
     }
 
     function inServedTree(bytes32[] calldata proof, bytes32 root, bytes32 leaf) external pure returns (bool) {
@@ -30,7 +32,7 @@ contract ProtocolHarness {
 }
 
 /// @notice The test vectors that Python builds (tests/protocol_vectors.py) computed again by the contracts: leaf
-/// hashes, positional results proofs (valid at their own position only), served proofs and the EIP-712 digest each
+/// hashes, positional results sum-tree proofs (valid at their own position only, yielding the committed usage), served proofs and the EIP-712 digest each
 /// miner signs. pytest checks the same file against Python, so the two encodings cannot drift apart.
 contract ProtocolVectorsTest is Test {
     string internal json;
@@ -77,14 +79,22 @@ contract ProtocolVectorsTest is Test {
         }
     }
 
+    /// @dev Each leaf's proof in the results sum tree holds at its own position only and yields the usage the
+    /// commitment states.
     function test_vectors_positionalProofsHoldAtTheirPositionOnly() public view {
         bytes32 root = vm.parseJsonBytes32(json, ".resultsRoot");
+        uint256 inputTokens = vm.parseJsonUint(json, ".commitment.inputTokens");
+        uint256 outputTokens = vm.parseJsonUint(json, ".commitment.outputTokens");
         uint256 count = _count();
         for (uint256 i = 0; i < count; ++i) {
-            bytes32 leafHash = vm.parseJsonBytes32(json, _leafPath(i, "hash"));
             bytes32[] memory proof = vm.parseJsonBytes32Array(json, _leafPath(i, "proof"));
             for (uint256 at = 0; at <= count; ++at) {
-                assertEq(harness.rootOf(proof, leafHash, at, count) == root, at == i, "position");
+                (bytes32 r, uint64 totalInput, uint64 totalOutput) =
+                    harness.rootOf(proof, _leaf(i), at, count);
+                assertEq(r == root, at == i, "position");
+                if (at == i) {
+                    assertEq(abi.encode(totalInput, totalOutput), abi.encode(inputTokens, outputTokens));
+                }
             }
         }
     }

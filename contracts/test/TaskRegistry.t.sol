@@ -386,6 +386,14 @@ contract TaskRegistryTest is BaseTest {
         id = _assignedTask(alice, 2);
         _commit(id, _commitment(ROOT, MAX_PRICE, 2));
         assertEq(tasks.getTask(id).fee, 5e6);
+
+        // A usage that costs more than the maximum price is paid the maximum price.
+        id = _assignedTask(alice, 2);
+        IT.Commitment memory capped = _commitment(ROOT, MAX_PRICE, 2);
+        capped.outputTokens = type(uint64).max;
+        capped.inputTokens = type(uint64).max;
+        _commit(id, capped);
+        assertEq(tasks.getTask(id).payment, MAX_PRICE);
     }
 
     function test_commitmentDigest_matchesEip712Spec() public {
@@ -448,8 +456,13 @@ contract TaskRegistryTest is BaseTest {
         _expectCommitRevert(id, c, new bytes[](1), _err(IT.LengthMismatch.selector, 2, 1));
         IT.Commitment memory bad = _commitment(bytes32(0), PAYMENT, 2);
         _expectCommitRevert(id, bad, _signatures(id, bad), abi.encodeWithSelector(IT.ZeroValue.selector));
-        bad = _commitment(ROOT, MAX_PRICE + 1, 2);
-        _expectCommitRevert(id, bad, sigs, _err(IT.PaymentExceedsMaxPrice.selector, MAX_PRICE + 1, MAX_PRICE));
+        bad = _commitment(ROOT, PAYMENT, 2);
+        bad.payment += 100; // more than the committed usage costs at the task's prices
+        bad.minerAmounts[0] += 100;
+        _expectCommitRevert(id, bad, sigs, _err(IT.PaymentMismatch.selector, PAYMENT + 100, PAYMENT));
+        bad.outputTokens = 2e6; // costs 200 tokens, twice the maximum price: the payment is capped there
+        bad.payment = 2 * MAX_PRICE;
+        _expectCommitRevert(id, bad, sigs, _err(IT.PaymentMismatch.selector, 2 * MAX_PRICE, MAX_PRICE));
         bad = _commitment(ROOT, PAYMENT, 3);
         _expectCommitRevert(id, bad, sigs, _err(IT.LengthMismatch.selector, 2, 3));
 
@@ -503,14 +516,14 @@ contract TaskRegistryTest is BaseTest {
         uint256 id = _assignedTask(alice, 1);
         uint256 other = _assignedTask(alice, 1);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 1);
-        IT.Commitment memory inflated = _commitment(ROOT, PAYMENT, 1);
-        inflated.outputTokens += 1; // changed after the miner signed
+        IT.Commitment memory altered = _commitment(ROOT, PAYMENT, 1);
+        altered.resultsRoot = keccak256("another root"); // changed after the miner signed
         (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, bytes32(0)));
         bytes[] memory sigs = new bytes[](1);
         sigs[0] = abi.encodePacked(r, s, v);
 
         _expectCommitRevert(
-            id, inflated, sigs, _invalidSig(miners[0], ecrecover(_digest(id, inflated, bytes32(0)), v, r, s))
+            id, altered, sigs, _invalidSig(miners[0], ecrecover(_digest(id, altered, bytes32(0)), v, r, s))
         );
         _expectCommitRevert(
             other, c, sigs, _invalidSig(miners[0], ecrecover(_digest(other, c, bytes32(0)), v, r, s))

@@ -11,7 +11,7 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 
-from coordinator.api import audits, batches, disputes, files, health, metrics, miners
+from coordinator.api import audits, batches, disputes, files, health, metrics, miners, prices
 from coordinator.api.auth import NonceStore
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
@@ -60,7 +60,15 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.add_exception_handler(DataError, unstorable_value_handler)
     app.add_exception_handler(OperationalError, database_down_handler)
     app.add_exception_handler(ProgrammingError, database_down_handler)
-    routers = (files.router, batches.router, miners.router, disputes.router, audits.router, health.router)
+    routers = (
+        files.router,
+        batches.router,
+        prices.router,
+        miners.router,
+        disputes.router,
+        audits.router,
+        health.router,
+    )
     for router in routers:
         app.include_router(router)
     app.add_middleware(BodyGuard, max_bytes=lambda: app.state.settings.max_body_bytes)

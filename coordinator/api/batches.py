@@ -32,6 +32,7 @@ def create(
     body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings, chain: Chain
 ) -> dict[str, Any]:
     task = chain.task(body.task_id)
+    exists = task.status != TaskStatus.NONE
     batch = batches.create_batch(
         db,
         owner,
@@ -40,7 +41,9 @@ def create(
         completion_window=body.completion_window,
         metadata=body.metadata,
         task_id=body.task_id,
-        task_owner=None if task.status == TaskStatus.NONE else task.owner,
+        task_owner=task.owner if exists else None,
+        task_prices=chain.market.tasks.prices_of(body.task_id) if exists else None,
+        asking_price=settings.price_per_million_tokens,
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),
     )

@@ -9,6 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from client_sdk.chain.types import TaskPrices
+from client_sdk.units import format_amount
 from coordinator.db.models import Batch, File, Result, Signature
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.ids import new_id
@@ -29,11 +31,14 @@ def create_batch(
     metadata: dict[str, str] | None,
     task_id: int,
     task_owner: str | None,
+    task_prices: TaskPrices | None,
+    asking_price: int,
     max_window_h: int,
     now: int,
 ) -> Batch:
-    """Stores a validating batch; `task_owner` is the on-chain owner of `task_id` (None: no such task). Only
-    the task's owner can register it, so no one can take another wallet's task id."""
+    """Stores a validating batch; `task_owner` and `task_prices` are the on-chain owner and prices of
+    `task_id` (None: no such task). Only the task's owner can register it, so no one can take another
+    wallet's task id, and only if it pays at least `asking_price` per million input and output tokens."""
     file = session.get(File, input_file_id)
     if file is None or file.owner != owner:
         raise NotFound("file", input_file_id)
@@ -52,6 +57,14 @@ def create_batch(
             f"task {task_id} belongs to {task_owner}, not to {owner}: register your own task",
             "task_id",
             "task_not_yours",
+        )
+    if task_prices is not None and min(task_prices.as_tuple()) < asking_price:
+        paid = (format_amount(task_prices.input_per_million), format_amount(task_prices.output_per_million))
+        raise InvalidInput(
+            f"task {task_id} pays {paid[0]} per million input tokens and {paid[1]} per million output "
+            f"tokens; this coordinator asks at least {format_amount(asking_price)} for each (GET /v1/prices)",
+            "task_id",
+            "price_too_low",
         )
     batch = Batch(
         id=new_id("batch_"),

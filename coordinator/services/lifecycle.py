@@ -349,7 +349,6 @@ def _hex_list(values: list[bytes]) -> list[str]:
 def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     """Output and error files (each line with its Merkle proofs), the results root, the priced commitment."""
     results, trees = result_trees(session, batch)
-    leaves = trees.leaves
     files: dict[bool, list[bytes]] = {True: [], False: []}
     for i, result in enumerate(results):
         if result is None:
@@ -375,12 +374,9 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> No
             batch.output_file_id = record.id
         else:
             batch.error_file_id = record.id
-    input_tokens = sum(leaf.input_tokens for leaf in leaves)
-    output_tokens = sum(leaf.output_tokens for leaf in leaves)
+    input_tokens, output_tokens = trees.usage.input_tokens, trees.usage.output_tokens
     task = ctx.chain.task(batch.task_id)
-    pay = settlement.payment(
-        input_tokens + output_tokens, ctx.settings.price_per_million_tokens, task.max_price
-    )
+    pay = ctx.chain.market.tasks.prices_of(batch.task_id).cost(input_tokens, output_tokens, task.max_price)
     miners = batch.miners or []
     weights = {m: 0 for m in miners}
     for result in results:

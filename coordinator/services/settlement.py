@@ -1,16 +1,12 @@
-"""Money, as pure arithmetic: what a batch costs and how the miners' part is split. Exact integers only (token
-base units), so the amounts always add up to what the contract checks."""
+"""Money, as pure arithmetic: the coordinator's fee and how the miners' part is split (what a batch costs is
+`TaskPrices.cost`, the contract's own rule). Exact integers only (token base units), so the amounts always add
+up to what the contract checks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 BPS = 10_000
-
-
-def payment(tokens: int, price_per_million_tokens: int, max_price: int) -> int:
-    """Usage-based, rounded down, never above what the user escrowed."""
-    return min(max_price, tokens * price_per_million_tokens // 1_000_000)
 
 
 def fee(amount: int, fee_bps: int) -> int:

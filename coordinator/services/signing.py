@@ -1,5 +1,6 @@
-"""Collecting the miners' signatures over a batch's result commitment. Each miner gets the commitment and the
-lines it helped produce, checks them against what it saw, builds its served root over their leaves and signs
+"""Collecting the miners' signatures over a batch's result commitment. Each miner gets the commitment, the
+lines it helped produce and a usage witness (the first leaf with its proof, from which any miner can check the
+committed usage), checks them against what it saw, builds its served root over its lines' leaves and signs
 both; a signature counts only if it recovers, with the served root the coordinator computed for that miner, to
 the signer the miner registered on-chain."""
 
@@ -12,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from client_sdk.encoding import hex_bytes
+from client_sdk.results import ResultTrees
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Signature
 from coordinator.services.dispatch import input_rows
@@ -21,7 +23,7 @@ from coordinator.services.lifecycle import commitment_of, result_trees
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     """The commitments waiting for this miner's signature, each with the lines it served (request line, result
-    line, pipeline and Merkle proof)."""
+    line, pipeline and Merkle proof) and the usage witness."""
     signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
     batches = session.scalars(
         select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
@@ -50,9 +52,25 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
                 "request_count": len(results),
                 "commitment": batch.commitment,
                 "lines": lines,
+                "usage_witness": usage_witness(trees),
             }
         )
     return out
+
+
+def usage_witness(trees: ResultTrees) -> dict[str, Any]:
+    """The first leaf's fields and its proof in the results sum tree, which yields the tree's usage."""
+    leaf = trees.leaves[0]
+    return {
+        "index": leaf.request_index,
+        "custom_id_hash": "0x" + leaf.custom_id_hash.hex(),
+        "input_hash": "0x" + leaf.input_hash.hex(),
+        "output_hash": "0x" + leaf.output_hash.hex(),
+        "input_tokens": leaf.input_tokens,
+        "output_tokens": leaf.output_tokens,
+        "pipeline": list(leaf.pipeline),
+        "proof": ["0x" + p.hex() for p in trees.proof(0)],
+    }
 
 
 def accept(

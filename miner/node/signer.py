@@ -1,8 +1,11 @@
 """Before signing a batch's result commitment, a miner checks every line it helped produce: the request must
 tokenize to the prompt it was fed, the result line must be exactly what its own record of the output makes,
-and the line's leaf must be at its position in the committed root. Only then does it sign, together with its
-served root: the root of the tree over exactly those leaves, the only ones it vouches for (a miner that served
-no line of the batch signs the zero root and cannot be disputed over any of them)."""
+and the line's leaf must be at its position in the committed root. It also checks the committed usage: every
+proof in the results sum tree yields the tokens the whole tree adds up to, so its own lines' proofs and the
+usage witness (one leaf the coordinator sends everyone) must yield exactly the committed counts; every signer
+is slashed if anyone refutes them. Only then does it sign, together with its served root: the root of the tree
+over exactly its lines' leaves, the only ones it vouches for (a miner that served no line of the batch signs
+the zero root and cannot be disputed over any of them)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
-from client_sdk.merkle import root_at
+from client_sdk.merkle import Usage, root_at
 from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
@@ -27,10 +30,16 @@ class RefusedToSign(Exception):
 
 
 def check_line(
-    task_id: int, item: dict[str, Any], mine: Served, reader: Reader, address: str, root: bytes, count: int
+    task_id: int,
+    item: dict[str, Any],
+    mine: Served,
+    reader: Reader,
+    address: str,
+    committed: tuple[bytes, Usage],
+    count: int,
 ) -> ResultLeaf:
     """The line's leaf; raises RefusedToSign unless the item is the line we served, and its leaf is at its
-    position of `root`, a results tree of `count` leaves."""
+    position of a results tree of `count` leaves whose root and usage are `committed`."""
     index = int(item["index"])
     where = f"task {task_id} line {index}"
     try:
@@ -55,10 +64,41 @@ def check_line(
         output_tokens=len(mine.output),
         pipeline=tuple(item["pipeline"]),
     )
-    proof = [hex_bytes(p) for p in item["proof"]]
-    if address not in leaf.pipeline or root_at(proof, leaf.hash(), index, count) != root:
-        raise RefusedToSign(f"{where}: its leaf is not at its position in the committed root")
+    if address not in leaf.pipeline:
+        raise RefusedToSign(f"{where}: its leaf does not name us")
+    check_proof(task_id, leaf, item["proof"], committed, count)
     return leaf
+
+
+def check_proof(
+    task_id: int, leaf: ResultLeaf, proof: list[str], committed: tuple[bytes, Usage], count: int
+) -> None:
+    """Raises RefusedToSign unless `leaf` is at its position of the committed results sum tree and its proof
+    yields the committed usage."""
+    where = f"task {task_id} line {leaf.request_index}"
+    found = root_at([hex_bytes(p) for p in proof], leaf.hash(), leaf.usage, leaf.request_index, count)
+    if found is None or found[0] != committed[0]:
+        raise RefusedToSign(f"{where}: its leaf is not at its position in the committed root")
+    if found[1] != committed[1]:
+        usage = found[1]
+        raise RefusedToSign(
+            f"task {task_id}: the results add up to {usage.input_tokens} input and {usage.output_tokens} "
+            f"output tokens, not the {committed[1].input_tokens} and {committed[1].output_tokens} committed"
+        )
+
+
+def witness_leaf(task_id: int, witness: dict[str, Any]) -> ResultLeaf:
+    """The leaf the coordinator's usage witness names (KeyError/TypeError/ValueError if malformed)."""
+    return ResultLeaf(
+        task_id=task_id,
+        request_index=int(witness["index"]),
+        custom_id_hash=hex_bytes(witness["custom_id_hash"]),
+        input_hash=hex_bytes(witness["input_hash"]),
+        output_hash=hex_bytes(witness["output_hash"]),
+        input_tokens=int(witness["input_tokens"]),
+        output_tokens=int(witness["output_tokens"]),
+        pipeline=tuple(witness["pipeline"]),
+    )
 
 
 def check_and_sign(
@@ -74,12 +114,19 @@ def check_and_sign(
     task_id = int(request["task_id"])
     count = int(request["request_count"])
     commitment = ResultCommitment.from_json(task_id, request["commitment"])
+    committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
+    witness = request["usage_witness"]
+    try:
+        leaf = witness_leaf(task_id, witness)
+    except (KeyError, TypeError, ValueError):
+        raise RefusedToSign(f"task {task_id}: the usage witness is malformed") from None
+    check_proof(task_id, leaf, witness["proof"], committed, count)
     hashes: dict[int, bytes] = {}
     for item in request["lines"]:
         mine = served.get((task_id, int(item["index"])))
         if mine is None:
             raise RefusedToSign(f"task {task_id} line {item['index']}: we have no record of serving it")
-        leaf = check_line(task_id, item, mine, reader, account.address, commitment.results_root, count)
+        leaf = check_line(task_id, item, mine, reader, account.address, committed, count)
         hashes[leaf.request_index] = leaf.hash()
     tree = served_tree(hashes)
     served_root = tree.root if tree is not None else ZERO_ROOT

@@ -35,7 +35,7 @@ from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proof
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
-from miner.verify.policy import DEFAULT_TOLERANCES, Tolerances, Verdict, judge
+from miner.verify.policy import DEFAULT_TOLERANCES, Tolerances, Verdict, count_fault, judge
 from miner.verify.rescore import Rescorer
 
 log = logging.getLogger("batchmarket.verifier")
@@ -46,8 +46,9 @@ BLOCKHASH_WINDOW = 256  # blocks whose hash the EVM keeps: a round undrawn by th
 
 
 class LineJudge:
-    """Verdicts on (request line, result line) pairs: the claim re-derived as the miner prepared it (prompt,
-    seed, stop tokens), re-scored, judged by the documented policy."""
+    """Verdicts on committed result lines: the leaf's token counts held against the claim re-derived as the
+    miner prepared it (prompt, seed, stop tokens), then the claim re-scored and judged by the documented
+    policy."""
 
     def __init__(
         self, rescorer: Rescorer, model_dir: Path, tolerances: Tolerances = DEFAULT_TOLERANCES
@@ -62,19 +63,28 @@ class LineJudge:
     def load(cls, model_dir: Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> LineJudge:
         return cls(Rescorer.load(model_dir, device, dtype), model_dir)
 
-    def verdict(self, index: int, request_line: dict[str, Any], result_line: dict[str, Any]) -> Verdict:
+    def verdict(self, leaf: ResultLeaf, request_line: dict[str, Any], result_line: dict[str, Any]) -> Verdict:
+        """The verdict on the result line committed as `leaf`, which answers `request_line` (the caller has
+        checked both bindings): its token counts first, then its output by re-scoring."""
         if result_line.get("response") is None:  # an error line: no miner claims an output
-            return Verdict(True, "error_line")
+            fault = count_fault(leaf, None)
+            return Verdict(False, fault) if fault else Verdict(True, "error_line")
         try:
-            request = openai_batch.parse_line(json.dumps(request_line), index + 1)
+            request = openai_batch.parse_line(json.dumps(request_line), leaf.request_index + 1)
             claim = claim_for(request, result_line, self.tokenizer, self.config, self.stops)
         except (UserError, ValueError) as exc:
             return Verdict(False, f"unverifiable: {exc}")
+        fault = count_fault(leaf, claim)
+        if fault:  # wrong counts overcharge whatever the output: no need to re-score
+            return Verdict(False, fault)
         [verdict] = judge(self.rescorer, [claim], self.tolerances)
         return verdict
 
 
 def describe(verdict: Verdict) -> str:
+    """The verdict's reason, with the re-scoring's numbers when it was decided by re-scoring."""
+    if not verdict.scored:
+        return verdict.reason
     where = f" at output token {verdict.position}" if verdict.position is not None else ""
     return (
         f"{verdict.reason}{where} (logit gap {verdict.gap:.3f}, rank {verdict.rank}, "
@@ -220,8 +230,8 @@ class Verifier:
         what: str,
     ) -> tuple[Vote, str] | None:
         """The verdict on a committed leaf: at fault when it answers another request than the task's input
-        line at its position (checked against the input root on-chain), else by re-scoring; None (logged) when
-        the request line is not proven to be that input line."""
+        line at its position (checked against the input root on-chain), else by the judge (token counts, then
+        re-scoring); None (logged) when the request line is not proven to be that input line."""
         input_root = self.market.tasks.get_task(task_id).input_root
         if not is_input_line(input_root, leaf.request_index, request_line, input_proof):
             log.warning("%s: the request line is not proven to be the task's input line; not voting", what)
@@ -231,7 +241,7 @@ class Verifier:
                 Vote.MINERS_AT_FAULT,
                 f"the result answers another request than input line {leaf.request_index}",
             )
-        verdict = self.judge.verdict(leaf.request_index, request_line, result_line)
+        verdict = self.judge.verdict(leaf, request_line, result_line)
         choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
         return choice, describe(verdict)
 

@@ -23,6 +23,10 @@ outside the vocabulary before re-scoring):
    another model and sampling at a higher temperature; too high catches sampling at a lower temperature
    (greedy answers to a sampled request included).
 
+Before re-scoring, the verifier holds the leaf's token counts against the line (`count_fault`): payment is
+computed from them, so a leaf that counts more input tokens than the request's prompt has, or more output
+tokens than the result carries, overcharges, and an error line served none.
+
 Whether the output ids are the ones the result's text decodes from is not checked here: the result leaf binds
 the text, and the verifier takes the ids from the evidence.
 
@@ -38,6 +42,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from client_sdk.results import ResultLeaf
 from miner.engine.sequence import SamplingParams
 from miner.verify.rescore import Claim, Rescorer, TokenScore
 
@@ -72,6 +77,25 @@ class Verdict:
     mass_before: float = 0.0  # likewise
     mean_logprob: float = 0.0  # of the claimed tokens at the request's temperature
     logprob_z: float = 0.0  # its z-score (sampled requests)
+    scored: bool = False  # decided by re-scoring: the numbers above are the reference's
+
+
+def count_fault(leaf: ResultLeaf, claim: Claim | None) -> str | None:
+    """Why the leaf's token counts are not the line's, or None when they are: the input count must be the
+    prompt's length as the miner prepared it and the output count the number of output ids the result carries.
+    `claim` is None for an error line, whose honest leaf counts no tokens (the coordinator builds it so)."""
+    if claim is None:
+        if leaf.input_tokens or leaf.output_tokens:
+            return (
+                f"the leaf counts {leaf.input_tokens} input and {leaf.output_tokens} output tokens; "
+                "an error line served none"
+            )
+        return None
+    if leaf.input_tokens != len(claim.prompt):
+        return f"the leaf counts {leaf.input_tokens} input tokens; the request has {len(claim.prompt)}"
+    if leaf.output_tokens != len(claim.output):
+        return f"the leaf counts {leaf.output_tokens} output tokens; the result carries {len(claim.output)}"
+    return None
 
 
 def verify(
@@ -91,13 +115,23 @@ def verify(
     for position, score in enumerate(scores):
         failed = _token_rule(score, params, tolerances)
         if failed:
-            return Verdict(False, failed, position, score.gap, score.rank, score.mass_before, mean_logprob, z)
+            return Verdict(
+                False,
+                failed,
+                position,
+                score.gap,
+                score.rank,
+                score.mass_before,
+                mean_logprob,
+                z,
+                scored=True,
+            )
     bound = tolerances.logprob_z
     reason = "logprob_too_low" if z < -bound else "logprob_too_high" if z > bound else "ok"
     gap = max(s.gap for s in scores)
     rank = max(s.rank for s in scores)
     mass_before = max(s.mass_before for s in scores)
-    return Verdict(reason == "ok", reason, None, gap, rank, mass_before, mean_logprob, z)
+    return Verdict(reason == "ok", reason, None, gap, rank, mass_before, mean_logprob, z, scored=True)
 
 
 def judge(

@@ -10,6 +10,7 @@ from eth_account.signers.local import LocalAccount
 from redis import Redis
 
 from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import TaskPrices
 from client_sdk.encoding import model_id
 from client_sdk.inputs import params_hash
 from coordinator.chain import CoordinatorChain
@@ -42,12 +43,13 @@ def test_no_live_miner_means_validating_with_a_reason(
     owner.token.approve(owner.escrow.address, 10**6)
     task_id = owner.tasks.create_task(
         model_id(model), bytes.fromhex(root[2:]), count, params_hash(ENDPOINT, WINDOW), 10**6,
-        admin_market.chain_time() + 86_400,
+        admin_market.chain_time() + 86_400, TaskPrices(10**6, 10**6),
     )  # fmt: skip
     with database.session() as session:
         batch = batches.create_batch(
             session, user.address, input_file_id=file.id, endpoint=ENDPOINT, completion_window=WINDOW,
-            metadata=None, task_id=task_id, task_owner=user.address, max_window_h=168, now=0,
+            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, asking_price=0,
+            max_window_h=168, now=0,
         )  # fmt: skip
         batch_id = batch.id
     ctx = Context(settings, CoordinatorChain(admin_market), LiveMembership(Redis.from_url(redis_url), 10))

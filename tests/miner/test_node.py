@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
+from coordinator.services.signing import usage_witness
 from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
@@ -223,8 +225,8 @@ def test_a_head_reports_the_progress_of_each_unit_in_hand(
 def signing_request(
     reader: Reader, served: dict[int, Served], tamper: dict[int, Any] | None = None
 ) -> dict[str, Any]:
-    """What the coordinator sends: the commitment and, per line, the request, the result line, the pipeline
-    and the Merkle proof."""
+    """What the coordinator sends: the commitment, the usage witness and, per line, the request, the result
+    line, the pipeline and the Merkle proof."""
     pipeline = (HEAD.address, SECOND.address)
     rows = {item["index"]: item["line"] for item in unit_lines(12)}
     lines, leaves = [], []
@@ -263,6 +265,7 @@ def signing_request(
         "request_count": len(leaves),
         "commitment": commitment.to_json(),
         "lines": lines,
+        "usage_witness": usage_witness(trees),
     }
 
 
@@ -287,6 +290,7 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
         "the prompt we were fed is not this request's": {5: {"request": other_request}},
         "the result differs from what we produced": {5: {"line": edited}},
         "its leaf is not at its position in the committed root": {5: {"proof": []}},
+        "its leaf does not name us": {5: {"pipeline": [HEAD.address]}},
     }
     for reason, tamper in cases.items():
         with pytest.raises(RefusedToSign, match=f"task {TASK} line 5: {reason}"):
@@ -295,8 +299,33 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
             )
     with pytest.raises(RefusedToSign, match="line 0: we have no record of serving it"):
         check_and_sign(SECOND, honest, {}, reader, CHAIN_ID, REGISTRY)
-    with pytest.raises(RefusedToSign, match="not at its position"):  # we are not in its pipeline
+    with pytest.raises(RefusedToSign, match="line 0: its leaf does not name us"):
         check_and_sign(Account.create(), honest, journal.served, reader, CHAIN_ID, REGISTRY)
+
+
+def test_no_miner_signs_a_usage_the_results_do_not_add_up_to(reader: Reader, two_stage_run: Any) -> None:
+    """Its own lines' proofs and the usage witness each yield the tree's totals: a commitment that charges one
+    output token more, or a witness that is not in the root, is refused, also by a miner that served nothing
+    (every signer loses its stake lock if anyone refutes the usage)."""
+    served, journal = two_stage_run
+    honest = signing_request(reader, served)
+    overstated = json.loads(json.dumps(honest))
+    overstated["commitment"]["output_tokens"] += 1
+    total = ResultCommitment.from_json(TASK, honest["commitment"])
+    message = (
+        f"task {TASK}: the results add up to {total.input_tokens} input and {total.output_tokens} output "
+        f"tokens, not the {total.input_tokens} and {total.output_tokens + 1} committed"
+    )
+    for signer, journal_served, request in (
+        (SECOND, journal.served, overstated),
+        (Account.create(), {}, overstated | {"lines": []}),
+    ):
+        with pytest.raises(RefusedToSign, match=re.escape(message)):
+            check_and_sign(signer, request, journal_served, reader, CHAIN_ID, REGISTRY)
+    bent = json.loads(json.dumps(honest))
+    bent["usage_witness"]["output_tokens"] += 1
+    with pytest.raises(RefusedToSign, match="line 0: its leaf is not at its position"):
+        check_and_sign(Account.create(), bent | {"lines": []}, {}, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_stage_run: Any) -> None:

@@ -47,6 +47,15 @@ interface ITaskRegistry {
         bytes32 paramsHash;
         uint128 maxPrice;
         uint64 deadline;
+        uint128 inputPricePerMillion;
+        uint128 outputPricePerMillion;
+    }
+
+    /// @notice What the owner pays per million input and per million output tokens (token base units); the
+    /// payment is the committed usage at these prices, rounded down and capped at the task's maximum price.
+    struct TaskPrices {
+        uint128 inputPerMillion;
+        uint128 outputPerMillion;
     }
 
     /// @notice The registry's parameters in force when a task was created; they apply to it for its whole life.
@@ -67,10 +76,10 @@ interface ITaskRegistry {
     }
 
     struct Commitment {
-        bytes32 resultsRoot;
-        uint64 inputTokens;
+        bytes32 resultsRoot; // root of the positional Merkle sum tree over one leaf per request
+        uint64 inputTokens; // the usage the tree adds up to; anyone can refute a wrong one with one leaf
         uint64 outputTokens;
-        uint128 payment;
+        uint128 payment; // that usage at the task's prices, capped at its maximum price
         uint256[] minerAmounts; // one per assigned miner, in assignment order
         // One per assigned miner: the root of the tree over the leaves that miner served (zero if none), the
         // only leaves its signature vouches for and the only ones it can be slashed for.
@@ -93,7 +102,7 @@ interface ITaskRegistry {
     error ModelNotSupported(address miner, bytes32 modelId);
     error StakeLockTooLow(uint256 stakeLock, uint256 minimum);
     error LengthMismatch(uint256 expected, uint256 actual);
-    error PaymentExceedsMaxPrice(uint256 payment, uint256 maxPrice);
+    error PaymentMismatch(uint256 payment, uint256 expected);
     error SharesDoNotAddUp(uint256 minerTotal, uint256 expected);
     error InvalidSignature(address miner, address recovered);
     error FeeTooHigh(uint256 feeBps, uint256 maximum);
@@ -107,6 +116,7 @@ interface ITaskRegistry {
     error StakeLockTooHigh(uint256 stakeLock, uint256 maximum);
     error AcceptanceExpired(address miner, uint256 expiry);
     error NoConsent(address miner, address recovered);
+    error UsageMatches(uint256 taskId);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -135,6 +145,7 @@ interface ITaskRegistry {
     event TaskFinalized(uint256 indexed taskId, uint128 payment, uint128 refund);
     event TaskRefunded(uint256 indexed taskId, uint256 slashed);
     event TaskExpired(uint256 indexed taskId);
+    event UsageRefuted(uint256 indexed taskId, uint64 inputTokens, uint64 outputTokens, uint256 slashed);
     event ChallengeWindowChanged(uint256 window);
     event CoordinatorFeeChanged(uint256 feeBps, address feeRecipient);
     event MinStakeLockChanged(uint256 minStakeLock);
@@ -155,6 +166,12 @@ interface ITaskRegistry {
         external;
     function finalizeTask(uint256 taskId) external;
     function expireTask(uint256 taskId) external;
+    /// @notice Proves that the committed usage is not what the results tree adds up to: `leaf` at its position
+    /// (`proof` in the results sum tree) yields the tree's true totals, and they differ from the committed ones.
+    /// Every assigned miner signed those totals, so each loses its stake lock to the owner, who also gets the
+    /// whole escrow back (both as escrow balances). Anyone may call it while the task is ResultsCommitted or
+    /// Disputed.
+    function refuteUsage(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof) external;
 
     /// @notice Freezes payment while one more dispute of the task runs: from ResultsCommitted inside the
     /// challenge window, or while the task is already Disputed (an audit runs and the owner disputes too).
@@ -170,6 +187,11 @@ interface ITaskRegistry {
     function extendChallenge(uint256 taskId, uint256 extension) external;
 
     function getTask(uint256 taskId) external view returns (Task memory);
+    /// @notice The prices the task was created with.
+    function pricesOf(uint256 taskId) external view returns (TaskPrices memory);
+    /// @notice What `inputTokens` and `outputTokens` cost at the task's prices: rounded down, at most its maximum
+    /// price. A commitment's payment must be exactly this for its usage.
+    function priceOf(uint256 taskId, uint64 inputTokens, uint64 outputTokens) external view returns (uint128);
     function minersOf(uint256 taskId) external view returns (address[] memory);
     function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
     /// @notice The EIP-712 digest the assigned miner whose served root is `servedRoot` signs.
@@ -185,7 +207,7 @@ interface ITaskRegistry {
     /// @notice The served root each assigned miner signed, in assignment order.
     function servedRootsOf(uint256 taskId) external view returns (bytes32[] memory);
     /// @notice Checks that `leaf` is the committed result at its position (`proof` in the task's positional results
-    /// tree of exactly `requestCount` leaves) and returns its hash and the miners of its pipeline that can be held to
+    /// sum tree of exactly `requestCount` leaves) and returns its hash and the miners of its pipeline that can be held to
     /// account for it: those assigned miners whose signed served root contains it (`servedProofs[k]` for the k-th
     /// pipeline entry). Reverts if no miner vouched for the leaf.
     function accountableFor(

@@ -63,6 +63,8 @@ contract Handler is Consent {
 
     mapping(uint256 taskId => uint256) internal leafSeedOf;
     mapping(uint256 taskId => uint256) internal leafCountOf;
+    /// @dev Tasks whose coordinator and miners, colluding, committed more output tokens than the leaves hold.
+    mapping(uint256 taskId => bool) public usageInflated;
 
     // Ghost state, read from events.
     mapping(uint256 taskId => uint256) public ghostDeposited;
@@ -97,6 +99,8 @@ contract Handler is Consent {
     bool public ghostWithheldSealSelected;
     /// @dev Some miner's stake was locked for a task without its consent to that task and lock.
     bool public ghostLockedWithoutConsent;
+    /// @dev Set if a usage that was the leaves' true sum was ever refuted.
+    bool public ghostHonestUsageRefuted;
     // Adversarial actions that went through.
     uint256 public sybilAudits;
     uint256 public sybilAppeals;
@@ -104,6 +108,8 @@ contract Handler is Consent {
     uint256 public collusiveDisputes;
     uint256 public collusiveAppeals;
     uint256 public withheldSeals;
+    uint256 public inflatedCommits;
+    uint256 public refutations;
     // Successful actions.
     uint256 public created;
     uint256 public opened; // disputes, audits included
@@ -195,6 +201,7 @@ contract Handler is Consent {
                 if (
                     sig == IT.TaskFinalized.selector || sig == IT.TaskRefunded.selector
                         || sig == IT.TaskCancelled.selector || sig == IT.TaskExpired.selector
+                        || sig == IT.UsageRefuted.selector
                 ) ++ghostEndEvents[topic1];
             }
         }
@@ -411,10 +418,14 @@ contract Handler is Consent {
 
     // ---- tasks
 
-    function createTask(uint256 ownerSeed, uint256 maxPrice, uint256 requestCount, uint256 duration)
-        external
-        track
-    {
+    function createTask(
+        uint256 ownerSeed,
+        uint256 maxPrice,
+        uint256 requestCount,
+        uint256 duration,
+        uint128 inputPrice,
+        uint128 outputPrice
+    ) external track {
         address owner = owners[ownerSeed % owners.length];
         maxPrice = _bound(maxPrice, 1, 1_000e6);
         _mintTo(owner, address(escrow), maxPrice);
@@ -424,7 +435,9 @@ contract Handler is Consent {
             requestCount: uint32(_bound(requestCount, 1, 6)), // one leaf per request, so audits can open
             paramsHash: 0,
             maxPrice: SafeCast.toUint128(maxPrice),
-            deadline: uint64(block.timestamp + _bound(duration, 1 hours, 5 days))
+            deadline: uint64(block.timestamp + _bound(duration, 1 hours, 5 days)),
+            inputPricePerMillion: uint128(_bound(inputPrice, 0, 100e6)),
+            outputPricePerMillion: uint128(_bound(outputPrice, 0, 100e6))
         });
         vm.prank(owner);
         tasks.createTask(p);
@@ -484,29 +497,30 @@ contract Handler is Consent {
         }
     }
 
-    /// @dev One leaf per request, as the coordinator commits them.
-    function commitResults(uint256 taskSeed, uint256 payment, uint256 seed) external track {
+    /// @dev One leaf per request, as the coordinator commits them, with the usage the leaves add up to at its
+    /// price; one commit in eight comes from a colluding coordinator and miners who overstate the output tokens
+    /// by `inflation` (1 to 10 million), all miners signing.
+    function commitResults(uint256 taskSeed, uint256 inflation, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;
         IT.Task memory t = tasks.getTask(id);
         leafSeedOf[id] = seed;
         leafCountOf[id] = t.requestCount;
         address[] memory assigned = tasks.minersOf(id);
-        payment = _bound(payment, 0, t.maxPrice);
-        uint256 left = payment - payment * tasks.coordinatorFeeBps() / 10_000;
-        uint256[] memory amounts = new uint256[](assigned.length);
-        for (uint256 i = 0; i + 1 < assigned.length; ++i) {
-            amounts[i] = uint256(keccak256(abi.encode(seed, i))) % (left + 1);
-            left -= amounts[i];
-        }
-        amounts[assigned.length - 1] = left;
         ResultLeaf.Leaf[] memory ls = _leaves(id);
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(ls);
+        if (seed % 8 == 0) {
+            outputTokens += uint64(_bound(inflation, 1, 10e6));
+            usageInflated[id] = true;
+            ++inflatedCommits;
+        }
+        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
         IT.Commitment memory c = IT.Commitment(
-            ResultTree.root(ResultTree.hashLeaves(ls)),
-            uint64(t.requestCount) * 100,
-            uint64(t.requestCount) * 300,
-            SafeCast.toUint128(payment),
-            amounts,
+            ResultTree.root(ls),
+            inputTokens,
+            outputTokens,
+            payment,
+            _randomShares(payment, assigned.length, seed),
             ResultTree.servedRoots(ls, assigned)
         );
         bytes[] memory sigs = new bytes[](assigned.length);
@@ -517,6 +531,21 @@ contract Handler is Consent {
         }
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev `payment` less the coordinator's fee, in `count` random shares.
+    function _randomShares(uint256 payment, uint256 count, uint256 seed)
+        internal
+        view
+        returns (uint256[] memory amounts)
+    {
+        uint256 left = payment - payment * tasks.coordinatorFeeBps() / 10_000;
+        amounts = new uint256[](count);
+        for (uint256 i = 0; i + 1 < count; ++i) {
+            amounts[i] = uint256(keccak256(abi.encode(seed, i))) % (left + 1);
+            left -= amounts[i];
+        }
+        amounts[count - 1] = left;
     }
 
     /// @dev One time in two waits out the challenge window first.
@@ -538,6 +567,21 @@ contract Handler is Consent {
         try tasks.expireTask(id) {} catch {}
     }
 
+    /// @dev Anyone refutes the committed usage of a task with one of its leaves; it must go through exactly when
+    /// the usage was inflated. Every assigned miner signed that usage, so each loses its task lock.
+    function refuteUsage(uint256 taskSeed, uint256 leafSeed) external track {
+        uint256 id = _pickTask(taskSeed); // committed or disputed, or any other state (which must revert)
+        if (id == 0 || leafCountOf[id] == 0) return;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = leafSeed % ls.length;
+        _resolvingStakeLock = tasks.getTask(id).stakeLock;
+        vm.prank(owners[leafSeed % owners.length]);
+        try tasks.refuteUsage(id, ls[index], ResultTree.proof(ls, index)) {
+            ++refutations;
+            if (!usageInflated[id]) ghostHonestUsageRefuted = true;
+        } catch {}
+    }
+
     // ---- disputes
 
     function openDispute(uint256 taskSeed, uint256 leafSeed) external track {
@@ -548,7 +592,7 @@ contract Handler is Consent {
         address owner = tasks.getTask(id).owner;
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         uint256 index = leafSeed % ls.length;
-        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
         _mintTo(owner, address(escrow), arbitration.disputeBond());
         vm.prank(owner);
         try arbitration.openDispute(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
@@ -734,7 +778,7 @@ contract Handler is Consent {
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         uint256 index = arbitration.auditOf(id).requestIndex;
         if (wrongLine % 8 == 0) index = (index + 1) % ls.length;
-        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
         vm.prank(verifiers[verifierSeed % verifiers.length]);
         try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
@@ -777,7 +821,7 @@ contract Handler is Consent {
         if (id == 0) return;
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         uint256 index = arbitration.auditOf(id).requestIndex;
-        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
         vm.prank(sybils[sybilSeed % sybils.length]);
         try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
@@ -810,7 +854,7 @@ contract Handler is Consent {
         }
         if (corrupted(id, index)) return;
         address owner = tasks.getTask(id).owner;
-        bytes32[] memory proof = ResultTree.proof(ResultTree.hashLeaves(ls), index);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
         _mintTo(owner, address(escrow), arbitration.disputeBond());
         vm.prank(owner);
         try arbitration.openDispute(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {

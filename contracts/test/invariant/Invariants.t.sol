@@ -48,7 +48,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             handler.register(i, 500e6);
         }
         for (uint256 i = 0; i < 5; ++i) {
-            handler.createTask(i, 50e6 + i, 1_000 * (i + 1), 3 days);
+            handler.createTask(i, 50e6 + i, 1_000 * (i + 1), 3 days, 1e6, 2e6);
         }
         for (uint256 i = 0; i < 4; ++i) {
             handler.assignTask(i, 0x7, 10e6);
@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[46] memory s = [
+        bytes4[47] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -115,7 +115,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.griefAppeal.selector,
             Handler.griefAppeal.selector,
             Handler.withholdSeal.selector,
-            Handler.assignWithoutConsent.selector
+            Handler.assignWithoutConsent.selector,
+            Handler.refuteUsage.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -315,6 +316,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         }
     }
 
+    /// @dev A committed usage is refuted only when it is not what the leaves add up to.
+    function invariant_onlyFalseUsageIsRefuted() public view {
+        assertFalse(handler.ghostHonestUsageRefuted(), "a true usage was refuted");
+    }
+
     /// @dev No token is created or destroyed by the market.
     function invariant_tokensConserved() public view {
         uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
@@ -334,16 +340,23 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         _endAndCheck();
     }
 
-    /// @dev The bounded-time property on a fixed adversarial sequence from setUp's market: sybils audit and
-    /// appeal, the colluding owner disputes correct lines and appeals acquittals, a griefing miner appeals
-    /// convictions and never draws, a sealer withholds; then everything ends within `ENDS_WITHIN` twice over.
+    /// @dev The bounded-time property on a fixed adversarial sequence from setUp's market: a cartel overstates a
+    /// task's usage and is refuted, sybils audit and appeal, the colluding owner disputes correct lines and
+    /// appeals acquittals, a griefing miner appeals convictions and never draws, a sealer withholds; then
+    /// everything ends within `ENDS_WITHIN` twice over.
     function test_everythingEndsWithinBoundedTime() public {
-        handler.createTask(1, 100e6, 6, 3 days);
-        handler.createTask(2, 100e6, 6, 3 days);
+        handler.createTask(1, 100e6, 6, 3 days, 1e6, 2e6);
+        handler.createTask(2, 100e6, 6, 3 days, 1e6, 2e6);
         for (uint256 k = 0; k < tasks.taskCount(); ++k) {
             handler.assignTask(k, 0x7, 10e6);
             handler.commitResults(k, 40e6, k + 11);
         }
+        // The sixth commit (seed 16) came from a cartel that overstated its task's usage; an owner refutes it.
+        uint256 inflated = 1;
+        while (!handler.usageInflated(inflated)) ++inflated;
+        handler.refuteUsage(inflated - 1, 0);
+        assertEq(handler.refutations(), 1);
+        assertEq(uint8(tasks.getTask(inflated).status), uint8(IT.TaskStatus.Finalized));
         handler.sybilAudit(2, 2);
         handler.collusiveDispute(0, 1);
         handler.collusiveDispute(2, 3);

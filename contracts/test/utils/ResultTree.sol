@@ -5,8 +5,9 @@ import {ResultLeaf} from "../../src/libraries/ResultLeaf.sol";
 
 /// @title ResultTree
 /// @notice Test-side builder for results Merkle trees, written independently of the contracts: leaves are
-/// double-hashed like `ResultLeaf.hash`; inner nodes hash the ordered pair in the positional results tree and the
-/// sorted pair (OpenZeppelin's commutative keccak) in a miner's served tree; a node without a sibling is carried up
+/// double-hashed like `ResultLeaf.hash`; inner nodes of the positional results sum tree hash their children's
+/// hashes and usage words (input tokens << 64 | output tokens) left first and add up their usage, and a miner's
+/// served tree hashes the sorted pair (OpenZeppelin's commutative keccak); a node without a sibling is carried up
 /// unchanged.
 library ResultTree {
     /// @notice The hash of `leaf` as it appears in a results tree.
@@ -41,29 +42,99 @@ library ResultTree {
         return a < b ? keccak256(abi.encode(a, b)) : keccak256(abi.encode(b, a));
     }
 
-    /// @notice The ordered pair hash, left first: the positional results tree.
-    function hashOrdered(bytes32 left, bytes32 right) internal pure returns (bytes32) {
-        return keccak256(abi.encode(left, right));
+    /// @notice A node's usage word: input tokens in the high 64 of 128 bits, output tokens in the low 64.
+    function usageWord(uint256 inputTokens, uint256 outputTokens) internal pure returns (uint256) {
+        return inputTokens * 2 ** 64 + outputTokens;
     }
 
-    /// @notice Root of the positional results tree over `hashes` (at least one).
-    function root(bytes32[] memory hashes) internal pure returns (bytes32) {
-        return _root(hashes, false);
+    /// @notice An inner node of the results sum tree: its children's hashes and usage words, left first.
+    function hashNode(bytes32 left, uint256 leftUsage, bytes32 right, uint256 rightUsage)
+        internal
+        pure
+        returns (bytes32)
+    {
+        return keccak256(abi.encode(left, leftUsage, right, rightUsage));
     }
 
-    /// @notice Proof that `hashes[index]` is at position `index` of the results tree.
-    function proof(bytes32[] memory hashes, uint256 index) internal pure returns (bytes32[] memory) {
-        return _proof(hashes, index, false);
+    /// @notice Total input and output tokens over `leaves`.
+    function usage(ResultLeaf.Leaf[] memory leaves)
+        internal
+        pure
+        returns (uint64 inputTokens, uint64 outputTokens)
+    {
+        for (uint256 i = 0; i < leaves.length; ++i) {
+            inputTokens += leaves[i].inputTokens;
+            outputTokens += leaves[i].outputTokens;
+        }
+    }
+
+    /// @notice Root of the positional results sum tree over `leaves` (at least one).
+    function root(ResultLeaf.Leaf[] memory leaves) internal pure returns (bytes32) {
+        (bytes32[] memory hashes, uint256[] memory usages) = _sumLevel(leaves);
+        uint256 n = hashes.length;
+        while (n > 1) {
+            n = _sumUp(hashes, usages, n);
+        }
+        return hashes[0];
+    }
+
+    /// @notice Proof that `leaves[index]` is at position `index` of the results sum tree: per level with a
+    /// sibling, its hash then its usage word.
+    function proof(ResultLeaf.Leaf[] memory leaves, uint256 index)
+        internal
+        pure
+        returns (bytes32[] memory path)
+    {
+        require(index < leaves.length, "ResultTree: index");
+        (bytes32[] memory hashes, uint256[] memory usages) = _sumLevel(leaves);
+        path = new bytes32[](256);
+        uint256 length;
+        uint256 n = hashes.length;
+        while (n > 1) {
+            uint256 sibling = index ^ 1;
+            if (sibling < n) {
+                path[length++] = hashes[sibling];
+                path[length++] = bytes32(usages[sibling]);
+            }
+            n = _sumUp(hashes, usages, n);
+            index /= 2;
+        }
+        assembly ("memory-safe") {
+            mstore(path, length)
+        }
     }
 
     /// @notice Root of the sorted-pair tree over `hashes` (at least one), as a miner's served root is built.
     function sortedRoot(bytes32[] memory hashes) internal pure returns (bytes32) {
-        return _root(hashes, true);
+        require(hashes.length > 0, "ResultTree: empty");
+        bytes32[] memory level = _copy(hashes);
+        uint256 n = level.length;
+        while (n > 1) {
+            n = _up(level, n);
+        }
+        return level[0];
     }
 
     /// @notice Proof that `hashes[index]` is in the sorted-pair tree (OpenZeppelin's MerkleProof checks it).
-    function sortedProof(bytes32[] memory hashes, uint256 index) internal pure returns (bytes32[] memory) {
-        return _proof(hashes, index, true);
+    function sortedProof(bytes32[] memory hashes, uint256 index)
+        internal
+        pure
+        returns (bytes32[] memory path)
+    {
+        require(index < hashes.length, "ResultTree: index");
+        bytes32[] memory level = _copy(hashes);
+        path = new bytes32[](256);
+        uint256 length;
+        uint256 n = level.length;
+        while (n > 1) {
+            uint256 sibling = index ^ 1;
+            if (sibling < n) path[length++] = level[sibling];
+            n = _up(level, n);
+            index /= 2;
+        }
+        assembly ("memory-safe") {
+            mstore(path, length)
+        }
     }
 
     /// @notice The hashes of the leaves whose pipeline names `miner`, in request order.
@@ -119,43 +190,39 @@ library ResultTree {
         return false;
     }
 
-    function _root(bytes32[] memory hashes, bool sorted) private pure returns (bytes32) {
-        require(hashes.length > 0, "ResultTree: empty");
-        bytes32[] memory level = _copy(hashes);
-        uint256 n = level.length;
-        while (n > 1) {
-            n = _up(level, n, sorted);
-        }
-        return level[0];
-    }
-
-    function _proof(bytes32[] memory hashes, uint256 index, bool sorted)
+    function _sumLevel(ResultLeaf.Leaf[] memory leaves)
         private
         pure
-        returns (bytes32[] memory path)
+        returns (bytes32[] memory hashes, uint256[] memory usages)
     {
-        require(index < hashes.length, "ResultTree: index");
-        bytes32[] memory level = _copy(hashes);
-        path = new bytes32[](256);
-        uint256 length;
-        uint256 n = level.length;
-        while (n > 1) {
-            uint256 sibling = index ^ 1;
-            if (sibling < n) path[length++] = level[sibling];
-            n = _up(level, n, sorted);
-            index /= 2;
-        }
-        assembly ("memory-safe") {
-            mstore(path, length)
+        require(leaves.length > 0, "ResultTree: empty");
+        hashes = hashLeaves(leaves);
+        usages = new uint256[](leaves.length);
+        for (uint256 i = 0; i < leaves.length; ++i) {
+            usages[i] = usageWord(leaves[i].inputTokens, leaves[i].outputTokens);
         }
     }
 
-    /// @dev Replaces the first `n` nodes of `level` by their parents in place; returns the parents' count.
-    function _up(bytes32[] memory level, uint256 n, bool sorted) private pure returns (uint256 m) {
+    /// @dev Replaces the first `n` nodes of the sum tree level by their parents in place; returns their count.
+    function _sumUp(bytes32[] memory hashes, uint256[] memory usages, uint256 n)
+        private
+        pure
+        returns (uint256 m)
+    {
         m = (n + 1) / 2;
         for (uint256 i = 0; i < n / 2; ++i) {
-            (bytes32 a, bytes32 b) = (level[2 * i], level[2 * i + 1]);
-            level[i] = sorted ? hashSorted(a, b) : hashOrdered(a, b);
+            (uint256 a, uint256 b) = (usages[2 * i], usages[2 * i + 1]);
+            hashes[i] = hashNode(hashes[2 * i], a, hashes[2 * i + 1], b);
+            usages[i] = usageWord(a / 2 ** 64 + b / 2 ** 64, a % 2 ** 64 + b % 2 ** 64);
+        }
+        if (n % 2 == 1) (hashes[m - 1], usages[m - 1]) = (hashes[n - 1], usages[n - 1]);
+    }
+
+    /// @dev Replaces the first `n` nodes of a sorted-pair level by their parents in place; returns their count.
+    function _up(bytes32[] memory level, uint256 n) private pure returns (uint256 m) {
+        m = (n + 1) / 2;
+        for (uint256 i = 0; i < n / 2; ++i) {
+            level[i] = hashSorted(level[2 * i], level[2 * i + 1]);
         }
         if (n % 2 == 1) level[m - 1] = level[n - 1];
     }
