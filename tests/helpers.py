@@ -15,8 +15,8 @@ from client_sdk.chain.types import MinerProfile, Vote
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import model_id, short_string
 from client_sdk.inputs import input_tree
+from client_sdk.protocol.settlement import split
 from client_sdk.results import ResultLeaf, ResultTrees
-from coordinator.services.settlement import split
 from demo.lifecycle import MODEL, DemoConfig, accept_task, create_task, price_results, simulate_inference
 
 UNIT = 10**6

@@ -1,3 +1,4 @@
-"""What the parties exchange, defined once: constants every party shares and the HTTP error envelope. (Result
+"""What the parties exchange, defined once: constants every party shares, the HTTP error envelope and how a
+payment is split (the coordinator computes it, every miner checks it). (Result
 leaves, trees and commitments live in client_sdk.results and client_sdk.eip712, documented with the rest in
 docs/protocol.md.)"""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes, model_id
 from client_sdk.inputs import custom_id_hash, params_hash
+from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
 from coordinator.chain import CoordinatorChain
@@ -40,7 +42,7 @@ from coordinator.db.models import (
     Signature,
     WorkUnit,
 )
-from coordinator.services import acceptances, dispatch, settlement
+from coordinator.services import acceptances, dispatch
 from coordinator.services.ids import new_id
 from coordinator.services.live import LiveMembership
 from coordinator.services.miners import live_miners
@@ -325,6 +327,19 @@ def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], R
     return results, ResultTrees(leaves, batch.miners or [])
 
 
+def miner_weights(results: Sequence[Result | None], miners: Sequence[str]) -> list[int]:
+    """Each assigned miner's work, which the miners' part of the payment is split by: the tokens of every line
+    it served times the layers it ran for it. As every line runs through all the model's layers, they add up
+    to the task's tokens times the model's layers, which each miner checks before signing."""
+    weights = dict.fromkeys(miners, 0)
+    for result in results:
+        if result is None:
+            continue
+        for miner, layers in zip(result.pipeline, result.stage_layers or [], strict=True):
+            weights[miner] += (result.input_tokens + result.output_tokens) * layers
+    return [weights[m] for m in miners]
+
+
 def proven_line(result: Result, trees: ResultTrees, index: int) -> dict[str, Any]:
     """The output (or error) line as the files carry it: with its leaf's fields, its positional proof in the
     results tree and, for each miner of its pipeline, its proof in that miner's served tree."""
@@ -377,15 +392,8 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> No
     input_tokens, output_tokens = trees.usage.input_tokens, trees.usage.output_tokens
     task = ctx.chain.task(batch.task_id)
     pay = ctx.chain.market.tasks.prices_of(batch.task_id).cost(input_tokens, output_tokens, task.max_price)
-    miners = batch.miners or []
-    weights = {m: 0 for m in miners}
-    for result in results:
-        if result is None:
-            continue
-        for miner, layers in zip(result.pipeline, result.stage_layers or [], strict=True):
-            weights[miner] += (result.input_tokens + result.output_tokens) * layers
     fee_bps = ctx.chain.terms(batch.task_id).coordinator_fee_bps
-    amounts = settlement.split(pay - settlement.fee(pay, fee_bps), [weights[m] for m in miners])
+    amounts = settlement.split(pay - settlement.fee(pay, fee_bps), miner_weights(results, batch.miners or []))
     commitment = ResultCommitment(
         batch.task_id, trees.root, input_tokens, output_tokens, pay, tuple(amounts), trees.served_roots()
     )

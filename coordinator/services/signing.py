@@ -1,8 +1,8 @@
 """Collecting the miners' signatures over a batch's result commitment. Each miner gets the commitment, the
-lines it helped produce and a usage witness (the first leaf with its proof, from which any miner can check the
-committed usage), checks them against what it saw, builds its served root over its lines' leaves and signs
-both; a signature counts only if it recovers, with the served root the coordinator computed for that miner, to
-the signer the miner registered on-chain."""
+lines it helped produce, a usage witness (the first leaf with its proof, from which any miner can check the
+committed usage) and the work weights the miners' part was split by, checks them against what it saw, builds
+its served root over its lines' leaves and signs both; a signature counts only if it recovers, with the served
+root the coordinator computed for that miner, to the signer the miner registered on-chain."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Signature
 from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from coordinator.services.lifecycle import commitment_of, result_trees
+from coordinator.services.lifecycle import commitment_of, miner_weights, result_trees
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     """The commitments waiting for this miner's signature, each with the lines it served (request line, result
-    line, pipeline and Merkle proof) and the usage witness."""
+    line, pipeline and Merkle proof), the usage witness, and the assigned miners with the work weights the
+    miners' part of the payment was split by."""
     signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
     batches = session.scalars(
         select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
@@ -53,6 +54,8 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
                 "commitment": batch.commitment,
                 "lines": lines,
                 "usage_witness": usage_witness(trees),
+                "miners": batch.miners,
+                "weights": miner_weights(results, batch.miners or []),
             }
         )
     return out

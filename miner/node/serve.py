@@ -4,6 +4,7 @@ checking them). Transient failures of the coordinator are logged and retried; th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import deque
@@ -139,7 +140,13 @@ class Node:
         if request >= SCRATCH_IDS:
             return
         task_id, index = task_and_line(request)
-        self.journal.record(task_id, index, Served(tuple(record.prompt), tuple(record.output)))
+        served = Served(tuple(record.prompt), tuple(record.output), self._layers())
+        self.journal.record(task_id, index, served)
+
+    def _layers(self) -> int:
+        """How many model layers this node's stage runs (0 while it has no stage)."""
+        assignment = self.host.assignment
+        return assignment.end - assignment.start if assignment is not None else 0
 
     def _check_assignment(self) -> None:
         self.host.check()
@@ -181,9 +188,10 @@ class Node:
         unit_id, task_id = int(unit["unit_id"]), int(unit["task_id"])
         reader = self.executor.reader
         results = []
+        layers = self._layers()
         for index, line in served:
             # journaled before anyone hears of it: we sign from the journal, even after a crash
-            self.journal.record(task_id, index, line)
+            self.journal.record(task_id, index, dataclasses.replace(line, layers=layers))
             results.append(
                 {
                     "index": index,

@@ -3,9 +3,11 @@ tokenize to the prompt it was fed, the result line must be exactly what its own 
 and the line's leaf must be at its position in the committed root. It also checks the committed usage: every
 proof in the results sum tree yields the tokens the whole tree adds up to, so its own lines' proofs and the
 usage witness (one leaf the coordinator sends everyone) must yield exactly the committed counts; every signer
-is slashed if anyone refutes them. Only then does it sign, together with its served root: the root of the tree
-over exactly its lines' leaves, the only ones it vouches for (a miner that served no line of the batch signs
-the zero root and cannot be disputed over any of them)."""
+is slashed if anyone refutes them. And it checks its share: the miners' part must be split by the work weights
+the coordinator sends, which must add up to the task's tokens times the model's layers, and its own weight
+must be the work its journal records. Only then does it sign, together with its served root: the root of the
+tree over exactly its lines' leaves, the only ones it vouches for (a miner that served no line of the batch
+signs the zero root and cannot be disputed over any of them)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import Usage, root_at
+from client_sdk.protocol.settlement import split
 from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
@@ -128,6 +131,48 @@ def check_and_sign(
             raise RefusedToSign(f"task {task_id} line {item['index']}: we have no record of serving it")
         leaf = check_line(task_id, item, mine, reader, account.address, committed, count)
         hashes[leaf.request_index] = leaf.hash()
+    check_share(request, commitment, account.address, _work(request, served), reader.config.num_layers)
     tree = served_tree(hashes)
     served_root = tree.root if tree is not None else ZERO_ROOT
     return sign_commitment(account, commitment, served_root, chain_id, task_registry)
+
+
+def _work(request: dict[str, Any], served: Mapping[tuple[int, int], Served]) -> int | None:
+    """Our work on the lines the request credits to us: their tokens times the layers we journaled for each;
+    None if our journal lacks the layers of one of them (written before it recorded them)."""
+    task_id = int(request["task_id"])
+    work = 0
+    for item in request["lines"]:
+        mine = served[(task_id, int(item["index"]))]
+        if mine.layers == 0:
+            return None
+        work += (len(mine.prompt) + len(mine.output)) * mine.layers
+    return work
+
+
+def check_share(
+    request: dict[str, Any], commitment: ResultCommitment, address: str, work: int | None, num_layers: int
+) -> None:
+    """Raises RefusedToSign unless the miners' part is split exactly by the work weights the coordinator
+    sent, the weights add up to the task's tokens times the model's layers (every line runs through all of
+    them), and ours is the work we did (`work`; not checked when None). With every honest miner checking its
+    own weight and the total fixed, colluders can only move shares among themselves."""
+    task_id = commitment.task_id
+    miners = [str(m).lower() for m in request["miners"]]
+    weights = [int(w) for w in request["weights"]]
+    if len(weights) != len(miners) or len(miners) != len(commitment.miner_amounts):
+        raise RefusedToSign(f"task {task_id}: one work weight and one amount per assigned miner expected")
+    if address.lower() not in miners:
+        raise RefusedToSign(f"task {task_id}: we are not among its assigned miners")
+    tokens = commitment.input_tokens + commitment.output_tokens
+    if sum(weights) != tokens * num_layers:
+        raise RefusedToSign(
+            f"task {task_id}: the work weights add up to {sum(weights)}, not its {tokens} tokens times "
+            f"{num_layers} layers"
+        )
+    ours = weights[miners.index(address.lower())]
+    if work is not None and ours != work:
+        raise RefusedToSign(f"task {task_id}: we are credited {ours} units of work, but did {work}")
+    amounts = list(commitment.miner_amounts)
+    if amounts != split(sum(amounts), weights):
+        raise RefusedToSign(f"task {task_id}: the miners' amounts are not their part split by work")

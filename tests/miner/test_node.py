@@ -21,6 +21,7 @@ from client_sdk import openai_batch
 from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
+from client_sdk.protocol.settlement import split
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
 from coordinator.services.signing import usage_witness
 from miner.engine.sequence import SamplingParams
@@ -67,10 +68,10 @@ def unit_lines(count: int) -> list[dict[str, Any]]:
 def run_on_two_stages(
     checkpoint: Path, reader: Reader, lines: list[dict[str, Any]], journal: Journal
 ) -> dict[int, Served]:
-    """A unit through a 2-stage pipeline of hosts; the second stage journals what it saw."""
+    """A unit through a 2-stage pipeline of hosts; the second stage (layers 2 to 4) journals what it saw."""
 
     def sink(request: int, record: RequestRecord) -> None:
-        journal.record(*task_and_line(request), Served(tuple(record.prompt), tuple(record.output)))
+        journal.record(*task_and_line(request), Served(tuple(record.prompt), tuple(record.output), 2))
 
     with stage_hosts(checkpoint, [(0, 2), (2, 4)], [ignore, sink]) as [head, _]:
         assert head.driver is not None
@@ -108,7 +109,9 @@ def test_two_stage_hosts_serve_like_one_whole_stage(
 
 def test_every_stage_journals_the_lines_it_served(two_stage_run: Any) -> None:
     served, journal = two_stage_run
-    assert journal.served == {(TASK, index): line for index, line in served.items()}
+    assert journal.served == {
+        (TASK, index): dataclasses.replace(line, layers=2) for index, line in served.items()
+    }
     reloaded = Journal(journal.path)  # after a crash, the node signs from the file
     assert reloaded.served == journal.served
 
@@ -134,7 +137,9 @@ def test_lines_resumed_from_their_first_tokens_end_as_uninterrupted(
         i: line for i, line in served.items() if i != 0
     }
     assert resumed[0].prompt == served[0].prompt and resumed[0].output[0] == forged
-    assert journal.served == {(TASK, index): line for index, line in resumed.items()}
+    assert journal.served == {
+        (TASK, index): dataclasses.replace(line, layers=2) for index, line in resumed.items()
+    }
 
 
 def test_a_line_that_cannot_resume_from_what_it_came_with_runs_from_its_prompt(
@@ -223,11 +228,13 @@ def test_a_head_reports_the_progress_of_each_unit_in_hand(
 
 
 def signing_request(
-    reader: Reader, served: dict[int, Served], tamper: dict[int, Any] | None = None
+    reader: Reader, served: dict[int, Served], tamper: dict[int, Any] | None = None, spare: str | None = None
 ) -> dict[str, Any]:
-    """What the coordinator sends: the commitment, the usage witness and, per line, the request, the result
-    line, the pipeline and the Merkle proof."""
+    """What the coordinator sends: the commitment, the usage witness, the assigned miners (the two stages, 2
+    layers each, and `spare` if given) with their work weights and, per line, the request, the result line,
+    the pipeline and the Merkle proof."""
     pipeline = (HEAD.address, SECOND.address)
+    miners = (*pipeline, spare) if spare else pipeline
     rows = {item["index"]: item["line"] for item in unit_lines(12)}
     lines, leaves = [], []
     for index, mine in sorted(served.items()):
@@ -246,7 +253,9 @@ def signing_request(
             )
         )
         lines.append({"index": index, "request": rows[index], "line": result, "pipeline": list(pipeline)})
-    trees = ResultTrees(leaves, pipeline)
+    trees = ResultTrees(leaves, miners)
+    stage_work = (trees.usage.input_tokens + trees.usage.output_tokens) * 2
+    weights = [stage_work, stage_work, 0][: len(miners)]
     for item in lines:
         item["proof"] = ["0x" + p.hex() for p in trees.proof(item["index"])]
         item.update((tamper or {}).get(item["index"], {}))
@@ -256,7 +265,7 @@ def signing_request(
         sum(leaf.input_tokens for leaf in leaves),
         sum(leaf.output_tokens for leaf in leaves),
         1000,
-        (600, 400),
+        tuple(split(1000, weights)),
         trees.served_roots(),
     )
     return {
@@ -266,6 +275,8 @@ def signing_request(
         "commitment": commitment.to_json(),
         "lines": lines,
         "usage_witness": usage_witness(trees),
+        "miners": list(miners),
+        "weights": weights,
     }
 
 
@@ -331,11 +342,40 @@ def test_no_miner_signs_a_usage_the_results_do_not_add_up_to(reader: Reader, two
 def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_stage_run: Any) -> None:
     """A spare assigned to the task vouches for no line: no dispute can ever hold it to account."""
     served, _ = two_stage_run
-    request = signing_request(reader, served) | {"lines": []}
     spare = Account.create()
+    request = signing_request(reader, served, spare=spare.address) | {"lines": []}
     signature = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
     assert recover_signer(signature, commitment, bytes(32), CHAIN_ID, REGISTRY) == spare.address
+
+
+def test_no_miner_signs_a_split_that_shorts_it(reader: Reader, two_stage_run: Any) -> None:
+    """The miners' part must be split by the work weights, which add up to the task's tokens times the
+    model's 4 layers, and the second stage's weight must be what its journal records (tokens times its 2
+    layers): a weight moved from it to the head, a total that does not add up, or amounts not split by the
+    weights are each refused."""
+    served, journal = two_stage_run
+    honest = signing_request(reader, served)
+    work = honest["weights"][1]
+    tokens = work // 2
+
+    def with_weights(weights: list[int], amounts: list[int] | None = None) -> dict[str, Any]:
+        request = json.loads(json.dumps(honest))
+        request["weights"] = weights
+        request["commitment"]["miner_amounts"] = amounts or split(1000, weights)
+        return request
+
+    cases = {
+        f"we are credited {work - 7} units of work, but did {work}": with_weights([work + 7, work - 7]),
+        f"the work weights add up to {2 * work + 1}, not its {tokens} tokens times 4 layers": with_weights(
+            [work + 1, work]
+        ),
+        "the miners' amounts are not their part split by work": with_weights([work, work], [600, 400]),
+    }
+    for reason, request in cases.items():
+        with pytest.raises(RefusedToSign, match=re.escape(f"task {TASK}: {reason}")):
+            check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    check_and_sign(SECOND, honest, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_new_assignment_rebuilds_the_stage_on_the_same_endpoint(checkpoint: Path, reader: Reader) -> None:

@@ -1,6 +1,7 @@
 """Money, as pure arithmetic: the coordinator's fee and how the miners' part is split (what a batch costs is
-`TaskPrices.cost`, the contract's own rule). Exact integers only (token base units), so the amounts always add
-up to what the contract checks."""
+`TaskPrices.cost`, the contract's own rule). The coordinator computes the split and every miner recomputes it
+before signing. Exact integers only (token base units), so the amounts always add up to what the contract
+checks."""
 
 from __future__ import annotations
 
