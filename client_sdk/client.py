@@ -24,7 +24,7 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.encoding import hex_bytes, model_id
 from client_sdk.errors import UserError
-from client_sdk.http import WalletSigner, json_of
+from client_sdk.http import coordinator_client, json_of
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
@@ -112,9 +112,7 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.account = key
-        self.http = httpx.Client(
-            base_url=coordinator_url, auth=WalletSigner(key), timeout=timeout_s, transport=transport
-        )
+        self.http = coordinator_client(coordinator_url, key, timeout_s, transport)
         self._rpc_url = rpc_url
         self._deployment = Path(deployment) if deployment is not None else None
         self._market: Market | None = None

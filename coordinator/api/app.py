@@ -11,8 +11,8 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 
-from coordinator.api import audits, batches, disputes, files, health, metrics, miners, prices
-from coordinator.api.auth import NonceStore
+from coordinator.api import audits, batches, disputes, files, health, metrics, miners, prices, sessions
+from coordinator.api.auth import NonceStore, SessionKeys
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
     database_down_handler,
@@ -51,6 +51,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.database = database
     app.state.redis = redis
     app.state.nonces = NonceStore(redis)
+    app.state.sessions = SessionKeys(redis)
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
     metrics.install(app, database, app.state.live)
     app.state.chain = chain
@@ -64,6 +65,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
         files.router,
         batches.router,
         prices.router,
+        sessions.router,
         miners.router,
         disputes.router,
         audits.router,

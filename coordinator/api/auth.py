@@ -1,11 +1,23 @@
-"""The caller's wallet, from the request's signature (see client_sdk.auth); each nonce is accepted once."""
+"""The caller's wallet: from the request's signature (see client_sdk.auth), each nonce accepted once; or, for
+a read, from a session token.
+
+A session token is `address.expiry.mac`, the mac an HMAC-SHA256 of `address.expiry` under a secret every API
+worker of the deployment shares (created once in Redis). Checking one costs a hash: no signature recovery and
+no Redis write. It authorizes GET requests only, as the wallet that signed for it, until it expires (15
+minutes): a leaked token can read that wallet's files and batches for that long, never create, cancel or sign
+anything. Writes stay wallet-signed with a single-use nonce.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import time
 from typing import Annotated
 
 import anyio
+from eth_utils.address import is_checksum_address
 from fastapi import Depends, Request
 from redis.asyncio import Redis
 
@@ -29,15 +41,70 @@ class NonceStore:
             return bool(await self.redis.set(key, b"1", nx=True, ex=max(1, expiry - now + 1)))
 
 
+SESSION_TTL_S = 900
+SECRET_KEY = "auth:session-secret"
+MAX_TOKEN_CHARS = 200  # an address, a timestamp and a 64-digit mac, with room to spare
+
+
+class SessionKeys:
+    """Issues and checks session tokens under the deployment's shared secret (fetched from Redis once per
+    process; the first worker to ask creates it)."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._secret: bytes | None = None
+
+    async def _key(self) -> bytes:
+        if self._secret is None:
+            await self.redis.set(SECRET_KEY, secrets.token_bytes(32), nx=True)
+            secret = await self.redis.get(SECRET_KEY)
+            if not isinstance(secret, bytes) or len(secret) != 32:
+                raise RuntimeError("the session secret in Redis is malformed")
+            self._secret = secret
+        return self._secret
+
+    async def issue(self, address: str, now: int) -> tuple[str, int]:
+        """A token for `address` and the time it expires."""
+        expiry = now + SESSION_TTL_S
+        claim = f"{address}.{expiry}"
+        return f"{claim}.{_mac(await self._key(), claim)}", expiry
+
+    async def address_of(self, token: str, now: int) -> str:
+        """The wallet a valid, unexpired token was issued to; Unauthenticated otherwise."""
+        parts = token.split(".") if len(token) <= MAX_TOKEN_CHARS else []
+        if len(parts) != 3 or not is_checksum_address(parts[0]) or not parts[1].isdigit():
+            raise Unauthenticated("malformed session token", "invalid_session")
+        address, expiry, mac = parts
+        if not hmac.compare_digest(mac, _mac(await self._key(), f"{address}.{expiry}")):
+            raise Unauthenticated("invalid session token", "invalid_session")
+        if int(expiry) < now:
+            raise Unauthenticated("the session token expired: sign a new session", "session_expired")
+        return address
+
+
+def _mac(key: bytes, claim: str) -> str:
+    return hmac.new(key, claim.encode(), hashlib.sha256).hexdigest()
+
+
 async def caller(request: Request) -> str:
-    """The checksum address that signed this request; 401 otherwise. Reads (and caches) the body, which the
-    signature covers (BodyGuard has bounded its size and depth already)."""
+    """The checksum address that signed this request, or that a read's session token was issued to; 401
+    otherwise. Reads (and caches) the body, which the signature covers (BodyGuard has bounded its size and
+    depth already)."""
     header = request.headers.get("authorization")
     if header is None:
         raise Unauthenticated(
             "sign the request with your wallet (Authorization: Wallet ...)", "unauthenticated"
         )
     now = int(time.time())
+    if header.startswith("Bearer "):
+        keys: SessionKeys = request.app.state.sessions
+        address = await keys.address_of(header.removeprefix("Bearer "), now)
+        if request.method != "GET":
+            raise Unauthenticated(
+                "a session token authorizes reads (GET) only: sign this request with your wallet",
+                "session_read_only",
+            )
+        return address
     target = request_target(request)
     try:
         auth = parse_header(header)

@@ -8,7 +8,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.errors import UserError
-from client_sdk.http import WalletSigner, json_of
+from client_sdk.http import coordinator_client, json_of
 from client_sdk.protocol.envelope import read_error
 
 
@@ -21,7 +21,7 @@ class CoordinatorError(UserError):
 class CoordinatorClient:
     def __init__(self, url: str, account: LocalAccount, timeout_s: float = 60.0) -> None:
         self.url, self.account, self.timeout_s = url, account, timeout_s
-        self.http = httpx.Client(base_url=url, auth=WalletSigner(account), timeout=timeout_s)
+        self.http = coordinator_client(url, account, timeout_s)
 
     def clone(self) -> CoordinatorClient:
         """Another client with its own connections, for another thread."""

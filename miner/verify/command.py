@@ -24,7 +24,7 @@ from client_sdk.cli_support import (
     open_market,
 )
 from client_sdk.errors import UserError
-from client_sdk.http import WalletSigner
+from client_sdk.http import coordinator_client
 from client_sdk.units import format_amount, parse_amount
 from miner.model.dtypes import dtype_named
 from miner.verify.daemon import LineJudge, Verifier
@@ -91,7 +91,7 @@ def verify(
     judge = LineJudge.load(model_dir, device, torch_dtype)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with httpx.Client(base_url=coordinator, auth=WalletSigner(market.transactor.account), timeout=60) as http:
+    with coordinator_client(coordinator, market.transactor.account, 60) as http:
         verifier = Verifier(market, http, judge, audits)
         console.print(f"verifying as {verifier.address}; Ctrl-C stops")
         try:
