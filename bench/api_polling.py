@@ -178,22 +178,31 @@ async def poll(
             errors.append(str(response.status_code))
 
 
-async def load(url: str, pollers: list[Poller], interval_s: float) -> tuple[list[float], float, list[str]]:
-    """Every client polling at once; (latencies in s, wall seconds, errors). Each client's connection is open
-    (one unmeasured poll) before the clock starts, so the numbers hold no client or TCP setup."""
-    headers = [signed_headers(p, 1 + POLLS_PER_CLIENT) for p in pollers]
-    targets = [f"/v1/batches/{p.batch_id}" for p in pollers]
+async def load(
+    url: str, targets: list[str], headers: list[list[str]], interval_s: float
+) -> tuple[list[float], float, list[str]]:
+    """Every client polling at once, client i sending `headers[i]` to `targets[i]` in turn, one poll every
+    `interval_s` (0: back to back); (latencies in s, wall seconds, errors). Each client's connection is open
+    (its first poll, not measured) before the clock starts, so the numbers hold no client or TCP setup."""
     latencies: list[float] = []
     errors: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
         clients = [
-            await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60)) for _ in pollers
+            await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60)) for _ in targets
         ]
         streams = list(zip(clients, targets, headers, strict=True))
         await asyncio.gather(*(poll(c, t, h[:1], 0.0, [], errors) for c, t, h in streams))
         started = time.perf_counter()
         await asyncio.gather(*(poll(c, t, h[1:], interval_s, latencies, errors) for c, t, h in streams))
         return latencies, time.perf_counter() - started, errors
+
+
+async def signed_load(
+    url: str, pollers: list[Poller], interval_s: float
+) -> tuple[list[float], float, list[str]]:
+    """`load` with every poll freshly signed by its poller's wallet."""
+    headers = [signed_headers(p, 1 + POLLS_PER_CLIENT) for p in pollers]
+    return await load(url, [f"/v1/batches/{p.batch_id}" for p in pollers], headers, interval_s)
 
 
 def run(scratch: Path) -> list[Run]:
@@ -205,9 +214,11 @@ def run(scratch: Path) -> list[Run]:
         for workers in WORKER_COUNTS:
             with coordinator_serve(scratch, redis_url, model_dir, workers) as url:
                 pollers = pollers or create_pollers(url)
-                asyncio.run(load(url, pollers[:10], 0.0))  # warm-up: connections, imports, SQLite cache
+                asyncio.run(
+                    signed_load(url, pollers[:10], 0.0)
+                )  # warm-up: connections, imports, SQLite cache
                 for shape, interval_s in SHAPES:
-                    latencies, seconds, errors = asyncio.run(load(url, pollers, interval_s))
+                    latencies, seconds, errors = asyncio.run(signed_load(url, pollers, interval_s))
                     runs.append(Run(workers, shape, np.array(latencies) * 1000, seconds, len(errors)))
     return runs
 

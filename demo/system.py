@@ -61,6 +61,8 @@ class SystemConfig:
     audit_rate_bps: int | None = None  # None: the deploy script's default
     timelock_delay: int | None = None  # seconds admin changes wait; None: the deploy script's default
     faulty_miner: str | None = None  # BATCHMARKET_TEST_CORRUPT for miner0, e.g. "substitute:0.5"
+    # HTTP workers of the API: one, as the tests' machine also runs the miners and their polling is light
+    api_workers: int = 1
 
 
 def lent_memory_gb(model_dir: Path, stages: int) -> float:
@@ -206,8 +208,8 @@ class LocalSystem:
 
     def start_api(self) -> None:
         port = self.api_url.rsplit(":", 1)[1]
-        # one worker process: the tests' machine also runs the miners, and the polling load here is light
-        self._spawn("api", ["coordinator", "serve", "--port", port, "--workers", "1"])
+        workers = str(self.config.api_workers)
+        self._spawn("api", ["coordinator", "serve", "--port", port, "--workers", workers])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             self._check_alive("api")
