@@ -18,6 +18,7 @@ from coordinator.nudge import Nudger
 from coordinator.services import acceptances, dispatch, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
+from coordinator.services.miners import Joining
 
 router = APIRouter(prefix="/v1/miners", tags=["miners"])
 MAX_UNIT_RESULTS = 4096
@@ -51,6 +52,9 @@ class Device(BaseModel):
 class Join(BaseModel):
     model: str = Field(max_length=255)
     endpoint: str = Field(max_length=255)
+    link_key: str = Field(
+        min_length=40, max_length=40, description="The public CURVE key (Z85) of the node's stage links."
+    )
     region: str = Field(max_length=64)
     device: Device
 
@@ -99,7 +103,12 @@ class SignatureBody(BaseModel):
 def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> dict[str, Any]:
     device = DeviceProfile(**body.device.model_dump())
     record = miners.join(
-        db, chain.registry, live, miner, body.model, body.endpoint, body.region, device, int(time.time())
+        db,
+        chain.registry,
+        live,
+        miner,
+        Joining(body.model, body.endpoint, body.link_key, body.region, device),
+        int(time.time()),
     )
     return {"miner": record.address, "model": record.model, "joined_at": record.joined_at}
 

@@ -148,6 +148,8 @@ class Miner(Base):
     address: Mapped[str] = mapped_column(ADDRESS, primary_key=True)
     model: Mapped[str] = mapped_column(String(255), index=True)
     endpoint: Mapped[str] = mapped_column(String(255))
+    # the public CURVE key of its stage links (Z85), bound to the miner by its wallet-signed join
+    link_key: Mapped[str | None] = mapped_column(String(40))
     region: Mapped[str] = mapped_column(String(64))
     gpu: Mapped[str] = mapped_column(String(64))
     memory_gb: Mapped[float]

@@ -3,6 +3,7 @@ heartbeats; any change of the live set re-plans the model's pipelines."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy import select
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 from client_sdk.chain.types import MinerProfile, Stake
 from client_sdk.device import DeviceProfile
 from client_sdk.encoding import model_id
+from client_sdk.protocol.link_keys import is_link_key
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import Heartbeat, LiveMembership
@@ -28,19 +30,26 @@ class Registry(Protocol):
     def min_stake(self) -> int: ...
 
 
+@dataclass(frozen=True)
+class Joining:
+    """What a node says about itself when it joins."""
+
+    model: str
+    endpoint: str  # where its stage inbox listens
+    link_key: str  # the public CURVE key (Z85) its stage links use
+    region: str
+    device: DeviceProfile
+
+
 def join(
-    session: Session,
-    registry: Registry,
-    live: LiveMembership,
-    address: str,
-    model: str,
-    endpoint: str,
-    region: str,
-    device: DeviceProfile,
-    now: int,
+    session: Session, registry: Registry, live: LiveMembership, address: str, joining: Joining, now: int
 ) -> Miner:
-    """Records (or refreshes) a miner after checking it is registered on-chain for `model` with enough free
-    stake; the join counts as its first heartbeat."""
+    """Records (or refreshes) a miner after checking it is registered on-chain for its model with enough free
+    stake and that its link key is a key; the join counts as its first heartbeat. The join is signed by the
+    miner's wallet, which binds the link key to its registered identity."""
+    model, device = joining.model, joining.device
+    if not is_link_key(joining.link_key):
+        raise InvalidInput("link_key must be a 32-byte CURVE public key in Z85 (40 characters)", "link_key")
     if not registry.is_registered(address):
         raise Conflict(f"{address} is not registered on-chain (run `miner register` first)", "not_registered")
     profile = registry.profile_of(address)
@@ -52,7 +61,8 @@ def join(
     if device.memory_gb <= 0 or device.layer_latency_ms <= 0 or device.tflops <= 0:
         raise InvalidInput("the device profile needs positive memory, TFLOPS and layer latency", "device")
     miner = session.get(Miner, address) or Miner(address=address, joined_at=now)
-    miner.model, miner.endpoint, miner.region = model, endpoint, region
+    miner.model, miner.endpoint, miner.region = model, joining.endpoint, joining.region
+    miner.link_key = joining.link_key
     miner.gpu, miner.memory_gb, miner.tflops = device.gpu, device.memory_gb, device.tflops
     miner.mem_bandwidth_gb_s, miner.layer_latency_ms = device.mem_bandwidth_gb_s, device.layer_latency_ms
     session.add(miner)
@@ -97,8 +107,12 @@ def assignment(session: Session, address: str) -> dict[str, object] | None:
 
 
 def _with_endpoints(session: Session, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each stage with the endpoint its miner joined with (where the previous stage sends)."""
+    """Each stage with the endpoint its miner joined with (where the previous stage sends) and the public key
+    of its links (what its peers' sockets authenticate it by)."""
     addresses = [s["miner"] for s in stages]
-    rows = session.execute(select(Miner.address, Miner.endpoint).where(Miner.address.in_(addresses)))
-    endpoints = {address: endpoint for address, endpoint in rows}
-    return [{**stage, "endpoint": endpoints[stage["miner"]]} for stage in stages]
+    query = select(Miner.address, Miner.endpoint, Miner.link_key).where(Miner.address.in_(addresses))
+    joined = {address: (endpoint, key) for address, endpoint, key in session.execute(query)}
+    return [
+        {**stage, "endpoint": joined[stage["miner"]][0], "link_key": joined[stage["miner"]][1]}
+        for stage in stages
+    ]

@@ -33,6 +33,7 @@ from miner.node.serve import Node, NodeConfig
 from miner.node.stage_host import HostSettings
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
+from miner.transport.security import LinkKeys
 from miner.verify import corrupt
 
 KV_PAGES = 512  # per microbatch, 16 tokens each
@@ -73,7 +74,8 @@ def serve(
     state_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Where the node journals what it served (default: ~/.batchmarket/miner-<address>)."
+            help="Where the node keeps its journal of what it served and its link key (default: "
+            "~/.batchmarket/miner-<address>)."
         ),
     ] = None,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
@@ -106,15 +108,19 @@ def serve(
         heartbeat_s=heartbeat_s,
     )
     client = CoordinatorClient(coordinator, account)
-    journal = Journal(
-        (state_dir or Path.home() / ".batchmarket" / f"miner-{account.address}") / "served.jsonl"
-    )
+    state = state_dir or Path.home() / ".batchmarket" / f"miner-{account.address}"
+    journal = Journal(state / "served.jsonl")
+    try:
+        link_keys = LinkKeys.load_or_create(state / "link.key")
+    except ValueError as exc:
+        raise UserError(f"{exc}: move it away and a new link key is made at the next start") from None
     host = HostSettings(
         model_dir,
         listen or registered.endpoint,
         CacheSettings(local_pages=kv_pages, max_seqs=max_batch_size),
         torch_dtype,
         device,
+        link_keys,
     )
     executor = HeadExecutor(reader, corrupt.from_environment())
     node = Node(config, account, client, measured, host, executor, journal, Consenter(account, market, model))

@@ -44,8 +44,16 @@ class CoordinatorClient:
             )
         return json_of(response)
 
-    def join(self, model: str, endpoint: str, region: str, device: dict[str, Any]) -> dict[str, Any]:
-        body = {"model": model, "endpoint": endpoint, "region": region, "device": device}
+    def join(
+        self, model: str, endpoint: str, link_key: str, region: str, device: dict[str, Any]
+    ) -> dict[str, Any]:
+        body = {
+            "model": model,
+            "endpoint": endpoint,
+            "link_key": link_key,
+            "region": region,
+            "device": device,
+        }
         result: dict[str, Any] = self._call("POST", "/v1/miners/join", body)
         return result
 

@@ -71,7 +71,11 @@ class Node:
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
 
     def run(self, stop: threading.Event) -> None:
-        self.client.join(self.config.model, self.config.endpoint, self.config.region, self.device.as_dict())
+        keys = self.host.settings.link_keys
+        link_key = keys.public.decode() if keys is not None else ""
+        self.client.join(
+            self.config.model, self.config.endpoint, link_key, self.config.region, self.device.as_dict()
+        )
         log.info("joined as %s", self.account.address)
         # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
         beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)

@@ -21,10 +21,12 @@ import torch
 import zmq
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.link_keys import is_link_key
 from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
-from miner.pipeline.stage import CacheSettings, FinishedSink, Links, StageWorker
+from miner.pipeline.stage import CacheSettings, FinishedSink, Links, PeerKeys, StageWorker
+from miner.transport.security import LinkKeys, LinkSecurity
 
 log = logging.getLogger("batchmarket.miner")
 BIND_ATTEMPTS = 50  # a closed inbox frees its port a moment later
@@ -39,6 +41,7 @@ class StageAssignment:
     end: int
     endpoints: tuple[str, ...]  # every stage's inbox, first stage first
     miners: tuple[str, ...] = ()  # every stage's miner address, in the same order
+    link_keys: tuple[bytes, ...] = ()  # every stage's public link key (Z85), in the same order
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StageAssignment:
@@ -50,6 +53,7 @@ class StageAssignment:
             end=int(data["end"]),
             endpoints=tuple(str(s["endpoint"]) for s in data["stages"]),
             miners=tuple(str(s["miner"]) for s in data["stages"]),
+            link_keys=tuple(str(s.get("link_key") or "").encode() for s in data["stages"]),
         )
 
     @property
@@ -69,13 +73,30 @@ class StageAssignment:
     def stages(self) -> int:
         return len(self.endpoints)
 
-    def links(self, driver: str | None) -> Links:
+    def links(self, driver: str | None, keys: PeerKeys | None = None) -> Links:
         last = self.position == self.stages - 1
         return Links(
             next_stage=None if last else self.endpoints[self.position + 1],
             first_stage=self.endpoints[0] if last and self.stages > 1 else None,
             driver=driver,
             route=self.endpoints,
+            keys=keys,
+        )
+
+    def peer_keys(self, own: bytes) -> PeerKeys:
+        """The link keys of this stage's peers; ValueError if the assignment lacks one or names another key
+        for this node than `own` (it joined with another key)."""
+        if len(self.link_keys) != self.stages or not all(is_link_key(k) for k in self.link_keys):
+            raise ValueError("the assignment lacks a stage's link key")
+        if self.link_keys[self.position] != own:
+            raise ValueError("the assignment knows this node by another link key: join again")
+        last = self.stages - 1
+        return PeerKeys(
+            own=own,
+            previous_stage=self.link_keys[self.position - 1] if self.position > 0 else None,
+            next_stage=self.link_keys[self.position + 1] if self.position < last else None,
+            last_stage=self.link_keys[last] if self.position == 0 and last > 0 else None,
+            first_stage=self.link_keys[0] if self.position == last and last > 0 else None,
         )
 
 
@@ -86,6 +107,7 @@ class HostSettings:
     cache: CacheSettings
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
+    link_keys: LinkKeys | None = None  # None: plain links (tests of the stage logic alone)
 
 
 def forget(_request: int, _record: RequestRecord) -> None:
@@ -101,10 +123,17 @@ class StageHost:
         self.assignment: StageAssignment | None = None
         self.driver: PipelineDriver | None = None  # on the head only
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        keys = settings.link_keys
+        self._security = LinkSecurity(self._context, keys) if keys is not None else None
         self._shard: StageShard | None = None
         self._worker: StageWorker | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+
+    @property
+    def worker(self) -> StageWorker | None:
+        """The stage being served (None between assignments), for its counters."""
+        return self._worker
 
     @property
     def serving(self) -> bool:
@@ -131,9 +160,13 @@ class StageHost:
             )
             self._shard = shard
         cache = replace(settings.cache, num_microbatches=assignment.stages)
+        security = self._security
+        peers = assignment.peer_keys(security.keys.public) if security is not None else None
+        if security is not None and peers is not None:
+            security.allow(peers.senders())
         worker = self._bind(shard, cache, forget if assignment.is_head else self.finished_sink)
-        driver = PipelineDriver(self._context) if assignment.is_head else None
-        worker.connect(assignment.links(driver.endpoint if driver else None))
+        driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
+        worker.connect(assignment.links(driver.endpoint if driver else None, peers))
         if driver is not None:
             driver.connect(worker.inbox.endpoint)
         self._stop.clear()
@@ -153,7 +186,7 @@ class StageHost:
     def _bind(self, shard: StageShard, cache: CacheSettings, sink: FinishedSink) -> StageWorker:
         for _ in range(BIND_ATTEMPTS):
             try:
-                return StageWorker(shard, cache, self._context, self.settings.listen, sink)
+                return StageWorker(shard, cache, self._context, self.settings.listen, sink, self._security)
             except zmq.ZMQError as exc:
                 if exc.errno != zmq.EADDRINUSE:
                     raise UserError(f"cannot listen on {self.settings.listen}: {exc}") from None
@@ -189,4 +222,6 @@ class StageHost:
 
     def close(self) -> None:
         self.stop()
+        if self._security is not None:
+            self._security.stop()
         self._context.term()

@@ -14,6 +14,7 @@ from miner.engine.sequence import SamplingParams
 from miner.pipeline.head import Completion, spec_of
 from miner.transport.frames import DEFAULT_LIMITS, message
 from miner.transport.link import Context, Inbox, Outbox
+from miner.transport.security import LinkSecurity
 
 SUBMIT_REQUESTS = 512  # requests per submit message, well under the frame limits
 
@@ -29,10 +30,16 @@ class _Queued(NamedTuple):
 
 class PipelineDriver:
     """Owns an inbox for completions (its `endpoint` is the first stage's `driver` link) and, once `connect`
-    is called, an outbox to the first stage."""
+    is called, an outbox to the first stage. On secured links it talks only to the first stage's key and takes
+    completions from it alone (a node's own head stage holds the node's key)."""
 
-    def __init__(self, context: Context, bind: str = "tcp://127.0.0.1:*") -> None:
-        self._inbox = Inbox(context, bind)
+    def __init__(
+        self, context: Context, bind: str = "tcp://127.0.0.1:*", security: LinkSecurity | None = None
+    ) -> None:
+        self._inbox = Inbox(context, bind, security=security)
+        self._security = security
+        self._first_stage_key: bytes | None = None
+        self.dropped = 0  # completions from a peer other than the first stage
         self._context = context
         self._outbox: Outbox | None = None
         self._pending: set[int] = set()  # submitted, not completed
@@ -46,8 +53,14 @@ class PipelineDriver:
     def pending(self) -> int:
         return len(self._pending)
 
-    def connect(self, first_stage: str) -> None:
-        self._outbox = Outbox(self._context, first_stage)
+    def connect(self, first_stage: str, first_stage_key: bytes | None = None) -> None:
+        """Links to the first stage; on secured links `first_stage_key` is its key (default: our own, the
+        node's head stage)."""
+        if self._security is not None:
+            self._first_stage_key = first_stage_key or self._security.keys.public
+        self._outbox = Outbox(
+            self._context, first_stage, security=self._security, server_key=self._first_stage_key
+        )
 
     def submit(self, requests: Sequence[Request], resume: Mapping[int, Sequence[int]] | None = None) -> None:
         """Queues (request id, prompt token ids, sampling parameters) triples; ids must be unique among the
@@ -124,7 +137,10 @@ class PipelineDriver:
         if got is None:
             check()
             return None
-        header, _ = got
+        if self._security is not None and got.sender != self._first_stage_key:
+            self.dropped += 1
+            return None
+        header = got.header
         completed = []
         for request_id, prompt_len, output in zip(
             header.request_ids, header.positions, header.token_runs(), strict=True

@@ -4,7 +4,9 @@ Each stage process loads its shard, binds its inbox on a free localhost port and
 pipe; the driver then tells every stage where to send (next stage, the ring back to the first, the driver),
 waits until all are ready, and talks to the first stage over ZeroMQ like any other peer would. Closing sends
 a shutdown down the pipeline, collects each stage's report (counters and per-request token records) and
-makes sure no process outlives the driver.
+makes sure no process outlives the driver. With `secured`, the links speak CURVE as miner nodes' do: each
+stage makes a key pair and reports its public key with its endpoint, and the wiring names every peer's key;
+the driver controls the first stage and each stage the next (the shutdown travels down the pipeline).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from miner.model.dtypes import DTYPES
 from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver, Request
 from miner.pipeline.head import Completion
-from miner.pipeline.stage import CacheSettings, Links, StageWorker
+from miner.pipeline.stage import CacheSettings, Links, PeerKeys, StageWorker
+from miner.transport.security import LinkKeys, LinkSecurity
 
 
 def even_split(num_layers: int, stages: int) -> list[tuple[int, int]]:
@@ -54,6 +57,7 @@ class StageSpec:
     device: str = "cpu"
     attention: str = "auto"
     threads: int = 1  # torch threads; stages share the machine's cores
+    secured: bool = False  # CURVE links
 
 
 def stage_process(spec: StageSpec, conn: Connection) -> None:
@@ -68,11 +72,16 @@ def stage_process(spec: StageSpec, conn: Connection) -> None:
         conn.send_bytes(msgpack.packb({"error": str(exc)}))
         return
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    worker = StageWorker(shard, spec.cache, context)
+    security = LinkSecurity(context, LinkKeys.generate()) if spec.secured else None
+    worker = StageWorker(shard, spec.cache, context, security=security)
     try:
-        conn.send_bytes(msgpack.packb({"endpoint": worker.inbox.endpoint}))
+        key = security.keys.public if security is not None else None
+        conn.send_bytes(msgpack.packb({"endpoint": worker.inbox.endpoint, "key": key}))
         wiring = msgpack.unpackb(conn.recv_bytes())
-        worker.connect(Links(**{**wiring, "route": tuple(wiring["route"])}))
+        keys = PeerKeys(**wiring["keys"]) if wiring["keys"] is not None else None
+        if security is not None and keys is not None:
+            security.allow(keys.senders())
+        worker.connect(Links(**{**wiring, "route": tuple(wiring["route"]), "keys": keys}))
         conn.send_bytes(msgpack.packb({"ready": True}))
         worker.serve(keep_going=lambda: not conn.poll())  # the driver closing the pipe stops us too
         conn.send_bytes(msgpack.packb(worker.report()))
@@ -80,6 +89,8 @@ def stage_process(spec: StageSpec, conn: Connection) -> None:
         pass  # the driver is gone; nobody to report to
     finally:
         worker.close()
+        if security is not None:
+            security.stop()
         context.term()
 
 
@@ -94,6 +105,7 @@ class StageProcesses:
     dtype: str = "float32"
     device: str = "cpu"
     attention: str = "auto"
+    secured: bool = False  # CURVE links, as between miner nodes
     start_timeout_s: float = 120.0
     reports: list[dict[str, Any]] = field(default_factory=list, init=False)
     _started: bool = field(default=False, init=False)
@@ -113,7 +125,14 @@ class StageProcesses:
         self._pipes: list[Connection] = []
         for start, end in self.splits:
             spec = StageSpec(
-                str(self.model_dir), start, end, self.cache, self.dtype, self.device, self.attention
+                str(self.model_dir),
+                start,
+                end,
+                self.cache,
+                self.dtype,
+                self.device,
+                self.attention,
+                secured=self.secured,
             )
             parent, child = context.Pipe()
             process = context.Process(target=stage_process, args=(spec, child), daemon=True)
@@ -122,9 +141,12 @@ class StageProcesses:
             self._processes.append(process)
             self._pipes.append(parent)
         self._zmq = zmq.Context()
-        self._driver = PipelineDriver(self._zmq)
+        self._security = LinkSecurity(self._zmq, LinkKeys.generate()) if self.secured else None
+        self._driver = PipelineDriver(self._zmq, security=self._security)
         try:
-            endpoints = [self._receive(i)["endpoint"] for i in range(len(self.splits))]
+            started = [self._receive(i) for i in range(len(self.splits))]
+            endpoints = [s["endpoint"] for s in started]
+            keys = [s["key"] for s in started]
             last = len(endpoints) - 1
             for i, pipe in enumerate(self._pipes):
                 links = {
@@ -133,6 +155,7 @@ class StageProcesses:
                     "driver": self._driver.endpoint if i == 0 else None,
                     "route": endpoints,
                     "latency_ms": self.latency_ms,
+                    "keys": self._peer_keys(keys, i) if self._security is not None else None,
                 }
                 pipe.send_bytes(msgpack.packb(links))
             for i in range(len(self._pipes)):
@@ -141,8 +164,23 @@ class StageProcesses:
             self._terminate()
             raise
         self.endpoints: list[str] = endpoints  # each stage's inbox, first stage first
-        self._driver.connect(endpoints[0])
+        if self._security is not None:
+            self._security.allow([keys[0]])
+        self._driver.connect(endpoints[0], keys[0])
         self._started = True
+
+    def _peer_keys(self, keys: list[bytes], i: int) -> dict[str, bytes | None]:
+        """Stage i's peers' keys, as the wiring sends them; its controller is the driver (the first stage) or
+        the stage before it."""
+        assert self._security is not None
+        last = len(keys) - 1
+        return {
+            "own": self._security.keys.public if i == 0 else keys[i - 1],
+            "previous_stage": keys[i - 1] if i > 0 else None,
+            "next_stage": keys[i + 1] if i < last else None,
+            "last_stage": keys[last] if i == 0 and last > 0 else None,
+            "first_stage": keys[0] if i == last and last > 0 else None,
+        }
 
     def _receive(self, stage: int) -> dict[str, Any]:
         pipe = self._pipes[stage]
@@ -217,4 +255,6 @@ class StageProcesses:
                 process.join()
         self._started = False
         self._driver.close()
+        if self._security is not None:
+            self._security.stop()
         self._zmq.term()

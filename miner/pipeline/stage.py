@@ -3,7 +3,9 @@
 Every stage mirrors the page tables and token records of the requests it serves from the headers it sees
 (`StageLedger`); the last stage samples and sends the tokens back to the first, closing the ring; the first
 stage also schedules (`Head`), takes requests from a driver and streams completions back to it. A message
-that breaks the protocol is logged and dropped; the stage keeps serving.
+that breaks the protocol is logged and dropped; the stage keeps serving. On secured links each message must
+also come from the one peer entitled to send its kind: activations from the previous stage, tokens from the
+last, requests and shutdown from this stage's own node.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from miner.pipeline.head import Head, params_of
 from miner.pipeline.ledger import RequestRecord, StageLedger
 from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
 from miner.transport.link import Context, Inbox, Outbox
+from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +44,34 @@ class CacheSettings:
 
 
 @dataclass(frozen=True)
+class PeerKeys:
+    """The public link keys of a secured stage's peers (None where it has no such peer)."""
+
+    # whoever controls this stage (sends requests and shutdown; on the first stage, its driver's inbox takes
+    # the completions): the node's own driver, or in a local pipeline the driver or the stage before
+    own: bytes
+    previous_stage: bytes | None = None  # sends this stage activations
+    next_stage: bytes | None = None  # takes this stage's activations
+    last_stage: bytes | None = None  # on the first stage of several: sends it the sampled tokens
+    first_stage: bytes | None = None  # on the last stage of several: takes its sampled tokens
+
+    def senders(self) -> set[bytes]:
+        """The keys that may connect to this stage's inbox."""
+        return {k for k in (self.own, self.previous_stage, self.last_stage) if k is not None}
+
+
+@dataclass(frozen=True)
 class Links:
     """Where this stage sends: the next stage (absent on the last), the first stage (the ring, on the last
-    stage of a multi-stage pipeline) and the driver (on the first stage)."""
+    stage of a multi-stage pipeline) and the driver (on the first stage); on secured links, the peers'
+    keys."""
 
     next_stage: str | None = None
     first_stage: str | None = None
     driver: str | None = None
     route: tuple[str, ...] = ()
     latency_ms: float = 0.0  # injected on the links between stages, for benchmarks
+    keys: PeerKeys | None = None
 
 
 FinishedSink = Callable[[int, RequestRecord], None]
@@ -66,8 +88,10 @@ class StageWorker:
         context: Context,
         bind: str = "tcp://127.0.0.1:*",
         finished_sink: FinishedSink | None = None,
+        security: LinkSecurity | None = None,
     ) -> None:
         self.shard = shard
+        self.security = security
         self.finished_sink = finished_sink
         self.settings = settings
         self.cache = MicrobatchKVCache(
@@ -91,7 +115,8 @@ class StageWorker:
             else None
         )
         self._context = context
-        self.inbox = Inbox(context, bind)
+        self.inbox = Inbox(context, bind, security=security)
+        self._keys: PeerKeys | None = None
         self._next: Outbox | None = None
         self._ring: Outbox | None = None
         self._driver: Outbox | None = None
@@ -114,20 +139,28 @@ class StageWorker:
         return self.ledger.records
 
     def connect(self, links: Links) -> None:
+        if (self.security is None) != (links.keys is None):
+            raise ValueError("a secured stage needs its peers' keys, and only a secured one takes them")
+        keys = self._keys = links.keys
         if not self.shard.is_last:
             if links.next_stage is None:
                 raise ValueError("a stage before the last needs the next stage's endpoint")
-            self._next = Outbox(self._context, links.next_stage, links.latency_ms)
+            self._next = self._outbox(links.next_stage, links.latency_ms, keys.next_stage if keys else None)
         if self.head is None:
             if self.shard.is_last:
                 if links.first_stage is None:
                     raise ValueError("the last stage needs the first stage's endpoint")
-                self._ring = Outbox(self._context, links.first_stage, links.latency_ms)
+                self._ring = self._outbox(
+                    links.first_stage, links.latency_ms, keys.first_stage if keys else None
+                )
         else:
             if links.driver is None:
                 raise ValueError("the first stage needs the driver's endpoint")
-            self._driver = Outbox(self._context, links.driver)
+            self._driver = self._outbox(links.driver, 0.0, keys.own if keys else None)
             self.head.route = links.route
+
+    def _outbox(self, endpoint: str, latency_ms: float, server_key: bytes | None) -> Outbox:
+        return Outbox(self._context, endpoint, latency_ms, self.security, server_key)
 
     def serve(self, keep_going: Callable[[], bool] = lambda: True, poll_ms: int = 100) -> None:
         """Runs until a shutdown message has gone through (or `keep_going` says no)."""
@@ -135,17 +168,19 @@ class StageWorker:
             got = self.inbox.receive(poll_ms)
             try:
                 if got is not None:
-                    self.handle(*got)
+                    self.handle(got.header, got.tensor, got.sender)
                 if self.head is not None:
                     self._launch()
             except FrameError as exc:
                 self.dropped += 1
                 log.warning("stage [%d, %d) dropped a message: %s", self.shard.start, self.shard.end, exc)
 
-    def handle(self, header: Header, tensor: torch.Tensor) -> None:
+    def handle(self, header: Header, tensor: torch.Tensor, sender: bytes | None = None) -> None:
         expected = ("submit", "tokens", "shutdown") if self.head else ("activations", "shutdown")
         if header.kind not in expected:
             raise FrameError(f"a {header.kind!r} message cannot reach this stage")
+        if self._keys is not None and sender != self._entitled(header.kind, self._keys):
+            raise FrameError(f"a {header.kind!r} message from a peer not entitled to send it")
         if header.kind == "shutdown":
             self._draining = True
             if self.head is None:
@@ -157,6 +192,15 @@ class StageWorker:
             self._complete(header)
         else:
             self._run(header, tensor)
+
+    @staticmethod
+    def _entitled(kind: str, keys: PeerKeys) -> bytes | None:
+        """The one peer that may send a message of `kind` to this stage on secured links."""
+        if kind == "activations":
+            return keys.previous_stage
+        if kind == "tokens":
+            return keys.last_stage
+        return keys.own  # submit, shutdown: the node's own driver
 
     def _launch(self) -> None:
         """Sends every microbatch step the scheduler can start now; stops once drained after a shutdown."""

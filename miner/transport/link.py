@@ -1,7 +1,11 @@
 """ZeroMQ links between stages: an Outbox pushes messages to the next stage, an Inbox pulls them in.
 
-An Outbox can hold every message for a fixed one-way latency before it leaves, to emulate a far link in
-benchmarks (off by default). An Inbox drops and logs malformed messages and keeps serving.
+With a LinkSecurity both ends speak CURVE (see miner.transport.security): the inbox takes messages only from
+allowed keys and tells, for each, which key sent it; the outbox talks only to the holder of the key it was
+given.
+Without one (a local pipeline of processes on one machine) the links are plain TCP. An Outbox can hold every
+message for a fixed one-way latency before it leaves, to emulate a far link in benchmarks (off by default). An
+Inbox drops and logs malformed messages and keeps serving.
 """
 
 from __future__ import annotations
@@ -10,21 +14,42 @@ import logging
 import threading
 import time
 from collections import deque
+from typing import NamedTuple
 
 import torch
 import zmq
 
 from miner.transport.frames import DEFAULT_LIMITS, FrameError, Header, Limits, decode, encode
+from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
 
 Context = zmq.Context[zmq.Socket[bytes]]
 
 
+class Received(NamedTuple):
+    header: Header
+    tensor: torch.Tensor
+    sender: bytes | None  # the sending peer's public link key (Z85) on a secured link, else None
+
+
 class Outbox:
-    def __init__(self, context: Context, endpoint: str, latency_ms: float = 0.0) -> None:
+    """Pushes to the inbox at `endpoint`; on a secured link, only if that inbox holds `server_key`."""
+
+    def __init__(
+        self,
+        context: Context,
+        endpoint: str,
+        latency_ms: float = 0.0,
+        security: LinkSecurity | None = None,
+        server_key: bytes | None = None,
+    ) -> None:
         self._socket = context.socket(zmq.PUSH)
         self._socket.setsockopt(zmq.LINGER, 1_000)
+        if security is not None:
+            if server_key is None:
+                raise ValueError("a secured link needs the key of the inbox it connects to")
+            security.client(self._socket, server_key)
         self._socket.connect(endpoint)
         self.latency_s = latency_ms / 1_000
         self._queue: deque[tuple[float, list[bytes]]] = deque()
@@ -71,24 +96,42 @@ class Outbox:
 
 
 class Inbox:
-    def __init__(self, context: Context, endpoint: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        context: Context,
+        endpoint: str,
+        limits: Limits = DEFAULT_LIMITS,
+        security: LinkSecurity | None = None,
+    ) -> None:
         self._socket = context.socket(zmq.PULL)
         self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes)
+        self._security = security
+        if security is not None:
+            security.serve(self._socket)
         self._socket.bind(endpoint)
         self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self.limits = limits
         self.rejected = 0
 
-    def receive(self, timeout_ms: int) -> tuple[Header, torch.Tensor] | None:
-        """The next well-formed message, or None if none arrives in time. Malformed ones are logged, counted
-        and skipped."""
+    def receive(self, timeout_ms: int) -> Received | None:
+        """The next well-formed message and who sent it, or None if none arrives in time. Malformed ones are
+        logged, counted and skipped."""
         deadline = time.monotonic() + timeout_ms / 1_000
         while (remaining := deadline - time.monotonic()) > 0:
             if not self._socket.poll(int(remaining * 1_000) + 1):
                 return None
-            frames = self._socket.recv_multipart(copy=True)
+            frames = self._socket.recv_multipart(copy=False)
+            sender = None
+            if self._security is not None:
+                # the key the handshake authenticated (ZAP's User-Id), set on every frame of the connection
+                sender = frames[0].get("User-Id").encode()
+                if not self._security.admits(sender):
+                    self.rejected += 1
+                    log.warning("dropped a message on %s from a peer not in the assignment", self.endpoint)
+                    continue
             try:
-                return decode(frames, self.limits)
+                header, tensor = decode([frame.bytes for frame in frames], self.limits)
+                return Received(header, tensor, sender)
             except FrameError as exc:
                 self.rejected += 1
                 log.warning("dropped a malformed message on %s: %s", self.endpoint, exc)

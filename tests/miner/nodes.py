@@ -1,5 +1,6 @@
 """Miner nodes' stages in one test process: each stage a StageHost (its own thread and ZeroMQ inbox on a
-localhost port), wired by an assignment exactly as `miner serve` wires them from the coordinator's."""
+localhost port), wired by an assignment exactly as `miner serve` wires them from the coordinator's; with
+`secured`, each host has its own link keys and the assignments carry them, as the coordinator's do."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from miner.node.stage_host import HostSettings, StageAssignment, StageHost
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink
+from miner.transport.security import LinkKeys
 
 CACHE = CacheSettings(local_pages=64, max_seqs=8)
 
@@ -27,8 +29,12 @@ def endpoints(count: int) -> tuple[str, ...]:
     return tuple(f"tcp://127.0.0.1:{free_port()}" for _ in range(count))
 
 
-def assignments(splits: Sequence[tuple[int, int]], where: tuple[str, ...]) -> list[StageAssignment]:
-    return [StageAssignment(1, 1, i, start, end, where) for i, (start, end) in enumerate(splits)]
+def assignments(
+    splits: Sequence[tuple[int, int]], where: tuple[str, ...], keys: tuple[bytes, ...] = ()
+) -> list[StageAssignment]:
+    return [
+        StageAssignment(1, 1, i, start, end, where, link_keys=keys) for i, (start, end) in enumerate(splits)
+    ]
 
 
 def ignore(_request: int, _record: RequestRecord) -> None:
@@ -37,16 +43,21 @@ def ignore(_request: int, _record: RequestRecord) -> None:
 
 @contextlib.contextmanager
 def stage_hosts(
-    checkpoint: Path, splits: Sequence[tuple[int, int]], sinks: Sequence[FinishedSink] | None = None
+    checkpoint: Path,
+    splits: Sequence[tuple[int, int]],
+    sinks: Sequence[FinishedSink] | None = None,
+    secured: bool = False,
 ) -> Iterator[list[StageHost]]:
     """One host per stage, serving the pipeline `splits` describes; the first one holds the driver."""
     where = endpoints(len(splits))
+    keys = [LinkKeys.generate() if secured else None for _ in splits]
     hosts = [
-        StageHost(HostSettings(checkpoint, endpoint, CACHE), sinks[i] if sinks else ignore)
+        StageHost(HostSettings(checkpoint, endpoint, CACHE, link_keys=keys[i]), sinks[i] if sinks else ignore)
         for i, endpoint in enumerate(where)
     ]
+    published = tuple(k.public for k in keys if k is not None)
     try:
-        for host, assignment in zip(hosts, assignments(splits, where), strict=True):
+        for host, assignment in zip(hosts, assignments(splits, where, published), strict=True):
             host.follow(assignment)
         yield hosts
     finally:

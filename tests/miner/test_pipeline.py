@@ -56,9 +56,9 @@ def requests(params: list[SamplingParams], first_id: int = 0) -> list[tuple[int,
 
 
 def run(
-    checkpoint: Path, stages: int, cache: CacheSettings, params: list[SamplingParams]
+    checkpoint: Path, stages: int, cache: CacheSettings, params: list[SamplingParams], secured: bool = False
 ) -> tuple[list[list[int]], list[dict[str, Any]]]:
-    pipeline = StageProcesses(checkpoint, even_split(4, stages), cache)
+    pipeline = StageProcesses(checkpoint, even_split(4, stages), cache, secured=secured)
     with pipeline:
         outputs = pipeline.run(requests(params))
     assert pipeline.exitcodes == [0] * stages
@@ -88,6 +88,15 @@ def test_greedy_matches_transformers(
     assert_every_stage_recorded(reports, expected)
     assert [(r["start"], r["end"]) for r in reports] == even_split(4, stages)
     assert all((r["bytes_swapped"] > 0) == (cache is OFFLOADED) for r in reports)
+
+
+def test_secured_links_serve_exactly_the_same(checkpoint: Path, expected: list[list[int]]) -> None:
+    """The same 4-stage pipeline over CURVE links: same tokens, every stage recorded them, nothing dropped,
+    and the shutdown still travels down the pipeline (every stage reports)."""
+    outputs, reports = run(checkpoint, 4, PLAIN, GREEDY, secured=True)
+    assert outputs == expected
+    assert len(reports) == 4
+    assert_every_stage_recorded(reports, expected)
 
 
 def test_small_page_pool_preempts_and_still_matches(checkpoint: Path, expected: list[list[int]]) -> None:
