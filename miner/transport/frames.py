@@ -274,7 +274,7 @@ def _validate(fields: object, limits: Limits) -> Header:
         or not all(isinstance(r, str) for r in route)
     ):
         raise FrameError(f"route must be a list of at most {limits.max_route} strings")
-    if fields["dtype"] not in DTYPES:
+    if not isinstance(fields["dtype"], str) or fields["dtype"] not in DTYPES:
         raise FrameError(f"dtype {fields['dtype']!r} is not one of {sorted(DTYPES)}")
     shape = _int_list(fields["shape"], "shape", limits.max_dims)
     if kind == "activations" and (not shape or shape[0] != len(token_ids)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import msgpack
 import pytest
 import torch
@@ -147,3 +149,34 @@ def test_non_finite_activations_are_rejected(bad: float, dtype: str) -> None:
     header, _ = activations(tensor)
     with pytest.raises(FrameError, match="non-finite values"):
         decode(encode(header, tensor))
+
+
+# Any msgpack value a peer could send as a header: nested maps and lists of scalars, bounded in size.
+PACKABLE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=16)
+    | st.binary(max_size=16),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=12), inner, max_size=6),
+    max_leaves=40,
+)
+GOOD_HEADER = encode(*activations(torch.ones(2, 4)))[0]
+
+
+@given(
+    header=st.one_of(
+        st.binary(max_size=256),
+        PACKABLE.map(msgpack.packb),
+        st.dictionaries(st.sampled_from(sorted(msgpack.unpackb(GOOD_HEADER))), PACKABLE).map(
+            lambda changes: msgpack.packb({**msgpack.unpackb(GOOD_HEADER), **changes})
+        ),
+    ),
+    payload=st.binary(max_size=256),
+)
+def test_arbitrary_frames_are_decoded_or_refused_with_a_frame_error(header: bytes, payload: bytes) -> None:
+    """Whatever a hostile peer sends, including a well-formed header with any field replaced by any value,
+    `decode` returns a message or raises FrameError: nothing else escapes into the stage loop."""
+    with contextlib.suppress(FrameError):
+        decode([header, payload])
