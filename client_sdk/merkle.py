@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from Crypto.Hash import keccak as _keccak
 
@@ -31,6 +32,7 @@ def hash_pair(a: bytes, b: bytes) -> bytes:
     return keccak256(a + b if a < b else b + a)
 
 
+Node = TypeVar("Node")
 COUNT_LIMIT = 2**64  # each token count, and each total, is a uint64 on-chain
 
 
@@ -87,15 +89,7 @@ class MerkleTree:
 
     def proof(self, index: int) -> list[bytes]:
         """Sibling hashes from leaf `index` up to the root."""
-        if not 0 <= index < len(self):
-            raise IndexError(f"leaf {index} is outside a tree of {len(self)} leaves")
-        proof = []
-        for level in self.levels[:-1]:
-            sibling = index ^ 1
-            if sibling < len(level):
-                proof.append(level[sibling])
-            index //= 2
-        return proof
+        return _siblings(self.levels, index)
 
 
 class SumTree:
@@ -134,15 +128,20 @@ class SumTree:
 
     def proof(self, index: int) -> list[bytes]:
         """Per level with a sibling, its hash then its usage word, from leaf `index` up to the root."""
-        if not 0 <= index < len(self):
-            raise IndexError(f"leaf {index} is outside a tree of {len(self)} leaves")
-        proof = []
-        for level in self.levels[:-1]:
-            sibling = index ^ 1
-            if sibling < len(level):
-                proof += [level[sibling][0], level[sibling][1].word()]
-            index //= 2
-        return proof
+        return [word for node, usage in _siblings(self.levels, index) for word in (node, usage.word())]
+
+
+def _siblings(levels: Sequence[Sequence[Node]], index: int) -> list[Node]:
+    """The sibling of leaf `index`'s path on each level that has one, from the leaves up."""
+    if not 0 <= index < len(levels[0]):
+        raise IndexError(f"leaf {index} is outside a tree of {len(levels[0])} leaves")
+    found = []
+    for level in levels[:-1]:
+        sibling = index ^ 1
+        if sibling < len(level):
+            found.append(level[sibling])
+        index //= 2
+    return found
 
 
 def _check_hashes(leaves: Sequence[bytes]) -> None:
