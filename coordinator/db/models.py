@@ -157,6 +157,8 @@ class Miner(Base):
     mem_bandwidth_gb_s: Mapped[float]
     layer_latency_ms: Mapped[float]
     joined_at: Mapped[int] = mapped_column(BigInteger)
+    # its node's latest join: a node joins when it starts, and a restarted node has lost what it served
+    session_started_at: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class PipelineRecord(Base):
@@ -198,6 +200,7 @@ class WorkUnit(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)  # queued | leased | done
     attempts: Mapped[int] = mapped_column(Integer)
     leased_until: Mapped[int | None] = mapped_column(BigInteger)
+    leased_at: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
     partial_outputs: Mapped[dict[str, list[int]] | None] = mapped_column(JSON(none_as_null=True))
 

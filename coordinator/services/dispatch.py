@@ -121,6 +121,7 @@ def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any
     if unit is None:
         return None
     unit.status, unit.leased_until, unit.attempts = "leased", now + lease_s, unit.attempts + 1
+    unit.leased_at = now
     batch = session.get(Batch, unit.batch_id)
     assert batch is not None
     rows = input_rows(session, batch.input_file_id)
@@ -149,15 +150,43 @@ def headed_by(session: Session, miner: str, *, active_only: bool) -> list[int]:
 
 def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> None:
     """A live head keeps the units it says it is serving: its heartbeat pushes their leases forward, so a
-    lease runs out only when the head goes silent or forgets the unit (a claim whose answer it never got)."""
+    lease runs out only when the head goes silent or forgets the unit (a claim whose answer it never got), or
+    when a miner of the unit's pipeline restarted after the lease began: the head cannot tell that the work
+    died with that stage, but the coordinator can."""
     if not unit_ids:
         return
     heads = headed_by(session, miner, active_only=False)  # a re-plan does not take a unit from its head
-    session.execute(
-        update(WorkUnit)
-        .where(WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased")
-        .values(leased_until=now + lease_s)
+    units = session.scalars(
+        select(WorkUnit).where(
+            WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"
+        )
     )
+    for unit in units:
+        if not _restarted_since(session, unit.pipeline_id, unit.leased_at or 0):
+            unit.leased_until = now + lease_s
+
+
+def break_leases_of(session: Session, miner: str, now: int) -> int:
+    """Ends now the leases of units held by pipelines `miner` is part of: it has just (re)started, so their
+    in-flight work is gone; the sweep gives them to another pipeline. Returns how many were leased."""
+    pipelines = [p.id for p in session.scalars(select(PipelineRecord)) if miner in p.members]
+    if not pipelines:
+        return 0
+    result = session.execute(
+        update(WorkUnit)
+        .where(WorkUnit.pipeline_id.in_(pipelines), WorkUnit.status == "leased")
+        .values(leased_until=now)
+    )
+    return int(result.rowcount or 0)
+
+
+def _restarted_since(session: Session, pipeline_id: int, since: int) -> bool:
+    """Whether a miner of the pipeline (re)joined after `since`."""
+    pipeline = session.get(PipelineRecord, pipeline_id)
+    if pipeline is None:
+        return True
+    started = session.scalars(select(Miner.session_started_at).where(Miner.address.in_(pipeline.members)))
+    return any(s is not None and s > since for s in started)
 
 
 def record_progress(session: Session, miner: str, unit_id: int, partials: dict[int, tuple[int, ...]]) -> int:

@@ -14,6 +14,7 @@ from client_sdk.device import DeviceProfile
 from client_sdk.encoding import model_id
 from client_sdk.protocol.link_keys import is_link_key
 from coordinator.db.models import Miner, PipelineRecord
+from coordinator.services.dispatch import break_leases_of
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import Heartbeat, LiveMembership
 
@@ -60,7 +61,11 @@ def join(
         raise Conflict(f"{address} has {free} free stake; at least {needed} is needed", "insufficient_stake")
     if device.memory_gb <= 0 or device.layer_latency_ms <= 0 or device.tflops <= 0:
         raise InvalidInput("the device profile needs positive memory, TFLOPS and layer latency", "device")
-    miner = session.get(Miner, address) or Miner(address=address, joined_at=now)
+    known = session.get(Miner, address)
+    miner = known or Miner(address=address, joined_at=now)
+    miner.session_started_at = now
+    if known is not None:  # a restart: the work its pipelines had in flight is gone
+        break_leases_of(session, address, now)
     miner.model, miner.endpoint, miner.region = model, joining.endpoint, joining.region
     miner.link_key = joining.link_key
     miner.gpu, miner.memory_gb, miner.tflops = device.gpu, device.memory_gb, device.tflops

@@ -8,16 +8,24 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from eth_account.signers.local import LocalAccount
 from redis import Redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from client_sdk.chain.contracts import Market
+from client_sdk.device import DeviceProfile
+from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Miner, PipelineRecord, WorkUnit
 from coordinator.db.session import Database
-from coordinator.services import dispatch
+from coordinator.services import dispatch, miners
 from coordinator.services.live import Heartbeat, LiveMembership
+from coordinator.services.miners import Joining
+from demo.lifecycle import MODEL
+from miner.transport.security import LinkKeys
 from tests.coordinator.conftest import MODEL_NAME
-from tests.coordinator.helpers import running_batch
+from tests.coordinator.helpers import batch_file, running_batch
+from tests.helpers import register_miner
 
 NOW = 1_000
 UNIT = 4
@@ -39,10 +47,14 @@ def address() -> str:
     return "0x" + secrets.token_hex(20)  # fresh per test: the Redis server is shared
 
 
-def add_pipeline(session: Session, live: LiveMembership, *, alive: bool = True) -> PipelineRecord:
-    """A 2-stage pipeline over two new miners in one region, both beating unless `alive` is false."""
-    head, tail = address(), address()
-    for miner in (head, tail):
+def add_pipeline(
+    session: Session, live: LiveMembership, *, alive: bool = True, tail: str | None = None
+) -> PipelineRecord:
+    """A 2-stage pipeline over two new miners in one region (or a new head and the joined `tail`), both
+    beating unless `alive` is false."""
+    head, known = address(), tail is not None
+    tail = tail or address()
+    for miner in (head,) if known else (head, tail):
         session.add(
             Miner(
                 address=miner,
@@ -105,3 +117,44 @@ def test_an_expired_unit_goes_to_the_less_loaded_pipeline(db: Database, live: Li
         assert dispatch.reroute(session, live, batch, [busy, idle], NOW) == 1
         assert (stranded.pipeline_id, stranded.status) == (idle.id, "queued")
         assert dispatch.reroute(session, live, batch, [busy, idle], NOW) == 0
+
+
+def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_them(
+    db: Database, live: LiveMembership, admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """The second stage of a pipeline restarts (its node joins again) while the head still holds a unit: the
+    unit's lease ends at once, the head's heartbeats no longer renew it, and the sweep gives it to another
+    pipeline; a unit leased after the restart is renewed as usual."""
+    tail_account = accounts[5]
+    register_miner(admin_market, tail_account, 200 * 10**6)
+    registry = CoordinatorChain(admin_market).registry
+    device = DeviceProfile(
+        gpu="cpu", memory_gb=8.0, tflops=1.0, mem_bandwidth_gb_s=10.0, layer_latency_ms=1.0
+    )
+    joining = Joining(MODEL, "tcp://127.0.0.1:1", LinkKeys.generate().public.decode(), "us-east-1", device)
+    with db.session() as session:
+        tail = tail_account.address
+        miners.join(session, registry, live, tail, joining, NOW)
+        stuck, spare = add_pipeline(session, live, tail=tail), add_pipeline(session, live)
+        batch = running_batch(session, address(), UNIT, NOW, batch_file(UNIT))
+        dispatch.create_units(session, live, batch, [stuck], UNIT, NOW)
+        session.flush()
+        claimed = dispatch.claim(session, stuck.head, NOW, 60)
+        assert claimed is not None
+        unit = session.get(WorkUnit, claimed["unit_id"])
+        assert unit is not None
+        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 10, 60)
+        assert unit.leased_until == NOW + 70
+
+        miners.join(session, registry, live, tail, joining, NOW + 20)  # the tail's node restarted
+        assert unit.leased_until == NOW + 20
+        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 25, 60)
+        assert unit.leased_until == NOW + 20, "the head's heartbeat renewed work that died with the tail"
+        assert dispatch.reroute(session, live, batch, [stuck, spare], NOW + 26) == 1
+        assert (unit.pipeline_id, unit.status) == (spare.id, "queued")
+
+        unit.pipeline_id = stuck.id  # leased again to the restarted pipeline: renewed as usual
+        claimed = dispatch.claim(session, stuck.head, NOW + 30, 60)
+        assert claimed is not None and claimed["unit_id"] == unit.id
+        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 40, 60)
+        assert unit.leased_until == NOW + 100
