@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -202,8 +203,13 @@ class LocalSystem:
     ) -> None:
         log = (self.workdir / f"{name}.log").open("ab")
         env = self.environment(key) | (extra or {})
+        # its own process group, so that stopping it also stops what it started (Celery's pool processes)
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", *args], env=env, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def start_api(self) -> None:
@@ -282,18 +288,23 @@ class LocalSystem:
             raise RuntimeError(f"{name} exited with {process.returncode}; see {self.workdir / f'{name}.log'}")
 
     def stop(self, name: str, kill: bool = False) -> None:
+        """Stops the process and everything in its process group (a killed Celery worker's pool processes
+        would otherwise live on as orphans)."""
         process = self.processes.pop(name, None)
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        if kill:
-            process.kill()
-        else:
-            process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        if process.poll() is None:
+            if kill:
+                process.kill()
+            else:
+                process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # what it left behind
 
     def advance_chain_time(self, seconds: int) -> None:
         self.anvil.advance_time(seconds)
