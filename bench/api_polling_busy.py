@@ -2,7 +2,7 @@
 session tokens.
 
 The whole system runs on this machine as `make demo` runs it (anvil, Redis, `coordinator serve` with one
-worker per core, the Celery worker and two miner nodes serving the tiny model), and a 1,200-line batch keeps
+worker per core, the Celery worker and two miner nodes serving the tiny model), and a 30,000-line batch keeps
 the miners, the worker and the database busy while 200 clients poll it (GET /v1/batches/{id}, the call the
 SDK's `batches.wait` makes every 2 s), each on its own keep-alive connection. The same polls run first on an
 idle system (a cancelled batch, before the long one is submitted) and then with the batch running, each way:
@@ -39,7 +39,7 @@ from demo.system import UNIT, LocalSystem, SystemConfig
 CLIENTS = 200
 POLLS_PER_CLIENT = 10  # 2,000 polls per row, 20 s at one poll per 2 s per client
 POLLS = 1 + POLLS_PER_CLIENT  # and one unmeasured, to open the connection
-BATCH_LINES = 1_200
+BATCH_LINES = 30_000
 TARGET_P99_MS = 200.0
 SIGNATURE_LIFETIME_S = 300
 RESULTS = Path(__file__).parent / "results"
@@ -118,8 +118,12 @@ def run(scratch: Path) -> list[Row]:
                 raise RuntimeError(f"the batch did not start; logs are in {scratch}")
             time.sleep(1)
         rows += measure(system, busy.id, "batch running")
-        if client.batches.retrieve(busy.id).status != "in_progress":
-            raise RuntimeError("the batch ended before the measurement did: make it longer")
+        after = client.batches.retrieve(busy.id)
+        if after.status != "in_progress":
+            raise RuntimeError(
+                f"the batch was {after.status} ({after.status_detail or after.errors}) before the "
+                f"measurement ended; logs are in {scratch}"
+            )
     return rows
 
 
