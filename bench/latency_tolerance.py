@@ -10,16 +10,11 @@ Both run the same random-weight llama-family model (8 layers, 2 per stage, float
 sequences with 32-token prompts and 16 generated tokens each. Throughput is the steady state: tokens that
 came back between the 10th and 90th percentile of their arrival times, over that interval (filling and
 draining a pipeline at 256 ms takes seconds that a real batch amortizes); end-to-end figures are shown too.
-
-(c) CURVE: the planned pipeline at 0 and 64 ms with its links encrypted and authenticated (ZeroMQ CURVE, as
-    between miner nodes) against the same links in plain TCP, alternating plain and secured runs three times
-    each; the target is at most 5% of the throughput lost.
 """
 
 from __future__ import annotations
 
 import random
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -226,44 +221,6 @@ def plot(naive: dict[int, Outcome], planned: dict[int, Outcome], path: Path) -> 
     fig.savefig(path)
 
 
-CURVE_LATENCIES_MS = (0, 64)
-CURVE_REPEATS = 3
-CURVE_TARGET_LOSS = 0.05
-
-
-def curve_overhead(model: Path, stage_ms: float) -> dict[int, tuple[float, float]]:
-    """Per latency: the planned pipeline's median steady tokens/s over plain links and over CURVE links."""
-    medians = {}
-    for latency in CURVE_LATENCIES_MS:
-        count = max(2, microbatches([stage_ms] * STAGES, [float(latency)] * STAGES))
-        sequences = BATCH * max(count, MIN_MICROBATCHES_OF_WORK)
-        rates: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(CURVE_REPEATS):
-            for secured in (False, True):
-                rates[secured].append(run(model, latency, count, True, sequences, secured).steady_tokens_s)
-        medians[latency] = (statistics.median(rates[False]), statistics.median(rates[True]))
-    return medians
-
-
-def curve_table(medians: dict[int, tuple[float, float]]) -> Table:
-    table = Table(
-        title="CURVE on the stage links: planned pipeline, steady output tokens/s "
-        f"(median of {CURVE_REPEATS} alternating runs each; baseline: plain TCP, same run)",
-    )
-    for column in ("link latency", "plain tokens/s", "CURVE tokens/s", "CURVE / plain", "target"):
-        table.add_column(column, justify="right")
-    for latency, (plain, secured) in medians.items():
-        ratio = secured / plain
-        table.add_row(
-            f"{latency} ms",
-            f"{plain:.0f}",
-            f"{secured:.0f}",
-            f"{ratio:.3f}",
-            "met" if ratio >= 1 - CURVE_TARGET_LOSS else f"missed (more than {CURVE_TARGET_LOSS:.0%} lost)",
-        )
-    return table
-
-
 def main() -> None:
     console = Console(width=150)
     with tempfile.TemporaryDirectory() as tmp:
@@ -281,7 +238,6 @@ def main() -> None:
                 f"{latency} ms: naive {a.steady_tokens_s:.0f} tokens/s, "
                 f"planned ({b.microbatches} microbatches) {b.steady_tokens_s:.0f} tokens/s"
             )
-        curve = curve_table(curve_overhead(model, stage_ms))
     table = results_table(naive, planned)
     summary = targets(naive, planned, stage_ms)
     RESULTS.mkdir(exist_ok=True)
@@ -289,7 +245,6 @@ def main() -> None:
         for out in (console, Console(file=handle, width=150)):
             out.print(table)
             out.print(summary)
-            out.print(curve)
     plot(naive, planned, RESULTS / "latency_tolerance.png")
     console.print(f"wrote {RESULTS / 'latency_tolerance.txt'} and {RESULTS / 'latency_tolerance.png'}")
 
