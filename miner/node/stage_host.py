@@ -161,8 +161,9 @@ class StageHost:
             self._shard = shard
         cache = replace(settings.cache, num_microbatches=assignment.stages)
         security = self._security
-        peers = assignment.peer_keys(security.keys.public) if security is not None else None
-        if security is not None and peers is not None:
+        peers = None
+        if security is not None:
+            peers = assignment.peer_keys(security.keys.public)
             security.allow(peers.senders())
         worker = self._bind(shard, cache, forget if assignment.is_head else self.finished_sink)
         driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
