@@ -7,6 +7,7 @@ serving exactly what it served before."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,7 +98,8 @@ def test_strangers_cannot_reach_a_stage(checkpoint: Path, reader: Reader, contex
         try:
             outbox = Outbox(context, endpoint, security=stranger, server_key=server_key)
             for _ in range(3):
-                plain.send_multipart(frames.encode(*shutdown()), flags=zmq.NOBLOCK)
+                with contextlib.suppress(zmq.Again):  # no handshake completes, so often nothing is queued
+                    plain.send_multipart(frames.encode(*shutdown()), flags=zmq.NOBLOCK)
                 outbox.send(*shutdown())
                 outbox.send(*nan_activations())
             deadline = time.monotonic() + 10  # the stranger's handshake may take a moment under load
