@@ -2,10 +2,11 @@
 session tokens.
 
 The whole system runs on this machine as `make demo` runs it (anvil, Redis, `coordinator serve` with one
-worker per core, the Celery worker and two miner nodes serving the tiny model), and a 30,000-line batch keeps
-the miners, the worker and the database busy while 200 clients poll it (GET /v1/batches/{id}, the call the
-SDK's `batches.wait` makes every 2 s), each on its own keep-alive connection. The same polls run first on an
-idle system (a cancelled batch, before the long one is submitted) and then with the batch running, each way:
+worker per core, the Celery worker and two miner nodes serving the tiny model, each miner on its share of the
+cores and at a lower CPU priority), on PostgreSQL as a deployment would; a 30,000-line batch keeps the miners,
+the worker and the database busy while 200 clients poll it (GET /v1/batches/{id}, the call the SDK's
+`batches.wait` makes every 2 s), each on its own keep-alive connection. The same polls run first on an idle
+system (a cancelled batch, before the long one is submitted) and then with the batch running, each way:
 
 - signed: every poll carries a fresh wallet signature (EIP-191 recovery and a Redis nonce write on the server;
   the headers are made before the clock starts, as the client's CPU is not the server's);
@@ -34,6 +35,7 @@ from bench.api_polling import SDK_POLL_S, load
 from client_sdk.auth import sign_request
 from client_sdk.chain.types import TaskPrices
 from demo.batch_demo import batch_lines
+from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 
 CLIENTS = 200
@@ -97,7 +99,14 @@ def measure(system: LocalSystem, batch_id: str, background: str) -> list[Row]:
 
 
 def run(scratch: Path) -> list[Row]:
-    config = SystemConfig(miners=2, api_workers=os.cpu_count() or 1, work_unit_size=32)
+    with postgres_server() as database_url:
+        config = SystemConfig(
+            miners=2, api_workers=os.cpu_count() or 1, work_unit_size=32, database_url=database_url
+        )
+        return run_on(scratch, config)
+
+
+def run_on(scratch: Path, config: SystemConfig) -> list[Row]:
     with LocalSystem(scratch, config) as system:
         client = system.client()
         data = "".join(json.dumps(line) + "\n" for line in batch_lines(BATCH_LINES, config.model)).encode()
@@ -133,7 +142,8 @@ def report(rows: list[Row]) -> Table:
         f"{CLIENTS * POLLS_PER_CLIENT:,} polls per row "
         f"(target: p99 under {TARGET_P99_MS:.0f} ms with the batch running)",
         caption=f"the whole system and the load generator on this machine's {os.cpu_count()} cores; "
-        f"coordinator serve with {os.cpu_count()} workers; baseline: the signed row of the same background",
+        f"coordinator serve with {os.cpu_count()} workers on PostgreSQL; baseline: the signed row of the "
+        "same background",
     )
     for column in ("background", "auth", "p50 ms", "p95 ms", "p99 ms", "max ms", "p99 vs signed", "errors"):
         table.add_column(column, justify="left" if column in ("background", "auth") else "right")

@@ -35,6 +35,7 @@ from demo.services import redis_server
 from miner.tiny_checkpoint import build_tiny_model
 
 UNIT = 10**6  # one token in base units
+LENT_CPU_NICENESS = 10  # miners' and verifiers' CPU priority below the coordinator's (see LocalSystem._spawn)
 
 
 @dataclass(frozen=True)
@@ -199,13 +200,24 @@ class LocalSystem:
         return env
 
     def _spawn(
-        self, name: str, args: list[str], key: LocalAccount | None = None, extra: dict[str, str] | None = None
+        self,
+        name: str,
+        args: list[str],
+        key: LocalAccount | None = None,
+        extra: dict[str, str] | None = None,
+        lends_cpu: bool = False,
     ) -> None:
+        """Starts `python -m args` logging to `name`.log. `lends_cpu`: a miner or verifier, run at a lower
+        CPU priority, as a machine lent to the market gives way to its owner's work: here, the coordinator's,
+        which shares these cores and must stay responsive while they compute."""
         log = (self.workdir / f"{name}.log").open("ab")
         env = self.environment(key) | (extra or {})
         # its own process group, so that stopping it also stops what it started (Celery's pool processes)
+        command = [sys.executable, "-m", *args]
+        if lends_cpu:
+            command = ["nice", "-n", str(LENT_CPU_NICENESS), *command]  # nice execs it: the same process
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", *args],
+            command,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -237,6 +249,7 @@ class LocalSystem:
             "--model-dir", str(self.model_dir),
             "--memory-gb", str(lent_memory_gb(self.model_dir, self.config.stages)),
             "--heartbeat-s", str(self.config.heartbeat_s),
+            "--threads", str(max(1, (os.cpu_count() or 1) // max(1, self.config.miners))),
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
             "--state-dir", str(self.workdir / f"miner{index}-state"),
@@ -246,7 +259,7 @@ class LocalSystem:
             if index == 0 and self.config.faulty_miner
             else {}
         )
-        self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty)
+        self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty, lends_cpu=True)
 
     def start_verifier(self, index: int) -> None:
         """`arbitration verify` with its own key; it stakes and registers itself."""
@@ -260,7 +273,7 @@ class LocalSystem:
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
         ]  # fmt: skip
-        self._spawn(f"verifier{index}", args, account)
+        self._spawn(f"verifier{index}", args, account, lends_cpu=True)
 
     def wait_for_miners(self, count: int, timeout: float = 120.0) -> None:
         """Until `count` miners have joined the coordinator (a batch submitted earlier would be planned over

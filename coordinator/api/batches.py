@@ -47,14 +47,13 @@ def create(
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),
     )
-    return batches.batch_object(batch, 0, 0)
+    return batches.batch_object(batch)
 
 
 @router.get("/{batch_id}", summary="Retrieve one of your batches")
 def retrieve(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.get_batch(db, owner, batch_id)
-    completed, failed = batches.request_counts(db, [batch.id])[batch.id]
-    return batches.batch_object(batch, completed, failed)
+    return batches.batch_object(batch)
 
 
 @router.get("", summary="List your batches, newest first")
@@ -65,8 +64,7 @@ def list_(
     after: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
     rows, has_more = batches.list_batches(db, owner, limit, after)
-    counts = batches.request_counts(db, [b.id for b in rows])
-    data = [batches.batch_object(b, *counts[b.id]) for b in rows]
+    data = [batches.batch_object(b) for b in rows]
     return {
         "object": "list",
         "data": data,
@@ -81,8 +79,7 @@ def list_(
 )
 def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))
-    completed, failed = batches.request_counts(db, [batch.id])[batch.id]
-    return batches.batch_object(batch, completed, failed)
+    return batches.batch_object(batch)
 
 
 @router.get("/{batch_id}/commitment", summary="The result commitment and every miner's signature over it")

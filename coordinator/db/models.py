@@ -96,6 +96,9 @@ class Batch(Base):
     error_file_id: Mapped[str | None] = mapped_column(String(40))
     errors: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
     request_total: Mapped[int] = mapped_column(Integer)
+    # results stored so far, counted as they are stored (a status poll reads them instead of counting rows)
+    completed_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    failed_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     results_root: Mapped[str | None] = mapped_column(HASH)
     commit_tx: Mapped[str | None] = mapped_column(HASH)
     # set when the batch is assigned on-chain, and at commit

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import TaskPrices
 from client_sdk.units import format_amount
-from coordinator.db.models import Batch, File, Result, Signature
+from coordinator.db.models import Batch, File, Signature
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.ids import new_id
 
@@ -145,20 +145,7 @@ def cancel_batch(session: Session, owner: str, batch_id: str, now: int) -> Batch
     return batch
 
 
-def request_counts(session: Session, batch_ids: list[str]) -> dict[str, tuple[int, int]]:
-    """(completed, failed) per batch, counted from the stored results."""
-    rows = session.execute(
-        select(Result.batch_id, Result.ok, func.count())
-        .where(Result.batch_id.in_(batch_ids))
-        .group_by(Result.batch_id, Result.ok)
-    ).all()
-    counts = {batch_id: [0, 0] for batch_id in batch_ids}
-    for batch_id, ok, count in rows:
-        counts[batch_id][0 if ok else 1] = count
-    return {batch_id: (done, failed) for batch_id, (done, failed) in counts.items()}
-
-
-def batch_object(batch: Batch, completed: int, failed: int) -> dict[str, Any]:
+def batch_object(batch: Batch) -> dict[str, Any]:
     """The batch in OpenAI's shape, plus our extensions: task_id, model, results_root, commit_tx and
     status_detail (why a batch is waiting, when it is)."""
     errors = {"object": "list", "data": batch.errors} if batch.errors else None
@@ -182,7 +169,11 @@ def batch_object(batch: Batch, completed: int, failed: int) -> dict[str, Any]:
         "expired_at": batch.expired_at,
         "cancelling_at": batch.cancelling_at,
         "cancelled_at": batch.cancelled_at,
-        "request_counts": {"total": batch.request_total, "completed": completed, "failed": failed},
+        "request_counts": {
+            "total": batch.request_total,
+            "completed": batch.completed_count,
+            "failed": batch.failed_count,
+        },
         "metadata": batch.metadata_,
         "task_id": batch.task_id,
         "results_root": batch.results_root,

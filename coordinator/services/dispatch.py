@@ -6,12 +6,12 @@ results table's primary key is (batch, line))."""
 
 from __future__ import annotations
 
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from client_sdk import openai_batch
@@ -209,17 +209,39 @@ def record_progress(session: Session, miner: str, unit_id: int, partials: dict[i
     return len(partials)
 
 
+class _RecentFiles:
+    """The lines of the few input files being served, by file id: a file's content never changes once
+    uploaded, and every claim and every result of a batch needs its lines, so they are read and split once
+    per process instead of once per request (a 50,000-line file is megabytes)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._rows: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._lock = threading.Lock()  # the API calls from its worker threads
+
+    def rows(self, session: Session, file_id: str) -> tuple[str, ...]:
+        with self._lock:
+            if file_id in self._rows:
+                self._rows.move_to_end(file_id)
+                return self._rows[file_id]
+        content = session.get(FileContent, file_id)
+        if content is None:
+            raise NotFound("file", file_id)
+        # validated at upload: UTF-8, one request per line, an optional final newline
+        rows = tuple(content.data.decode().rstrip("\n").split("\n"))
+        with self._lock:
+            self._rows[file_id] = rows
+            while len(self._rows) > self.size:
+                self._rows.popitem(last=False)
+        return rows
+
+
+_recent_files = _RecentFiles(size=4)
+
+
 def input_rows(session: Session, file_id: str) -> tuple[str, ...]:
-    content = session.get(FileContent, file_id)
-    if content is None:
-        raise NotFound("file", file_id)
-    return _split_rows(file_id, content.data)
-
-
-@lru_cache(maxsize=4)
-def _split_rows(_file_id: str, data: bytes) -> tuple[str, ...]:
-    # validated at upload: UTF-8, one request per line, an optional final newline
-    return tuple(data.decode().rstrip("\n").split("\n"))
+    """The lines of an uploaded file."""
+    return _recent_files.rows(session, file_id)
 
 
 def _headed_unit(session: Session, miner: str, unit_id: int) -> tuple[WorkUnit, PipelineRecord, Batch]:
@@ -234,7 +256,9 @@ def _headed_unit(session: Session, miner: str, unit_id: int) -> tuple[WorkUnit, 
         raise NotFound("work unit", str(unit_id))
     if unit.status == "queued":
         raise Conflict(f"work unit {unit_id} is not leased to you any more", "lease_lost")
-    batch = session.get(Batch, unit.batch_id)
+    # locked first, before any unit row: results go in only while the batch runs (not after the worker
+    # moved it on), and the worker, which locks the batch before its units, cannot deadlock with us
+    batch = session.get(Batch, unit.batch_id, with_for_update=True)
     assert batch is not None
     if batch.status != "in_progress":
         raise Conflict(
@@ -316,6 +340,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
         stored += 1
     if allowed <= seen:
         _close(unit)
+    _count_results(batch, completed=stored, failed=0)
     return Submitted(batch.id, stored)
 
 
@@ -384,7 +409,14 @@ def _stranded(unit: WorkUnit, usable: set[int], now: int) -> bool:
 
 def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now: int) -> None:
     """Error lines for every line of the unit still without a result."""
-    done = set(session.scalars(select(Result.line_index).where(Result.batch_id == batch.id)))
+    done = set(
+        session.scalars(
+            select(Result.line_index).where(
+                Result.batch_id == batch.id, Result.line_index.in_(unit.line_indices)
+            )
+        )
+    )
+    failed = 0
     for request in _requests(session, batch, unit.line_indices).values():
         if request.line_index in done:
             continue
@@ -392,7 +424,18 @@ def fail_unit(session: Session, batch: Batch, unit: WorkUnit, message: str, now:
             output_line_id(batch.task_id, request.line_index), request.custom_id, "server_error", message
         )
         session.add(_result_row(batch, request.line_index, request.custom_id, line, False, 0, 0, [], now))
+        failed += 1
+    _count_results(batch, completed=0, failed=failed)
     _close(unit)
+
+
+def _count_results(batch: Batch, completed: int, failed: int) -> None:
+    """Adds newly stored results to the batch's counts, in SQL (`count = count + n`), so that no concurrent
+    writer's increment is lost; the caller holds the batch row locked."""
+    if completed:
+        batch.completed_count = Batch.completed_count + completed
+    if failed:
+        batch.failed_count = Batch.failed_count + failed
 
 
 def _close(unit: WorkUnit) -> None:
@@ -400,7 +443,6 @@ def _close(unit: WorkUnit) -> None:
     unit.status, unit.partial_outputs = "done", None
 
 
-def result_count(session: Session, batch_id: str) -> int:
-    return int(
-        session.scalar(select(func.count()).select_from(Result).where(Result.batch_id == batch_id)) or 0
-    )
+def result_count(batch: Batch) -> int:
+    """Results stored so far, completed or failed."""
+    return batch.completed_count + batch.failed_count

@@ -254,7 +254,7 @@ def made_of(pipelines: list[PipelineRecord], miners: list[str]) -> list[Pipeline
 def _run(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     dispatch.reroute(session, ctx.live, batch, _usable_pipelines(session, ctx, batch, now), now)
     session.flush()
-    if dispatch.result_count(session, batch.id) == batch.request_total:
+    if dispatch.result_count(batch) == batch.request_total:
         _set(batch, "finalizing", now)
 
 
@@ -264,7 +264,7 @@ def _stop(session: Session, batch: Batch, now: int) -> None:
         select(WorkUnit).where(WorkUnit.batch_id == batch.id, WorkUnit.status != "done")
     ):
         unit.status = "done"
-    if dispatch.result_count(session, batch.id) == 0:
+    if dispatch.result_count(batch) == 0:
         _set(batch, "cancelled", now)  # nothing to pay for: the escrow comes back by cancel or expiry
         return
     _set(batch, "finalizing", now)

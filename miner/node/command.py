@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Annotated
 
+import torch
 import typer
 
 from client_sdk.cli_support import (
@@ -70,6 +71,14 @@ def serve(
     max_batch_size: Annotated[
         int, typer.Option(min=1, help="Sequences per microbatch (as head).")
     ] = MAX_BATCH_SIZE,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="CPU threads the model computes on (default: all cores); give each node its share when "
+            "several run on one machine, or they slow each other down.",
+        ),
+    ] = None,
     heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
     state_dir: Annotated[
         Path | None,
@@ -95,6 +104,8 @@ def serve(
     registered = market.registry.profile_of(account.address)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
+    if threads is not None:
+        torch.set_num_threads(threads)  # before profiling: the profile measures what will serve
     console.print("profiling the device ...")
     measured = profile(model_dir, torch_dtype, device, memory_gb)
     tokenizer = load_tokenizer(model_dir)

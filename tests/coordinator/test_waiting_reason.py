@@ -58,7 +58,7 @@ def test_no_live_miner_means_validating_with_a_reason(
     with database.session() as session:
         batch = session.get(Batch, batch_id)
         assert batch is not None
-        shown = batches.batch_object(batch, 0, 0)
+        shown = batches.batch_object(batch)
     assert shown["status_detail"] == (
         f"waiting for miners: the 0 live miner(s) cannot hold a replica of {model} "
         "(the escrow comes back if none can by the task's deadline)"
