@@ -1,11 +1,12 @@
-"""`make demo`: the main job, end to end, on one machine.
+"""`make demo`: the main job, end to end, on one machine, serving a real model.
 
 anvil + contracts, Redis, the coordinator (API + Celery worker) and two miners come up, each lending memory
-for half of a tiny checkpoint, so that together they form one 2-stage pipeline; a user submits a batch of
-chat requests with the SDK, paying the max price into escrow once; the pipeline serves it and both miners
-sign; the coordinator commits the results root; the SDK checks every line against the chain; the challenge
-window passes, the task is finalized, and everyone withdraws. The balance table shows where every token
-went.
+for half of SmolLM2-135M-Instruct (made from its package on the registry by `make model`), so that together
+they form one 2-stage pipeline; a user submits two batches with the SDK, one of chat requests and one of text
+completions, greedy and sampled, paying each task's max price into escrow once; the pipeline serves them and
+both miners sign; the coordinator commits each results root; the SDK checks every line against the chain; the
+challenge window passes, the tasks are finalized, and everyone withdraws. The demo prints the questions with
+the answers that came back, and a balance table showing where every token went.
 """
 
 from __future__ import annotations
@@ -15,22 +16,74 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from client_sdk import openai_batch
 from client_sdk.chain.types import TaskStatus
+from client_sdk.client import Client
 from client_sdk.units import format_amount
 from demo.system import UNIT, LocalSystem, SystemConfig
+from miner.model.packaged import SMOLLM2, ensure
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One demo request: a chat question or a text to complete, answered greedily or sampled."""
+
+    text: str
+    temperature: float = 0.0  # 0: greedy
+
+    @property
+    def decoding(self) -> str:
+        return "greedy" if self.temperature == 0 else f"sampled, T = {self.temperature:g}"
+
 
 QUESTIONS = (
-    "What is the capital of France?",
-    "Write a haiku about rain.",
-    "How many legs does a spider have?",
-    "Summarize: miners serve layers of a model as pipeline stages over slow links.",
-    "Name three primary colors.",
-    "What is 12 times 12?",
+    Ask("What is the capital of France?"),
+    Ask("How many legs does a spider have?"),
+    Ask("Name three primary colors."),
+    Ask("What is 12 times 12?"),
+    Ask("Write a haiku about rain.", temperature=0.8),
+    Ask("Suggest a name for a friendly robot.", temperature=1.0),
 )
+COMPLETIONS = (
+    Ask("The capital of Japan is"),
+    Ask("Once upon a time, in a small village by the sea,", temperature=0.8),
+)
+MAX_TOKENS = 48
+
+
+def real_model_config(**changes: Any) -> SystemConfig:
+    """Two miners forming one 2-stage pipeline of SmolLM2-135M-Instruct (its checkpoint made if missing)."""
+    return SystemConfig(miners=2, stages=2, model=SMOLLM2.name, model_dir=ensure(), **changes)
+
+
+def batch_lines(count: int, model: str) -> list[dict[str, object]]:
+    """`count` chat lines cycling through QUESTIONS."""
+    return [
+        _line(f"question-{i}", openai_batch.CHAT, model, QUESTIONS[i % len(QUESTIONS)], i)
+        for i in range(count)
+    ]
+
+
+def completion_lines(model: str) -> list[dict[str, object]]:
+    return [
+        _line(f"completion-{i}", openai_batch.COMPLETIONS, model, ask, i) for i, ask in enumerate(COMPLETIONS)
+    ]
+
+
+def _line(custom_id: str, url: str, model: str, ask: Ask, seed: int) -> dict[str, object]:
+    body: dict[str, object] = {"model": model, "max_tokens": MAX_TOKENS, "temperature": ask.temperature}
+    if ask.temperature:
+        body["seed"] = seed
+    if url == openai_batch.CHAT:
+        body["messages"] = [{"role": "user", "content": ask.text}]
+    else:
+        body["prompt"] = ask.text
+    return {"custom_id": custom_id, "method": "POST", "url": url, "body": body}
 
 
 @dataclass(frozen=True)
@@ -42,96 +95,96 @@ class BalanceRow:
 
 
 @dataclass(frozen=True)
-class DemoReport:
-    batch_id: str
+class Settlement:
+    """One task as settled on-chain."""
+
     task_id: int
-    requests: int
+    max_price: int
     input_tokens: int
     output_tokens: int
-    max_price: int
     payment: int
     fee: int
     miner_amounts: tuple[tuple[str, int], ...]  # (miner address, amount), as committed
-    samples: tuple[tuple[str, str], ...]  # (custom_id, answer) of a few lines
+
+
+@dataclass(frozen=True)
+class Answer:
+    endpoint: str  # chat or completion
+    decoding: str
+    asked: str  # the question, or the text to complete
+    answer: str
+
+
+@dataclass(frozen=True)
+class DemoReport:
+    batch_ids: tuple[str, ...]
+    requests: int
+    tasks: tuple[Settlement, ...]
+    answers: tuple[Answer, ...]
     rows: tuple[BalanceRow, ...]
 
+    @property
+    def payment(self) -> int:
+        return sum(t.payment for t in self.tasks)
 
-def batch_lines(count: int, model: str) -> list[dict[str, object]]:
-    return [
-        {
-            "custom_id": f"question-{i}",
-            "method": "POST",
-            "url": "/v1/chat/completions",
-            "body": {
-                "model": model,
-                "messages": [{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)]}],
-                "max_tokens": 16,
-            },
-        }
-        for i in range(count)
-    ]
+    @property
+    def fee(self) -> int:
+        return sum(t.fee for t in self.tasks)
+
+    @property
+    def refund(self) -> int:
+        return sum(t.max_price - t.payment for t in self.tasks)
 
 
 def run_demo(
     workdir: Path, requests: int = 24, max_price: int = 1 * UNIT, log: Console | None = None
 ) -> DemoReport:
+    """Runs the demo in `workdir`: `requests` chat lines in one batch and the completions in another."""
     say = (log or Console(quiet=True)).print
     say("starting anvil, the contracts, Redis, the coordinator API and worker, and two miners ...")
-    with LocalSystem(workdir, SystemConfig(miners=2, stages=2)) as system:
+    with LocalSystem(workdir, real_model_config()) as system:
         market = system.market
         parties = [("user", system.user.address), ("coordinator", system.coordinator.address)]
         parties += [(f"miner {chr(65 + i)}", m.address) for i, m in enumerate(system.miner_accounts)]
         before = {address: market.token.balance_of(address) for _, address in parties}
         client = system.client()
-        data = "".join(
-            json.dumps(line) + "\n" for line in batch_lines(requests, system.config.model)
-        ).encode()
-        file = client.files.create(file=data, purpose="batch")
-        batch = client.batches.create(
-            input_file_id=file.id, endpoint="/v1/chat/completions", max_price=max_price
-        )
-        say(
-            f"user submitted batch {batch.id} ({requests} requests) and escrowed "
-            f"{format_amount(max_price)} in task {batch.task_id}"
-        )
-        batch = client.batches.wait(batch.id, poll_s=0.5, timeout_s=600)
-        if batch.status != "completed":
-            raise RuntimeError(f"the batch ended {batch.status}; logs are in {workdir}")
-        verified = client.batches.results(batch.id)
-        say(f"batch completed; all {len(verified.output)} result lines verified against the on-chain root")
+        model = system.config.model
+        batches = [
+            _submit(client, batch_lines(requests, model), openai_batch.CHAT, max_price),
+            _submit(client, completion_lines(model), openai_batch.COMPLETIONS, max_price),
+        ]
+        for batch in batches:
+            say(
+                f"user submitted batch {batch.id} ({batch.request_counts.total} requests to "
+                f"{batch.endpoint}) and escrowed {format_amount(max_price)} in task {batch.task_id}"
+            )
+        answers = []
+        for batch in batches:
+            done = client.batches.wait(batch.id, poll_s=0.5, timeout_s=600)
+            if done.status != "completed":
+                raise RuntimeError(f"batch {batch.id} ended {done.status}; logs are in {workdir}")
+            verified = client.batches.results(batch.id)
+            say(
+                f"batch {batch.id} completed; its {len(verified.output)} result lines verified against "
+                "the on-chain root"
+            )
+            answers += _answers([v.line for v in verified.output], batch.endpoint)
         system.advance_chain_time(system.config.challenge_window + 1)
         deadline = time.monotonic() + 120
-        while market.tasks.get_task(batch.task_id).status != TaskStatus.FINALIZED:
+        while any(market.tasks.get_task(b.task_id).status != TaskStatus.FINALIZED for b in batches):
             if time.monotonic() > deadline:
-                raise RuntimeError("the worker did not finalize the task")
+                raise RuntimeError("the worker did not finalize the tasks")
             time.sleep(0.5)
-        say("challenge window over: task finalized; everyone withdraws")
+        say("challenge window over: tasks finalized; everyone withdraws")
         for account in (system.user, system.coordinator, *system.miner_accounts):
             party = market.as_account(account)
             if party.escrow.balance_of(account.address):
                 party.escrow.withdraw()
-        task = market.tasks.get_task(batch.task_id)
-        samples = tuple(
-            (v.line["custom_id"], v.line["response"]["body"]["choices"][0]["message"]["content"])
-            for v in verified.output[:3]
-        )
         return DemoReport(
-            batch_id=batch.id,
-            task_id=batch.task_id,
-            requests=requests,
-            input_tokens=task.input_tokens,
-            output_tokens=task.output_tokens,
-            max_price=max_price,
-            payment=task.payment,
-            fee=task.fee,
-            miner_amounts=tuple(
-                zip(
-                    market.tasks.miners_of(batch.task_id),
-                    market.tasks.miner_amounts_of(batch.task_id),
-                    strict=True,
-                )
-            ),
-            samples=samples,
+            batch_ids=tuple(b.id for b in batches),
+            requests=requests + len(COMPLETIONS),
+            tasks=tuple(_settlement(system, b.task_id, max_price) for b in batches),
+            answers=tuple(answers),
             rows=tuple(
                 BalanceRow(name, address, before[address], market.token.balance_of(address))
                 for name, address in parties
@@ -139,8 +192,53 @@ def run_demo(
         )
 
 
+def _submit(client: Client, lines: list[dict[str, object]], endpoint: str, max_price: int) -> Any:
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    file = client.files.create(file=data, purpose="batch")
+    return client.batches.create(input_file_id=file.id, endpoint=endpoint, max_price=max_price)
+
+
+def _answers(lines: list[dict[str, Any]], endpoint: str) -> list[Answer]:
+    """One answer per distinct request, in the order asked."""
+    asks = QUESTIONS if endpoint == openai_batch.CHAT else COMPLETIONS
+    by_id = {line["custom_id"]: line["response"]["body"]["choices"][0] for line in lines}
+    prefix = "question" if endpoint == openai_batch.CHAT else "completion"
+    answers = []
+    for index, ask in enumerate(asks):
+        choice = by_id.get(f"{prefix}-{index}")
+        if choice is None:
+            continue  # fewer requests than questions
+        text = choice["message"]["content"] if endpoint == openai_batch.CHAT else ask.text + choice["text"]
+        answers.append(Answer(prefix if prefix == "completion" else "chat", ask.decoding, ask.text, text))
+    return answers
+
+
+def _settlement(system: LocalSystem, task_id: int, max_price: int) -> Settlement:
+    tasks = system.market.tasks
+    task = tasks.get_task(task_id)
+    return Settlement(
+        task_id=task_id,
+        max_price=max_price,
+        input_tokens=task.input_tokens,
+        output_tokens=task.output_tokens,
+        payment=task.payment,
+        fee=task.fee,
+        miner_amounts=tuple(zip(tasks.miners_of(task_id), tasks.miner_amounts_of(task_id), strict=True)),
+    )
+
+
+def answers_table(report: DemoReport) -> Table:
+    table = Table(title=f"{SMOLLM2.name} over a 2-stage pipeline of two miners", show_lines=True)
+    for column in ("request", "asked", "answer"):
+        table.add_column(column, overflow="fold")
+    for answer in report.answers:
+        table.add_row(f"{answer.endpoint}\n{answer.decoding}", answer.asked, answer.answer.strip())
+    return table
+
+
 def balance_table(report: DemoReport) -> Table:
-    table = Table(title=f"Wallets around task {report.task_id} (mUSD)")
+    tasks = " and ".join(str(t.task_id) for t in report.tasks)
+    table = Table(title=f"Wallets around tasks {tasks} (mUSD)")
     for column in ("party", "address", "before", "after", "change"):
         table.add_column(column, justify="left" if column in ("party", "address") else "right")
     for row in report.rows:
@@ -156,16 +254,15 @@ def balance_table(report: DemoReport) -> Table:
 
 
 def main() -> None:
-    console = Console(width=max(Console().width, 110))  # the table needs ~100 columns even when piped
+    console = Console(width=max(Console().width, 110))  # the tables need ~100 columns even when piped
     with tempfile.TemporaryDirectory(prefix="batchmarket-demo-") as scratch:
         report = run_demo(Path(scratch), log=console)
-    for custom_id, answer in report.samples:
-        console.print(f"  {custom_id}: {answer!r}", markup=False)
+    console.print(answers_table(report))
     console.print(balance_table(report))
-    miners = " + ".join(format_amount(amount) for _, amount in report.miner_amounts)
-    console.print(
-        f"{report.input_tokens} prompt + {report.output_tokens} completion tokens: payment "
-        f"{format_amount(report.payment)} = miners {miners} "
-        f"+ coordinator fee {format_amount(report.fee)}; refund to the user "
-        f"{format_amount(report.max_price - report.payment)}"
-    )
+    for task in report.tasks:
+        miners = " + ".join(format_amount(amount) for _, amount in task.miner_amounts)
+        console.print(
+            f"task {task.task_id}: {task.input_tokens} prompt + {task.output_tokens} completion tokens: "
+            f"payment {format_amount(task.payment)} = miners {miners} + coordinator fee "
+            f"{format_amount(task.fee)}; refund to the user {format_amount(task.max_price - task.payment)}"
+        )

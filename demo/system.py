@@ -43,6 +43,9 @@ class SystemConfig:
     miners: int = 2
     stages: int = 1  # each miner lends memory for 1/stages of the model: pipelines of `stages` miners
     model: str = "tiny/qwen3"
+    model_dir: Path | None = (
+        None  # the checkpoint served as `model`; None: a tiny random one, made in workdir
+    )
     min_stake: int = 100 * UNIT
     miner_stake: int = 200 * UNIT
     min_stake_lock: int = 10 * UNIT
@@ -89,7 +92,7 @@ class LocalSystem:
             3 + config.miners : 3 + config.miners + config.verifiers
         ]
         self.deployment_file = workdir / "deployment.json"
-        self.model_dir = workdir / "model"
+        self.model_dir = config.model_dir or workdir / "model"
         self.database_url = config.database_url or f"sqlite:///{workdir / 'coordinator.db'}"
         self.api_url = f"http://127.0.0.1:{free_port()}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -124,7 +127,7 @@ class LocalSystem:
         self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)
         self.redis_url = self._stack.enter_context(redis_server())
         upgrade(self.database_url)
-        if not (self.model_dir / "config.json").is_file():
+        if config.model_dir is None and not (self.model_dir / "config.json").is_file():
             build_tiny_model(self.model_dir)
         self.market.token.mint(self.user.address, config.user_funds)
         for miner in self.miner_accounts:
