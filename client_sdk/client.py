@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict
 
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.types import TaskPrices, TaskStatus
-from client_sdk.encoding import hex_bytes, model_id
+from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.http import coordinator_client, json_of
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.envelope import read_error
+from client_sdk.protocol.model_identity import describe, known_hash
 from client_sdk.units import format_amount
 from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 
@@ -57,6 +58,7 @@ class FileObject(ApiObject):
     request_count: int | None = None
     endpoint: str | None = None
     model: str | None = None
+    model_hash: str | None = None  # the identity of the checkpoint the coordinator serves as `model`
     input_root: str | None = None
 
 
@@ -207,14 +209,21 @@ class Batches:
         completion_window: str = "24h",
         metadata: dict[str, str] | None = None,
         prices: TaskPrices | None = None,
+        model_hash: str | None = None,
     ) -> Batch:
         """Creates the on-chain task for the file at `prices` per million tokens (by default what the
         coordinator asks) and escrows `max_price` (token base units), then registers the batch. The task pays
         the tokens served at those prices, at most `max_price`. If the coordinator refuses it, the task is
-        cancelled again so the escrow comes back."""
+        cancelled again so the escrow comes back.
+
+        The task names the model by the hash of the weights the coordinator serves under the file's model
+        name; `model_hash` (0x-hex) pins the weights you expect, and a model this SDK knows by name is pinned
+        to its known hash: a coordinator serving other weights under that name is refused before any money
+        moves."""
         file = self._client.files.retrieve(input_file_id)
         if file.input_root is None or file.model is None or file.request_count is None:
             raise UserError(f"file {input_file_id} is not a batch input file")
+        model = task_model_id(file.model, file.model_hash, model_hash)
         if endpoint != file.endpoint:
             raise UserError(f"the file's requests are for {file.endpoint}, not {endpoint}")
         hours = _window_hours(completion_window)
@@ -227,7 +236,7 @@ class Batches:
         market.token.allow(owner, market.escrow.address, max_price)
         now = market.chain_time()
         task_id = market.tasks.create_task(
-            model_id(file.model),
+            model,
             hex_bytes(file.input_root),
             file.request_count,
             params_hash(endpoint, completion_window),
@@ -314,6 +323,26 @@ class Batches:
             if deadline is not None and time.monotonic() > deadline:
                 raise UserError(f"batch {batch_id} is still {batch.status} after {timeout_s} s")
             time.sleep(poll_s)
+
+
+def task_model_id(name: str, served: str | None, pinned: str | None) -> bytes:
+    """The model id a task for `name` carries: the coordinator's hash of what it serves as `name`, checked
+    against the hash the caller pinned and against the hash this SDK knows for `name`."""
+    if served is None:
+        raise UserError(f"the coordinator gave no model hash for {name!r}")
+    try:
+        model = hex_bytes(served)
+        expected = hex_bytes(pinned) if pinned is not None else known_hash(name)
+    except ValueError:
+        raise UserError("a model hash must be 32 bytes in hex") from None
+    if len(model) != 32 or (expected is not None and len(expected) != 32):
+        raise UserError("a model hash must be 32 bytes in hex")
+    if expected is not None and model != expected:
+        raise UserError(
+            f"the coordinator serves other weights as {name!r} ({describe(model)}) than expected "
+            f"({describe(expected)}); no task was created"
+        )
+    return model
 
 
 def _window_hours(window: str) -> int:

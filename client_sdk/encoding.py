@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from web3 import Web3
-
 from client_sdk.errors import UserError
 
 
@@ -24,10 +22,3 @@ def short_string(text: str) -> bytes:
 def read_short_string(value: bytes) -> str:
     """The inverse of `short_string`."""
     return bytes(value).rstrip(b"\0").decode(errors="replace")
-
-
-def model_id(name: str) -> bytes:
-    """A model's on-chain id: keccak256 of its name (e.g. 'Qwen/Qwen3-8B'), so long names fit in bytes32."""
-    if not name.strip():
-        raise UserError("a model name cannot be empty")
-    return bytes(Web3.keccak(text=name))

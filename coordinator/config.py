@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.model_identity import served_model_hash
 
 DEFAULT_DATABASE_URL = "sqlite:///coordinator.db"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -20,6 +21,11 @@ class ServedModel:
 
     name: str
     path: Path
+
+    @property
+    def model_hash(self) -> bytes:
+        """The checkpoint's identity, the model id its tasks carry on-chain (hashed once per process)."""
+        return served_model_hash(self.path)
 
 
 @dataclass(frozen=True)

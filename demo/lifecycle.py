@@ -28,12 +28,12 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
 from client_sdk.chain.types import TaskPrices
 from client_sdk.eip712 import Acceptance, ResultCommitment, sign_acceptance, sign_commitment
-from client_sdk.encoding import model_id
+from client_sdk.protocol.model_identity import model_id_of
 from client_sdk.results import ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 
 UNIT = 10**6  # one token in base units
-MODEL = "Qwen/Qwen3-0.6B"
+MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"  # named by its known hash on-chain
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def create_task(user_market: Market, config: DemoConfig, input_root: bytes | Non
     user_market.token.approve(user_market.escrow.address, config.max_price)
     now = user_market.chain_time()
     return user_market.tasks.create_task(
-        model_id=model_id(MODEL),
+        model_id=model_id_of(MODEL),
         input_root=input_root or keccak(text="demo input file"),
         request_count=config.requests,
         params_hash=keccak(text='{"temperature": 0}'),

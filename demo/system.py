@@ -26,7 +26,8 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
 from client_sdk.chain.types import MinerProfile
 from client_sdk.client import Client
-from client_sdk.encoding import model_id, short_string
+from client_sdk.encoding import short_string
+from client_sdk.protocol.model_identity import served_model_hash
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Miner
 from coordinator.scheduling.cluster import GIB
@@ -161,7 +162,7 @@ class LocalSystem:
             region=short_string(config.region),
             price_floor=0,
             endpoint=f"tcp://127.0.0.1:{free_port()}",
-            model_ids=(model_id(config.model),),
+            model_ids=(served_model_hash(self.model_dir),),
         )
         as_miner.registry.register(profile, config.miner_stake)
 

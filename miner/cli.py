@@ -26,9 +26,10 @@ from client_sdk.cli_support import (
     one_line_errors,
     open_market,
 )
-from client_sdk.encoding import model_id, read_short_string, short_string
+from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
+from client_sdk.protocol.model_identity import describe, model_id_of
 from client_sdk.units import format_amount, parse_amount
 from miner.node import command as node_command
 
@@ -50,7 +51,13 @@ def register(
     endpoint: Annotated[
         str, typer.Option(help="Where the previous pipeline stage reaches this miner, e.g. tcp://HOST:5555.")
     ],
-    model: Annotated[list[str], typer.Option(help="A model this miner serves; repeat for several.")],
+    model: Annotated[
+        list[str],
+        typer.Option(
+            help="A model this miner serves: its checkpoint directory, its 0x model hash or a known model's "
+            "name; repeat for several."
+        ),
+    ],
     gpu_count: Annotated[int, typer.Option(min=1, max=65535, help="Number of GPUs.")] = 1,
     price_floor: Annotated[str, typer.Option(help="Lowest price per million tokens you accept.")] = "0",
     signer: Annotated[
@@ -77,7 +84,7 @@ def register(
         region=short_string(region),
         price_floor=parse_amount(price_floor),
         endpoint=endpoint,
-        model_ids=tuple(model_id(name) for name in model),
+        model_ids=tuple(model_id_of(value) for value in model),
     )
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
@@ -135,7 +142,7 @@ def status(
         "vram_gb": profile.vram_gb,
         "region": read_short_string(profile.region),
         "endpoint": profile.endpoint,
-        "models": len(profile.model_ids),
+        "models": [describe(m) for m in profile.model_ids],
         "stake_free": format_amount(stake.free),
         "stake_locked": format_amount(stake.locked),
         "stake_unbonding": format_amount(stake.unbonding),
@@ -148,7 +155,8 @@ def status(
         return
     table = Table(title=f"miner {me}", show_header=False)
     for key, value in report.items():
-        table.add_row(key.replace("_", " "), str(value))
+        shown = "\n".join(value) if isinstance(value, list) else str(value)
+        table.add_row(key.replace("_", " "), shown)
     console.print(table)
 
 

@@ -13,8 +13,9 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile, Vote
 from client_sdk.eip712 import ResultCommitment, sign_commitment
-from client_sdk.encoding import model_id, short_string
+from client_sdk.encoding import short_string
 from client_sdk.inputs import input_tree
+from client_sdk.protocol.model_identity import model_id_of
 from client_sdk.protocol.settlement import split
 from client_sdk.results import ResultLeaf, ResultTrees
 from demo.lifecycle import MODEL, DemoConfig, accept_task, create_task, price_results, simulate_inference
@@ -31,7 +32,7 @@ def profile_for(miner: LocalAccount, models: tuple[str, ...] = (MODEL,)) -> Mine
         region=short_string("us-east-1"),
         price_floor=0,
         endpoint="tcp://127.0.0.1:5555",
-        model_ids=tuple(model_id(m) for m in models),
+        model_ids=tuple(model_id_of(m) for m in models),
     )
 
 

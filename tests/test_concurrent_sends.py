@@ -10,7 +10,7 @@ from eth_utils.crypto import keccak
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskPrices
-from client_sdk.encoding import model_id
+from client_sdk.protocol.model_identity import model_id_of
 from demo.lifecycle import MODEL, DemoConfig
 
 
@@ -25,7 +25,7 @@ def test_twenty_concurrent_task_creations_from_one_wallet_all_succeed(
 
     def submit(line: int) -> int:
         return admin_market.as_account(user).tasks.create_task(
-            model_id=model_id(MODEL),
+            model_id=model_id_of(MODEL),
             input_root=keccak(text=f"input file {line}"),
             request_count=config.requests,
             params_hash=keccak(text="{}"),

@@ -16,12 +16,15 @@ from typer.testing import CliRunner, Result
 from client_sdk.chain.anvil import Anvil, free_port
 from client_sdk.chain.contracts import Market
 from client_sdk.keys import write_keystore
+from client_sdk.protocol.model_identity import KNOWN_MODELS, model_hash
 from miner.cli import app
+from miner.tiny_checkpoint import build_checkpoint
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
 
 REGISTER = [
     "register", "--gpu", "RTX4090-24GB", "--vram-gb", "24", "--region", "eu-west-1",
-    "--endpoint", "tcp://10.0.0.7:5555", "--model", "Qwen/Qwen3-0.6B", "--model", "Qwen/Qwen3-8B",
+    "--endpoint", "tcp://10.0.0.7:5555",
+    "--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model", "0x" + "ab" * 32,
 ]  # fmt: skip
 
 Invoke = Callable[..., Result]
@@ -76,7 +79,8 @@ def test_register_stakes_and_status_reports_it(
     assert report["gpu"] == "RTX4090-24GB"
     assert report["gpu_count"] == 2
     assert report["region"] == "eu-west-1"
-    assert report["models"] == 2
+    smollm2 = KNOWN_MODELS["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    assert report["models"] == [f"HuggingFaceTB/SmolLM2-135M-Instruct ({smollm2})", "0x" + "ab" * 32]
     assert report["stake_free"] == "120.500000"
     assert report["wallet_balance"] == "29.500000"
 
@@ -184,6 +188,53 @@ def test_an_endpoint_no_stage_can_dial_is_refused_before_any_transaction(
     args = list(REGISTER)
     args[args.index("--endpoint") + 1] = endpoint
     assert reason in one_line_error(run(*args, "--stake", "100"))
+
+
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [
+        (
+            "Qwen/Qwen3-0.6B",
+            "'Qwen/Qwen3-0.6B' is neither a checkpoint directory, a 0x model hash nor a known",
+        ),
+        ("0x1234", "0x1234 is not a 32-byte model hash"),
+    ],
+)
+def test_a_model_that_is_no_checkpoint_hash_or_known_name_is_refused(
+    run: Invoke, model: str, reason: str
+) -> None:
+    args = list(REGISTER)
+    args[args.index("--model") + 1] = model
+    assert reason in one_line_error(run(*args, "--stake", "100"))
+
+
+def test_a_checkpoint_directory_registers_its_hash(
+    admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
+) -> None:
+    checkpoint = build_checkpoint("llama", tmp_path / "llama")
+    admin_market.token.mint(miner.address, 150 * 10**6)
+    args = list(REGISTER)
+    args[args.index("--model") + 1] = str(checkpoint)
+    assert run(*args, "--stake", "100").exit_code == 0
+    assert admin_market.registry.profile_of(miner.address).model_ids[0] == model_hash(checkpoint)
+
+
+def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(
+    admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
+) -> None:
+    """Registered for SmolLM2 (by its known hash), the miner is given other weights: `miner serve` refuses
+    to start, in one line naming both models, before it joins any coordinator."""
+    admin_market.token.mint(miner.address, 150 * 10**6)
+    assert run(*REGISTER, "--stake", "100").exit_code == 0
+    other = build_checkpoint("llama", tmp_path / "other")
+    (other / "tokenizer.json").write_text("{}")  # never read: the refusal comes first
+    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]
+    error = one_line_error(run(*args, "--model-dir", str(other)))
+    assert error == (
+        f"error: the checkpoint in {other} is the model 0x{model_hash(other).hex()}, which {miner.address} "
+        f"did not register (registered: HuggingFaceTB/SmolLM2-135M-Instruct "
+        f"({KNOWN_MODELS['HuggingFaceTB/SmolLM2-135M-Instruct']}), 0x{'ab' * 32})"
+    )
 
 
 def test_keystore_key_and_wrong_password(

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from coordinator.api.auth import Caller
-from coordinator.api.deps import DbSession
+from coordinator.api.deps import AppSettings, DbSession
 from coordinator.services import files
 from coordinator.services.errors import InvalidInput
 
@@ -54,14 +54,14 @@ async def upload(request: Request, owner: Caller) -> dict[str, Any]:
     def ingest() -> dict[str, Any]:
         with request.app.state.database.session() as db:
             record = files.ingest_batch_file(db, settings, owner, name, data, int(time.time()))
-            return files.file_object(record)
+            return files.file_object(record, settings)
 
     return await run_in_threadpool(ingest)
 
 
 @router.get("/{file_id}", summary="Retrieve one of your files")
-def retrieve(file_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
-    return files.file_object(files.get_file(db, owner, file_id))
+def retrieve(file_id: str, owner: Caller, db: DbSession, settings: AppSettings) -> dict[str, Any]:
+    return files.file_object(files.get_file(db, owner, file_id), settings)
 
 
 @router.get("/{file_id}/content", summary="Download a file's contents (input, output or errors)")

@@ -100,7 +100,13 @@ class SignatureBody(BaseModel):
 
 
 @router.post("/join", summary="Join with a profiled device (checked against the on-chain registration)")
-def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> dict[str, Any]:
+def join(
+    body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live, settings: AppSettings
+) -> dict[str, Any]:
+    served = settings.model(body.model)
+    if served is None:
+        offered = ", ".join(m.name for m in settings.models) or "none"
+        raise Conflict(f"model {body.model!r} is not served here (served: {offered})", "model_not_found")
     device = DeviceProfile(**body.device.model_dump())
     record = miners.join(
         db,
@@ -108,6 +114,7 @@ def join(body: Join, miner: Caller, db: DbSession, chain: Chain, live: Live) -> 
         live,
         miner,
         Joining(body.model, body.endpoint, body.link_key, body.region, device),
+        served.model_hash,
         int(time.time()),
     )
     return {"miner": record.address, "model": record.model, "joined_at": record.joined_at}

@@ -190,7 +190,7 @@ def file_content(session: Session, file_id: str) -> bytes:
     return content.data
 
 
-def file_object(record: File) -> dict[str, Any]:
+def file_object(record: File, settings: Settings) -> dict[str, Any]:
     """The file in OpenAI's shape, plus, for batch inputs, what the on-chain task must commit to."""
     obj: dict[str, Any] = {
         "id": record.id,
@@ -205,7 +205,14 @@ def file_object(record: File) -> dict[str, Any]:
             "request_count": record.line_count,
             "endpoint": record.endpoint,
             "model": record.model,
+            # what a task for this file must name on-chain: the identity of the checkpoint served as `model`
+            "model_hash": _model_hash(settings, record.model),
             "input_root": record.input_root,
             "input_tokens": record.input_tokens,
         }
     return obj
+
+
+def _model_hash(settings: Settings, name: str | None) -> str | None:
+    served = settings.model(name) if name is not None else None
+    return "0x" + served.model_hash.hex() if served is not None else None

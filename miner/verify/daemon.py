@@ -30,6 +30,8 @@ from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vo
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ChainError, UserError
 from client_sdk.http import json_of
+from client_sdk.protocol.model_identity import describe as describe_model
+from client_sdk.protocol.model_identity import model_hash
 from client_sdk.results import ResultLeaf
 from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proofs_of, result_leaf
 from miner.model.config import ModelConfig
@@ -54,6 +56,7 @@ class LineJudge:
         self, rescorer: Rescorer, model_dir: Path, tolerances: Tolerances = DEFAULT_TOLERANCES
     ) -> None:
         self.rescorer = rescorer
+        self.model_hash = model_hash(model_dir)  # a task for another model is not this judge's to judge
         self.tokenizer = load_tokenizer(model_dir)
         self.config = ModelConfig.load(model_dir)
         self.stops = stop_token_ids(self.tokenizer, model_dir)
@@ -231,9 +234,18 @@ class Verifier:
     ) -> tuple[Vote, str] | None:
         """The verdict on a committed leaf: at fault when it answers another request than the task's input
         line at its position (checked against the input root on-chain), else by the judge (token counts, then
-        re-scoring); None (logged) when the request line is not proven to be that input line."""
-        input_root = self.market.tasks.get_task(task_id).input_root
-        if not is_input_line(input_root, leaf.request_index, request_line, input_proof):
+        re-scoring); None (logged) when the request line is not proven to be that input line, or when the task
+        is for another model than the checkpoint this verifier re-scores with."""
+        task = self.market.tasks.get_task(task_id)
+        if bytes(task.model_id) != self.judge.model_hash:
+            log.warning(
+                "%s: the task is for the model %s, not %s, this verifier's checkpoint; not voting",
+                what,
+                describe_model(task.model_id),
+                describe_model(self.judge.model_hash),
+            )
+            return None
+        if not is_input_line(task.input_root, leaf.request_index, request_line, input_proof):
             log.warning("%s: the request line is not proven to be the task's input line; not voting", what)
             return None
         if not answers(leaf, request_line):

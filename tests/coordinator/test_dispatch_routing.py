@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.chain.contracts import Market
 from client_sdk.device import DeviceProfile
+from client_sdk.protocol.model_identity import model_id_of
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Miner, PipelineRecord, WorkUnit
 from coordinator.db.session import Database
@@ -134,7 +135,7 @@ def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_t
     joining = Joining(MODEL, "tcp://127.0.0.1:1", LinkKeys.generate().public.decode(), "us-east-1", device)
     with db.session() as session:
         tail = tail_account.address
-        miners.join(session, registry, live, tail, joining, NOW)
+        miners.join(session, registry, live, tail, joining, model_id_of(MODEL), NOW)
         stuck, spare = add_pipeline(session, live, tail=tail), add_pipeline(session, live)
         batch = running_batch(session, address(), UNIT, NOW, batch_file(UNIT))
         dispatch.create_units(session, live, batch, [stuck], UNIT, NOW)
@@ -146,7 +147,9 @@ def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_t
         dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 10, 60)
         assert unit.leased_until == NOW + 70
 
-        miners.join(session, registry, live, tail, joining, NOW + 20)  # the tail's node restarted
+        miners.join(
+            session, registry, live, tail, joining, model_id_of(MODEL), NOW + 20
+        )  # the tail's node restarted
         assert unit.leased_until == NOW + 20
         dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 25, 60)
         assert unit.leased_until == NOW + 20, "the head's heartbeat renewed work that died with the tail"

@@ -11,7 +11,6 @@ from redis import Redis
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskPrices
-from client_sdk.encoding import model_id
 from client_sdk.inputs import params_hash
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
@@ -38,11 +37,13 @@ def test_no_live_miner_means_validating_with_a_reason(
         file = files.ingest_batch_file(session, settings, user.address, "in.jsonl", batch_file(3), 0)
         model, root, count = file.model, file.input_root, file.line_count
     assert model is not None and root is not None
+    served = settings.model(model)
+    assert served is not None
     admin_market.token.mint(user.address, 10**6)
     owner = admin_market.as_account(user)
     owner.token.approve(owner.escrow.address, 10**6)
     task_id = owner.tasks.create_task(
-        model_id(model), bytes.fromhex(root[2:]), count, params_hash(ENDPOINT, WINDOW), 10**6,
+        served.model_hash, bytes.fromhex(root[2:]), count, params_hash(ENDPOINT, WINDOW), 10**6,
         admin_market.chain_time() + 86_400, TaskPrices(10**6, 10**6),
     )  # fmt: skip
     with database.session() as session:

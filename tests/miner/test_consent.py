@@ -8,13 +8,13 @@ from dataclasses import replace
 import pytest
 
 from client_sdk.chain.types import Task, TaskStatus
-from client_sdk.encoding import model_id
+from client_sdk.protocol.model_identity import model_id_of
 from miner.node.consent import DAY, ConsentPolicy, refusal
 
-MODEL, NOW, LOCK = "HuggingFaceTB/SmolLM2-135M-Instruct", 1_700_000_000, 10 * 10**6
+HASH, NOW, LOCK = model_id_of("HuggingFaceTB/SmolLM2-135M-Instruct"), 1_700_000_000, 10 * 10**6
 TASK = Task(
     owner="0x" + "11" * 20, deadline=NOW + DAY, status=TaskStatus.OPEN, miner_count=0, max_price=50 * 10**6,
-    committed_at=0, request_count=8, model_id=model_id(MODEL), input_root=bytes(32), params_hash=bytes(32),
+    committed_at=0, request_count=8, model_id=HASH, input_root=bytes(32), params_hash=bytes(32),
     results_root=bytes(32), input_tokens=0, output_tokens=0, payment=0, stake_lock=0, fee=0,
 )  # fmt: skip
 PROPOSAL = {"batch_id": "batch_a", "task_id": 7, "stake_lock": LOCK, "expiry": NOW + 120}
@@ -22,14 +22,14 @@ POLICY = ConsentPolicy(max_task_days=30, max_acceptance_s=3_600)
 
 
 def test_a_proposal_within_the_policy_is_accepted() -> None:
-    assert refusal(PROPOSAL, TASK, MODEL, LOCK, NOW, POLICY) is None
+    assert refusal(PROPOSAL, TASK, HASH, LOCK, NOW, POLICY) is None
 
 
 @pytest.mark.parametrize(
     ("task", "proposal", "free", "reason"),
     [
         (replace(TASK, status=TaskStatus.ASSIGNED), PROPOSAL, LOCK, "task 7 is assigned, not open"),
-        (replace(TASK, model_id=model_id("other/model")), PROPOSAL, LOCK, "is not for HuggingFaceTB"),
+        (replace(TASK, model_id=bytes(32)), PROPOSAL, LOCK, "is for the model 0x0000"),
         (TASK, PROPOSAL, LOCK - 1, f"a lock of {LOCK} exceeds this miner's free stake of {LOCK - 1}"),
         (replace(TASK, deadline=NOW + 31 * DAY), PROPOSAL, LOCK, "deadline is more than 30 days away"),
         (TASK, dict(PROPOSAL, expiry=NOW + 3_601), LOCK, "not within 3600 s from now"),
@@ -39,5 +39,5 @@ def test_a_proposal_within_the_policy_is_accepted() -> None:
 def test_a_proposal_outside_the_policy_is_refused_with_its_reason(
     task: Task, proposal: dict[str, object], free: int, reason: str
 ) -> None:
-    refused = refusal(proposal, task, MODEL, free, NOW, POLICY)
+    refused = refusal(proposal, task, HASH, free, NOW, POLICY)
     assert refused is not None and reason in refused

@@ -1,4 +1,5 @@
-"""A checkpoint's identity (miner.model.manifest) and the packaged-model cache (miner.model.packaged).
+"""A checkpoint's identity (client_sdk.protocol.model_identity) and the packaged-model cache
+(miner.model.packaged).
 
 The hash is the same for the same weights however they are stored (one file or shards), and changes with one
 weight, one config value or the precision; the transformers version that wrote the config does not count.
@@ -19,7 +20,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from client_sdk.errors import UserError
-from miner.model.manifest import model_hash
+from client_sdk.protocol.model_identity import model_hash
 from miner.model.packaged import MANIFEST_FILE, SMOLLM2, ensure
 from miner.tiny_checkpoint import build_checkpoint
 
