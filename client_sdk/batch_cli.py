@@ -34,6 +34,7 @@ from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchFormatError, parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
+from client_sdk.protocol.model_identity import describe
 from client_sdk.units import format_amount, parse_amount
 
 DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
@@ -95,6 +96,13 @@ def submit(
         str, typer.Option(help="Most you pay, in tokens; escrowed now, the unused part refunded.")
     ],
     completion_window: Annotated[str, typer.Option(help="Hours to finish in, like 24h.")] = "24h",
+    model_hash: Annotated[
+        str | None,
+        typer.Option(
+            help="The 0x hash of the weights you expect (a known model's is pinned already); the task is not "
+            "created if the coordinator serves other weights."
+        ),
+    ] = None,
     input_price: Annotated[
         str | None,
         typer.Option(help="Tokens you pay per million input tokens; default: what the coordinator asks."),
@@ -139,11 +147,14 @@ def submit(
             max_price=parse_amount(max_price),
             completion_window=completion_window,
             prices=prices,
+            model_hash=model_hash,
         )
     if not as_json:
         escrowed = format_amount(parse_amount(max_price))
+        task_model = client.market.tasks.get_task(batch.task_id).model_id
         console.print(
-            f"batch {batch.id} (task {batch.task_id}) with {escrowed} in escrow, paying "
+            f"batch {batch.id} (task {batch.task_id}, model {describe(task_model)}) with {escrowed} in "
+            "escrow, paying "
             f"{format_amount(prices.input_per_million)} per million input and "
             f"{format_amount(prices.output_per_million)} per million output tokens"
         )

@@ -23,6 +23,7 @@ from client_sdk.cli_support import (
     open_market,
 )
 from client_sdk.errors import UserError
+from client_sdk.protocol.model_identity import describe
 from client_sdk.units import format_amount, parse_amount
 
 app = typer.Typer(
@@ -47,6 +48,7 @@ def task(
         "task": task_id,
         "status": record.status.name.lower(),
         "owner": record.owner,
+        "model": describe(record.model_id),
         "requests": record.request_count,
         "max_price": format_amount(record.max_price),
         "payment": format_amount(record.payment),

@@ -16,6 +16,7 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.deployment import Deployment
 from client_sdk.cli import app as market_app
+from client_sdk.protocol.model_identity import KNOWN_MODELS
 from coordinator.cli import app as coordinator_app
 from demo.lifecycle import DemoConfig, create_task
 from miner.cli import app as miner_app
@@ -58,6 +59,8 @@ def test_market_task_shows_the_on_chain_record(
     assert report["max_price"] == "50.000000"
     assert report["requests"] == 8
     assert report["miners"] == [accounts[3].address]
+    smollm2 = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the demo task's model, by its known hash
+    assert report["model"] == f"{smollm2} ({KNOWN_MODELS[smollm2]})"
 
     missing = CliRunner().invoke(market_app, ["task", "999", *args])
     assert missing.exit_code == 1
