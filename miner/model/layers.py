@@ -1,4 +1,9 @@
-"""One decoder layer (pre-norm attention + SwiGLU MLP) computed from checkpoint tensors."""
+"""One decoder layer (pre-norm attention + SwiGLU MLP) computed from checkpoint tensors.
+
+The query, key and value projections run as one matrix product, and so do the MLP's gate and up projections
+(their weights concatenated once at load): fewer, larger products use the cores better than many small ones.
+Each product is a `Linear` (oneDNN with packed weights on CPU).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import torch.nn.functional as F
 
 from miner.attention.backend import AttentionBackend
 from miner.model.config import ModelConfig
+from miner.model.linear import Linear
 from miner.model.rope import rotate
 
 
@@ -20,7 +26,17 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 class DecoderLayer:
     def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor]) -> None:
         self.config = config
-        self.w = weights
+        fused = _fuse(weights)
+        self.qkv = Linear(fused.pop("qkv.weight"), fused.pop("qkv.bias", None))
+        self.o_proj = Linear(fused.pop("self_attn.o_proj.weight"))
+        self.gate_up = Linear(fused.pop("gate_up.weight"))
+        self.down_proj = Linear(fused.pop("mlp.down_proj.weight"))
+        self.w = fused  # the norms' weights
+        self.qkv_sizes = [
+            config.num_heads * config.head_dim,
+            config.num_kv_heads * config.head_dim,
+            config.num_kv_heads * config.head_dim,
+        ]
 
     def __call__(
         self,
@@ -33,20 +49,34 @@ class DecoderLayer:
         c, w = self.config, self.w
         tokens = hidden.shape[0]
         x = rms_norm(hidden, w["input_layernorm.weight"], c.rms_norm_eps)
-        q = F.linear(x, w["self_attn.q_proj.weight"], w.get("self_attn.q_proj.bias"))
-        k = F.linear(x, w["self_attn.k_proj.weight"], w.get("self_attn.k_proj.bias"))
-        v = F.linear(x, w["self_attn.v_proj.weight"], w.get("self_attn.v_proj.bias"))
-        q = q.view(tokens, c.num_heads, c.head_dim)
-        k = k.view(tokens, c.num_kv_heads, c.head_dim)
-        v = v.view(tokens, c.num_kv_heads, c.head_dim)
+        q, k, v = self.qkv(x).split(self.qkv_sizes, dim=-1)
+        q = q.reshape(tokens, c.num_heads, c.head_dim)
+        k = k.reshape(tokens, c.num_kv_heads, c.head_dim)
+        v = v.reshape(tokens, c.num_kv_heads, c.head_dim)
         if c.qk_norm:
             q = rms_norm(q, w["self_attn.q_norm.weight"], c.rms_norm_eps)
             k = rms_norm(k, w["self_attn.k_norm.weight"], c.rms_norm_eps)
         q, k = rotate(q, *rotation), rotate(k, *rotation)
         attended = attention(q, k, v, key_cache, value_cache)
-        hidden = hidden + F.linear(attended.reshape(tokens, -1), w["self_attn.o_proj.weight"])
+        hidden = hidden + self.o_proj(attended.reshape(tokens, -1))
 
         x = rms_norm(hidden, w["post_attention_layernorm.weight"], c.rms_norm_eps)
-        gate = F.linear(x, w["mlp.gate_proj.weight"])
-        up = F.linear(x, w["mlp.up_proj.weight"])
-        return hidden + F.linear(F.silu(gate) * up, w["mlp.down_proj.weight"])
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return hidden + self.down_proj(F.silu(gate) * up)
+
+
+def _fuse(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The layer's tensors with q, k, v (and their biases, when present) and gate, up concatenated."""
+    fused = dict(weights)
+    projections = [fused.pop(f"self_attn.{p}_proj.weight") for p in "qkv"]
+    fused["qkv.weight"] = torch.cat(projections)
+    biases = [fused.pop(f"self_attn.{p}_proj.bias", None) for p in "qkv"]
+    if any(b is not None for b in biases):
+        fused["qkv.bias"] = torch.cat(
+            [
+                b if b is not None else p.new_zeros(p.shape[0])
+                for b, p in zip(biases, projections, strict=True)
+            ]
+        )
+    fused["gate_up.weight"] = torch.cat([fused.pop("mlp.gate_proj.weight"), fused.pop("mlp.up_proj.weight")])
+    return fused

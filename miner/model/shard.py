@@ -14,6 +14,7 @@ from miner.attention.layout import BatchLayout
 from miner.kv.cache import PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.layers import DecoderLayer, rms_norm
+from miner.model.linear import Linear
 from miner.model.rope import Rotary
 from miner.model.weights import load_tensors
 
@@ -39,7 +40,8 @@ class StageShard:
         self.device = device
         self.embedding = tensors.get(EMBED) if self.is_first else None
         self.norm = tensors.get(NORM)
-        self.head = tensors.get(HEAD, tensors.get(EMBED)) if self.is_last else None
+        head = tensors.get(HEAD, tensors.get(EMBED)) if self.is_last else None
+        self.head = Linear(head) if head is not None else None
         self.layers = [DecoderLayer(config, _layer_weights(tensors, index)) for index in range(start, end)]
         self.rotary = Rotary(config.rope, config.head_dim, device)
         self.attention = select_attention(
@@ -95,7 +97,7 @@ class StageShard:
             return hidden
         last = hidden[layout.last_token_indices(self.device)]
         assert self.norm is not None
-        return F.linear(rms_norm(last, self.norm, self.config.rms_norm_eps), self.head).float()
+        return self.head(rms_norm(last, self.norm, self.config.rms_norm_eps)).float()
 
 
 def _layer_weights(tensors: dict[str, torch.Tensor], index: int) -> dict[str, torch.Tensor]:
