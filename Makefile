@@ -62,7 +62,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[bench]"
 	touch $@
 
-bench: build $(VENV)/.bench-installed
+bench: build model $(VENV)/.bench-installed
 	$(PY) -m bench
 
 $(VENV)/.audit-installed: $(VENV)/.installed
