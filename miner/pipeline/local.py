@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ class StageSpec:
     dtype: str = "float32"
     device: str = "cpu"
     attention: str = "auto"
-    threads: int = 1  # torch threads; stages share the machine's cores
+    threads: int = 1  # torch threads of the stage (StageProcesses gives each its share of the cores)
     secured: bool = False  # CURVE links
 
 
@@ -132,6 +133,7 @@ class StageProcesses:
                 self.dtype,
                 self.device,
                 self.attention,
+                threads=stage_threads(len(self.splits)),
                 secured=self.secured,
             )
             parent, child = context.Pipe()
@@ -258,3 +260,9 @@ class StageProcesses:
         if self._security is not None:
             self._security.stop()
         self._zmq.term()
+
+
+def stage_threads(stages: int) -> int:
+    """Torch threads per stage when `stages` stages share this machine: its usable cores split evenly, at
+    least one each (one stage on two cores computes on both)."""
+    return max(1, len(os.sched_getaffinity(0)) // stages)
