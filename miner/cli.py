@@ -283,12 +283,14 @@ def run_local(
         ),
     ] = "auto",
     offload: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--offload/--no-offload",
-            help="Keep half of each microbatch's KV pages in host memory between its turns (DeServe).",
+            help="Keep half of each microbatch's KV pages in host memory between its turns (DeServe). "
+            "Default: on a GPU; off on a CPU, whose host memory is the same memory (it only costs time).",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     latency_ms: Annotated[
         float,
         typer.Option(
@@ -302,7 +304,14 @@ def run_local(
         str, typer.Option(help="Weights and activations: float32, float16 or bfloat16.")
     ] = "float32",
     device: Annotated[str, typer.Option(help="Torch device of every stage, e.g. cpu or cuda.")] = "cpu",
-    max_batch_size: Annotated[int, typer.Option(min=1, help="Sequences per microbatch.")] = 16,
+    max_batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Sequences per microbatch; KV memory is reserved for this many of the batch's longest "
+            "request.",
+        ),
+    ] = 32,
 ) -> None:
     """Run an OpenAI Batch file through an N-stage pipeline of local processes and write the results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -316,7 +325,7 @@ def run_local(
     settings = RunSettings(
         stages=stages,
         microbatches=None if microbatches == "auto" else int(microbatches),
-        offload=offload,
+        offload=device != "cpu" if offload is None else offload,
         latency_ms=latency_ms,
         dtype=dtype,
         device=device,

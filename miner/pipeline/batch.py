@@ -40,7 +40,7 @@ class RunSettings:
     latency_ms: float = 0.0
     dtype: str = "float32"
     device: str = "cpu"
-    max_batch_size: int = 16  # sequences per microbatch
+    max_batch_size: int = 32  # sequences per microbatch
 
 
 @dataclass(frozen=True)
