@@ -30,8 +30,9 @@ from rich.console import Console
 from rich.table import Table
 
 from client_sdk.openai_batch import CHAT
-from demo.system import UNIT, LocalSystem, SystemConfig
-from miner.model.packaged import SMOLLM2, ensure
+from demo.batch_demo import real_model_config
+from demo.system import UNIT, LocalSystem
+from miner.model.packaged import SMOLLM2
 from miner.node.command import MAX_BATCH_SIZE
 from miner.pipeline.batch import RunSettings, run_batch
 from tests.coordinator.helpers import chat_line, jsonl
@@ -94,8 +95,7 @@ def with_run_local(model_dir: Path, data: bytes, scratch: Path) -> Measured:
 
 def run(scratch: Path) -> tuple[Measured, Measured]:
     data = batch_file(REQUESTS)
-    config = SystemConfig(miners=1, stages=1, model=SMOLLM2.name, model_dir=ensure())
-    with LocalSystem(scratch / "system", config) as system:
+    with LocalSystem(scratch / "system", real_model_config(miners=1, stages=1)) as system:
         through_system(system, batch_file(4))  # the miner joins and loads its layers
         system_run = through_system(system, data)
     # after the system is down, so that nothing else of ours shares the cores

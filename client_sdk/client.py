@@ -29,7 +29,7 @@ from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.envelope import read_error
-from client_sdk.protocol.model_identity import describe, known_hash
+from client_sdk.protocol.model_identity import describe, known_hash, parse_model_hash
 from client_sdk.units import format_amount
 from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 
@@ -330,12 +330,9 @@ def task_model_id(name: str, served: str | None, pinned: str | None) -> bytes:
     against the hash the caller pinned and against the hash this SDK knows for `name`."""
     if served is None:
         raise UserError(f"the coordinator gave no model hash for {name!r}")
-    try:
-        model = hex_bytes(served)
-        expected = hex_bytes(pinned) if pinned is not None else known_hash(name)
-    except ValueError:
-        raise UserError("a model hash must be 32 bytes in hex") from None
-    if len(model) != 32 or (expected is not None and len(expected) != 32):
+    model = parse_model_hash(served)
+    expected = parse_model_hash(pinned) if pinned is not None else known_hash(name)
+    if model is None or (pinned is not None and expected is None):
         raise UserError("a model hash must be 32 bytes in hex")
     if expected is not None and model != expected:
         raise UserError(

@@ -47,6 +47,11 @@ class Settings:
         return next((m for m in self.models if m.name == name), None)
 
     @property
+    def offered(self) -> str:
+        """The served models' names, for a message about one that is not served."""
+        return ", ".join(m.name for m in self.models) or "none"
+
+    @property
     def max_body_bytes(self) -> int:
         """The largest request body taken: a whole input file with room for its multipart framing."""
         return self.max_file_bytes + 64 * 1024

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from client_sdk import openai_batch
 from client_sdk.chain.types import TaskStatus
-from client_sdk.client import Client
+from client_sdk.client import Batch, Client
 from client_sdk.units import format_amount
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.model.packaged import SMOLLM2, ensure
@@ -56,9 +56,10 @@ COMPLETIONS = (
 MAX_TOKENS = 48
 
 
-def real_model_config(**changes: Any) -> SystemConfig:
-    """Two miners forming one 2-stage pipeline of SmolLM2-135M-Instruct (its checkpoint made if missing)."""
-    return SystemConfig(miners=2, stages=2, model=SMOLLM2.name, model_dir=ensure(), **changes)
+def real_model_config(miners: int = 2, stages: int = 2) -> SystemConfig:
+    """`miners` miners serving SmolLM2-135M-Instruct (its checkpoint made if missing), each lending memory
+    for 1/`stages` of it: pipelines of `stages` miners."""
+    return SystemConfig(miners=miners, stages=stages, model=SMOLLM2.name, model_dir=ensure())
 
 
 def batch_lines(count: int, model: str) -> list[dict[str, object]]:
@@ -117,8 +118,6 @@ class Answer:
 
 @dataclass(frozen=True)
 class DemoReport:
-    batch_ids: tuple[str, ...]
-    requests: int
     tasks: tuple[Settlement, ...]
     answers: tuple[Answer, ...]
     rows: tuple[BalanceRow, ...]
@@ -130,10 +129,6 @@ class DemoReport:
     @property
     def fee(self) -> int:
         return sum(t.fee for t in self.tasks)
-
-    @property
-    def refund(self) -> int:
-        return sum(t.max_price - t.payment for t in self.tasks)
 
 
 def run_demo(
@@ -181,8 +176,6 @@ def run_demo(
             if party.escrow.balance_of(account.address):
                 party.escrow.withdraw()
         return DemoReport(
-            batch_ids=tuple(b.id for b in batches),
-            requests=requests + len(COMPLETIONS),
             tasks=tuple(_settlement(system, b.task_id, max_price) for b in batches),
             answers=tuple(answers),
             rows=tuple(
@@ -192,7 +185,7 @@ def run_demo(
         )
 
 
-def _submit(client: Client, lines: list[dict[str, object]], endpoint: str, max_price: int) -> Any:
+def _submit(client: Client, lines: list[dict[str, object]], endpoint: str, max_price: int) -> Batch:
     data = "".join(json.dumps(line) + "\n" for line in lines).encode()
     file = client.files.create(file=data, purpose="batch")
     return client.batches.create(input_file_id=file.id, endpoint=endpoint, max_price=max_price)
@@ -200,16 +193,16 @@ def _submit(client: Client, lines: list[dict[str, object]], endpoint: str, max_p
 
 def _answers(lines: list[dict[str, Any]], endpoint: str) -> list[Answer]:
     """One answer per distinct request, in the order asked."""
-    asks = QUESTIONS if endpoint == openai_batch.CHAT else COMPLETIONS
+    chat = endpoint == openai_batch.CHAT
+    asks, prefix = (QUESTIONS, "question") if chat else (COMPLETIONS, "completion")
     by_id = {line["custom_id"]: line["response"]["body"]["choices"][0] for line in lines}
-    prefix = "question" if endpoint == openai_batch.CHAT else "completion"
     answers = []
     for index, ask in enumerate(asks):
         choice = by_id.get(f"{prefix}-{index}")
         if choice is None:
             continue  # fewer requests than questions
-        text = choice["message"]["content"] if endpoint == openai_batch.CHAT else ask.text + choice["text"]
-        answers.append(Answer(prefix if prefix == "completion" else "chat", ask.decoding, ask.text, text))
+        text = choice["message"]["content"] if chat else ask.text + choice["text"]
+        answers.append(Answer("chat" if chat else "completion", ask.decoding, ask.text, text))
     return answers
 
 

@@ -33,6 +33,7 @@ from coordinator.db.models import Miner
 from coordinator.scheduling.cluster import GIB
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from demo.services import redis_server
+from miner.pipeline.local import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
 
 UNIT = 10**6  # one token in base units
@@ -253,7 +254,7 @@ class LocalSystem:
             "--model-dir", str(self.model_dir),
             "--memory-gb", str(lent_memory_gb(self.model_dir, self.config.stages)),
             "--heartbeat-s", str(self.config.heartbeat_s),
-            "--threads", str(max(1, (os.cpu_count() or 1) // max(1, self.config.miners))),
+            "--threads", str(stage_threads(self.config.miners)),
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
             "--state-dir", str(self.workdir / f"miner{index}-state"),

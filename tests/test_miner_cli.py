@@ -30,6 +30,13 @@ REGISTER = [
 Invoke = Callable[..., Result]
 
 
+def register_with(option: str, value: str) -> list[str]:
+    """REGISTER with the (first) value of `option` replaced."""
+    args = list(REGISTER)
+    args[args.index(option) + 1] = value
+    return args
+
+
 @pytest.fixture
 def miner(accounts: list[LocalAccount]) -> LocalAccount:
     return accounts[3]
@@ -185,9 +192,7 @@ def test_an_endpoint_no_stage_can_dial_is_refused_before_any_transaction(
     run: Invoke, endpoint: str, reason: str
 ) -> None:
     """It would go on-chain for good; a previous stage could never reach it."""
-    args = list(REGISTER)
-    args[args.index("--endpoint") + 1] = endpoint
-    assert reason in one_line_error(run(*args, "--stake", "100"))
+    assert reason in one_line_error(run(*register_with("--endpoint", endpoint), "--stake", "100"))
 
 
 @pytest.mark.parametrize(
@@ -203,9 +208,7 @@ def test_an_endpoint_no_stage_can_dial_is_refused_before_any_transaction(
 def test_a_model_that_is_no_checkpoint_hash_or_known_name_is_refused(
     run: Invoke, model: str, reason: str
 ) -> None:
-    args = list(REGISTER)
-    args[args.index("--model") + 1] = model
-    assert reason in one_line_error(run(*args, "--stake", "100"))
+    assert reason in one_line_error(run(*register_with("--model", model), "--stake", "100"))
 
 
 def test_a_checkpoint_directory_registers_its_hash(
@@ -213,9 +216,7 @@ def test_a_checkpoint_directory_registers_its_hash(
 ) -> None:
     checkpoint = build_checkpoint("llama", tmp_path / "llama")
     admin_market.token.mint(miner.address, 150 * 10**6)
-    args = list(REGISTER)
-    args[args.index("--model") + 1] = str(checkpoint)
-    assert run(*args, "--stake", "100").exit_code == 0
+    assert run(*register_with("--model", str(checkpoint)), "--stake", "100").exit_code == 0
     assert admin_market.registry.profile_of(miner.address).model_ids[0] == model_hash(checkpoint)
 
 

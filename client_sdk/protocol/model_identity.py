@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from client_sdk.errors import UserError
+from client_sdk.inputs import canonical_json
 
 VOLATILE_CONFIG_KEYS = ("transformers_version",)  # which writer, not which model
 # Models whose hashes are known, so that a name shown to people and a hash agreed on-chain can be matched; a
@@ -52,7 +53,7 @@ def manifest(checkpoint: Path) -> dict[str, Any]:
 
 def model_hash(checkpoint: Path) -> bytes:
     """SHA-256 of the canonical JSON of the checkpoint's manifest: 32 bytes, a task's on-chain model id."""
-    return hashlib.sha256(canonical(manifest(checkpoint))).digest()
+    return hashlib.sha256(canonical_json(manifest(checkpoint))).digest()
 
 
 @lru_cache(maxsize=8)
@@ -65,7 +66,16 @@ def served_model_hash(checkpoint: Path) -> bytes:
 def known_hash(name: str) -> bytes | None:
     """The hash of a model known by `name`, or None."""
     known = KNOWN_MODELS.get(name)
-    return bytes.fromhex(known[2:]) if known else None
+    return parse_model_hash(known) if known else None
+
+
+def parse_model_hash(text: str) -> bytes | None:
+    """A model hash from its hex form (with or without 0x): 32 bytes, or None when `text` is not one."""
+    try:
+        raw = bytes.fromhex(text.removeprefix("0x"))
+    except ValueError:
+        return None
+    return raw if len(raw) == 32 else None
 
 
 def describe(model_id: bytes) -> str:
@@ -73,10 +83,6 @@ def describe(model_id: bytes) -> str:
     hexed = "0x" + bytes(model_id).hex()
     names = [name for name, known in KNOWN_MODELS.items() if known == hexed]
     return f"{names[0]} ({hexed})" if names else hexed
-
-
-def canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _tensor_digest(tensor: Any) -> str:
@@ -93,11 +99,8 @@ def model_id_of(value: str) -> bytes:
     if Path(value).is_dir():
         return model_hash(Path(value))
     if value.startswith("0x"):
-        try:
-            raw = bytes.fromhex(value[2:])
-        except ValueError:
-            raw = b""
-        if len(raw) != 32:
+        raw = parse_model_hash(value)
+        if raw is None:
             raise UserError(f"{value} is not a 32-byte model hash")
         return raw
     known = known_hash(value)

@@ -105,8 +105,9 @@ def join(
 ) -> dict[str, Any]:
     served = settings.model(body.model)
     if served is None:
-        offered = ", ".join(m.name for m in settings.models) or "none"
-        raise Conflict(f"model {body.model!r} is not served here (served: {offered})", "model_not_found")
+        raise Conflict(
+            f"model {body.model!r} is not served here (served: {settings.offered})", "model_not_found"
+        )
     device = DeviceProfile(**body.device.model_dump())
     record = miners.join(
         db,

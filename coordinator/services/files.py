@@ -51,9 +51,9 @@ def ingest_batch_file(
             )
     served = settings.model(first.model)
     if served is None:
-        offered = ", ".join(m.name for m in settings.models) or "none"
         raise InvalidInput(
-            f"line {first.line_number}: model {first.model!r} is not served here (served: {offered})",
+            f"line {first.line_number}: model {first.model!r} is not served here "
+            f"(served: {settings.offered})",
             "file",
             "model_not_found",
         )

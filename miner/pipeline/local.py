@@ -263,6 +263,6 @@ class StageProcesses:
 
 
 def stage_threads(stages: int) -> int:
-    """Torch threads per stage when `stages` stages share this machine: its usable cores split evenly, at
-    least one each (one stage on two cores computes on both)."""
+    """Torch threads per stage when `stages` stages (processes or miner nodes) share this machine: its usable
+    cores split evenly, at least one each (one stage on two cores computes on both)."""
     return max(1, len(os.sched_getaffinity(0)) // stages)

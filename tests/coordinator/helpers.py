@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from coordinator.db.models import Batch, File, FileContent
+from coordinator.db.models import Batch, File, FileContent, Request
 from tests.coordinator.conftest import MODEL_NAME
 
 
@@ -82,3 +82,20 @@ def stored_batch(
     session.add(batch)
     session.flush()
     return batch
+
+
+def add_requests(
+    session: Session, batch: Batch, lines: list[dict[str, Any]], prompt_tokens: int, max_tokens: int
+) -> None:
+    """The request rows of the batch's input `lines` (as ingestion stores them), each with these counts."""
+    session.add_all(
+        Request(
+            file_id=batch.input_file_id,
+            line_index=index,
+            custom_id=line["custom_id"],
+            line_hash="0x" + "00" * 32,
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+        )
+        for index, line in enumerate(lines)
+    )

@@ -13,12 +13,12 @@ from eth_account import Account
 from sqlalchemy import func, select
 
 from coordinator.db.migrate import downgrade, upgrade
-from coordinator.db.models import Batch, PipelineRecord, Request, Result, WorkUnit
+from coordinator.db.models import Batch, PipelineRecord, Result, WorkUnit
 from coordinator.db.session import Database
 from coordinator.services import dispatch
 from coordinator.services.errors import Conflict
 from tests.coordinator.conftest import MODEL_NAME
-from tests.coordinator.helpers import chat_line, jsonl, running_batch
+from tests.coordinator.helpers import add_requests, chat_line, jsonl, running_batch
 
 NOW = 1_000
 UNITS, PER_UNIT = 4, 3
@@ -39,17 +39,7 @@ def add_batch(database: Database) -> tuple[str, list[int]]:
     """A running batch of LINES cut into UNITS units, each leased to a pipeline of its own head."""
     with database.session() as session:
         batch = running_batch(session, OWNER, len(LINES), NOW, jsonl(LINES))
-        session.add_all(
-            Request(
-                file_id=batch.input_file_id,
-                line_index=index,
-                custom_id=line["custom_id"],
-                line_hash="0x" + "00" * 32,
-                prompt_tokens=PROMPT_TOKENS,
-                max_tokens=4,
-            )
-            for index, line in enumerate(LINES)
-        )
+        add_requests(session, batch, LINES, PROMPT_TOKENS, max_tokens=4)
         units = []
         for number, head in enumerate(HEADS):
             pipeline = PipelineRecord(

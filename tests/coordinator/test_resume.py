@@ -14,10 +14,10 @@ from eth_account import Account
 
 from coordinator.config import Settings
 from coordinator.db.migrate import downgrade, upgrade
-from coordinator.db.models import PipelineRecord, Request, WorkUnit
+from coordinator.db.models import PipelineRecord, WorkUnit
 from coordinator.db.session import Database
 from tests.coordinator.conftest import MODEL_NAME, ApiServer
-from tests.coordinator.helpers import chat_line, jsonl, running_batch
+from tests.coordinator.helpers import add_requests, chat_line, jsonl, running_batch
 
 NOW = 1_000
 MAX_TOKENS = 8
@@ -39,17 +39,7 @@ def add_unit(database: Database) -> tuple[int, int]:
     content = jsonl(LINES)
     with database.session() as session:
         batch = running_batch(session, STRANGER.address, len(LINES), NOW, content)
-        for index, line in enumerate(LINES):
-            session.add(
-                Request(
-                    file_id=batch.input_file_id,
-                    line_index=index,
-                    custom_id=line["custom_id"],
-                    line_hash="0x" + "00" * 32,
-                    prompt_tokens=PROMPT_TOKENS,
-                    max_tokens=MAX_TOKENS,
-                )
-            )
+        add_requests(session, batch, LINES, PROMPT_TOKENS, MAX_TOKENS)
         pipelines = [
             PipelineRecord(
                 model=MODEL_NAME,
