@@ -38,13 +38,9 @@ class StageBudget:
 
 
 def stage_budget(shard: StageShard, cache: MicrobatchKVCache) -> StageBudget:
-    tensors = [t for layer in shard.layers for t in layer.w.values()]
-    tensors += [t for t in (shard.embedding, shard.norm, shard.head) if t is not None]
-    # a tied LM head is the embedding tensor itself: count each storage once
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
     pools = cache.device_cache
     return StageBudget(
-        weight_bytes=sum(storages.values()),
+        weight_bytes=shard.weight_bytes,
         kv_device_bytes=pools.keys.nbytes + pools.values.nbytes,
         kv_host_bytes=sum(buffer.nbytes for buffer in cache.host),
     )

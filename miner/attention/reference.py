@@ -3,8 +3,11 @@ is checked against it.
 
 Sequences are padded into batches: decoding sequences (one new token each) form one batch, sequences with
 longer chunks another, so a long prefill chunk does not pad every decoding sequence to its length. Gather
-indices and masks are built once per step in plan(); each layer then gathers whole pages and runs one
-scaled_dot_product_attention per batch.
+indices and masks are built once per step in plan(); each layer then gathers the batch's keys and values into
+[batch, kv_heads, keys, head_dim] (one row per cached token and head, so no copy is needed to bring heads
+forward) and attends: a decoding batch by two batched matrix products and a softmax (its queries are a
+handful of rows, where that runs at about twice the speed of the CPU's fused kernel), a chunked one by
+scaled_dot_product_attention.
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ class _Padded:
 
     rows: torch.Tensor  # [batch * queries]: row of each padded query in the flattened batch (0 for padding)
     real: torch.Tensor  # [real queries]: where the real queries sit among the padded ones
-    pages: torch.Tensor  # [batch * pages]: the sequences' pages (page 0 for padding)
-    mask: torch.Tensor  # [batch, 1, group * queries, keys]: 0 where a query sees a key, else -inf
+    kv_rows: torch.Tensor  # [batch * kv_heads * keys]: row of each key in the cache viewed as [-1, head_dim]
+    # 0 where a query sees a key, else -inf: [batch * kv_heads, group, keys] for a decoding batch (the
+    # shape of its scores), [batch, 1, group * queries, keys] for a chunked one
+    mask: torch.Tensor
     shape: tuple[int, int, int]  # batch, queries, keys (= pages * page_size)
+    whole: bool  # the batch is every token of the step, in order, unpadded (a step of decoding only)
 
 
 class ReferenceAttention(AttentionBackend):
@@ -52,18 +58,28 @@ class ReferenceAttention(AttentionBackend):
             size, queries, keys = batch.shape
             # The query heads sharing a KV head are stacked along the query axis (head h reads KV head
             # h // group), so keys and values are used as they are, never repeated per query head.
-            grouped = q.index_select(0, batch.rows).view(size, queries, heads, dim).transpose(1, 2)
+            picked = q if batch.whole else q.index_select(0, batch.rows)
+            grouped = picked.view(size, queries, heads, dim).transpose(1, 2)
             grouped = grouped.reshape(size, kv_heads, self.group * queries, dim)
-            # whole pages are gathered (index_select of contiguous blocks); the mask hides their unused slots
-            kv_shape = (size, keys, kv_heads, dim)
-            attended = F.scaled_dot_product_attention(
-                grouped,
-                key_cache.index_select(0, batch.pages).view(kv_shape).transpose(1, 2),
-                value_cache.index_select(0, batch.pages).view(kv_shape).transpose(1, 2),
-                attn_mask=batch.mask,
-                scale=self.scale,
-            )
+            # each sequence's whole pages are gathered; the mask hides their unused slots
+            kv_shape = (size, kv_heads, keys, dim)
+            k = key_cache.view(-1, dim).index_select(0, batch.kv_rows).view(kv_shape)
+            v = value_cache.view(-1, dim).index_select(0, batch.kv_rows).view(kv_shape)
+            if queries == 1:
+                scores = torch.baddbmm(
+                    batch.mask,
+                    grouped.reshape(size * kv_heads, self.group, dim),
+                    k.view(size * kv_heads, keys, dim).transpose(1, 2),
+                    alpha=self.scale,
+                )
+                attended = torch.bmm(scores.softmax(-1), v.view(size * kv_heads, keys, dim))
+            else:
+                attended = F.scaled_dot_product_attention(
+                    grouped, k, v, attn_mask=batch.mask, scale=self.scale
+                )
             per_token = attended.view(size, heads, queries, dim).transpose(1, 2).reshape(-1, heads, dim)
+            if batch.whole:
+                return per_token
             out.index_copy_(0, batch.rows.index_select(0, batch.real), per_token.index_select(0, batch.real))
         return out
 
@@ -79,16 +95,25 @@ class ReferenceAttention(AttentionBackend):
         pages = -(-(context + query) // size)
         tables = layout.padded_block_tables()[group][:, : int(pages.max())]
         keys = torch.arange(tables.shape[1] * size)
+        # cache row of (sequence, kv head, key): its slot (page * page_size + offset) times kv_heads + head
+        slots = tables.repeat_interleave(size, dim=1) * size + keys % size
+        heads = torch.arange(self.num_kv_heads)
+        kv_rows = slots[:, None, :] * self.num_kv_heads + heads[None, :, None]
         # query j of a sequence (at position context + j) sees keys 0 .. context + j; a padding query sees
         # key 0 only, so its softmax stays finite (its output is dropped).
         visible = keys[None, None, :] <= (context[:, None] + offsets[None, :])[:, :, None]
         visible = torch.where(real[:, :, None], visible, keys[None, None, :] == 0)
         # an additive mask (faster than a boolean one in the CPU kernels), tiled for the stacked query heads
         mask = torch.zeros(visible.shape, dtype=self.dtype).masked_fill(~visible, float("-inf"))
+        if len(offsets) == 1:
+            mask = mask.expand(-1, self.num_kv_heads * self.group, -1).reshape(-1, self.group, len(keys))
+        else:
+            mask = mask[:, None].repeat(1, 1, self.group, 1)
         return _Padded(
             rows.flatten().to(self.device),
             real.flatten().nonzero()[:, 0].to(self.device),
-            tables.flatten().to(self.device),
-            mask[:, None].repeat(1, 1, self.group, 1).to(self.device),
+            kv_rows.flatten().to(self.device),
+            mask.to(self.device),
             (len(group), len(offsets), len(keys)),
+            whole=len(group) == len(layout.query_lens) and bool(real.all()) and len(offsets) == 1,
         )

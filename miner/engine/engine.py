@@ -30,6 +30,7 @@ class Engine:
         self.schedulers = [
             Scheduler(BlockManager(pages, page_size), max_seqs, token_budget) for _ in range(num_microbatches)
         ]
+        self.steps = 0  # forward passes run so far (each microbatch's turn is one)
 
     @property
     def preemptions(self) -> int:
@@ -58,8 +59,9 @@ class Engine:
             raise RuntimeError("the scheduler could not place any sequence in the page pool")
         tables = [scheduler.blocks.block_table(c.seq.seq_id) for c in chunks]
         logits = self.pipeline.forward(microbatch, next_microbatch, chunks, tables)
+        self.steps += 1
         ready = [(row, c.seq) for row, c in enumerate(chunks) if c.completes_sequence_input]
-        rows = logits[[row for row, _ in ready]]
+        rows = logits if len(ready) == len(chunks) else logits[[row for row, _ in ready]]
         # each sampled token's position: the tokens before it, all cached by now
         tokens = sample(rows, [seq.params for _, seq in ready], [len(seq.tokens) for _, seq in ready])
         for (_, seq), token in zip(ready, tokens, strict=True):

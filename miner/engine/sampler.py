@@ -18,11 +18,17 @@ MASK_64 = 2**64 - 1
 def sample(logits: torch.Tensor, params: list[SamplingParams], positions: list[int]) -> list[int]:
     """One token per row of `logits` [sequences, vocab]; row i uses `params[i]` and is the token at absolute
     position `positions[i]` of its request (prompt and output counted)."""
+    tokens = [0] * len(params)
+    greedy = [i for i, p in enumerate(params) if p.temperature == 0]
+    if greedy:  # one argmax over all greedy rows (the first maximum, as per row)
+        rows = logits if len(greedy) == len(params) else logits[greedy]
+        for i, token in zip(greedy, rows.argmax(-1).tolist(), strict=True):
+            tokens[i] = token
     generator = torch.Generator()  # reseeded before each draw
-    return [
-        _sample_one(row, p, position, generator)
-        for row, p, position in zip(logits, params, positions, strict=True)
-    ]
+    for i, p in enumerate(params):
+        if p.temperature != 0:
+            tokens[i] = _draw(logits[i], p, positions[i], generator)
+    return tokens
 
 
 def draw_seed(seed: int, position: int) -> int:
@@ -38,11 +44,8 @@ def _splitmix64(value: int) -> int:
     return value ^ (value >> 31)
 
 
-def _sample_one(
-    logits: torch.Tensor, params: SamplingParams, position: int, generator: torch.Generator
-) -> int:
-    if params.temperature == 0:
-        return int(logits.argmax())
+def _draw(logits: torch.Tensor, params: SamplingParams, position: int, generator: torch.Generator) -> int:
+    """A temperature (and top-p) draw from one row of logits."""
     probs = torch.softmax(logits.float() / params.temperature, dim=-1)
     if params.top_p < 1:
         sorted_probs, order = probs.sort(descending=True)

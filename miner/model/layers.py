@@ -32,11 +32,9 @@ class DecoderLayer:
         self.gate_up = Linear(fused.pop("gate_up.weight"))
         self.down_proj = Linear(fused.pop("mlp.down_proj.weight"))
         self.w = fused  # the norms' weights
-        self.qkv_sizes = [
-            config.num_heads * config.head_dim,
-            config.num_kv_heads * config.head_dim,
-            config.num_kv_heads * config.head_dim,
-        ]
+        self.products = (self.qkv, self.o_proj, self.gate_up, self.down_proj)
+        kv_width = config.num_kv_heads * config.head_dim
+        self.qk_v_sizes = [config.num_heads * config.head_dim + kv_width, kv_width]
 
     def __call__(
         self,
@@ -49,14 +47,16 @@ class DecoderLayer:
         c, w = self.config, self.w
         tokens = hidden.shape[0]
         x = rms_norm(hidden, w["input_layernorm.weight"], c.rms_norm_eps)
-        q, k, v = self.qkv(x).split(self.qkv_sizes, dim=-1)
-        q = q.reshape(tokens, c.num_heads, c.head_dim)
-        k = k.reshape(tokens, c.num_kv_heads, c.head_dim)
-        v = v.reshape(tokens, c.num_kv_heads, c.head_dim)
+        heads, kv_heads = c.num_heads, c.num_kv_heads
+        qk, v = self.qkv(x).split(self.qk_v_sizes, dim=-1)
+        # queries and keys side by side [tokens, heads + kv_heads, head_dim]: rotated by one set of ops
+        qk = qk.view(tokens, heads + kv_heads, c.head_dim)
+        v = v.reshape(tokens, kv_heads, c.head_dim)
         if c.qk_norm:
-            q = rms_norm(q, w["self_attn.q_norm.weight"], c.rms_norm_eps)
-            k = rms_norm(k, w["self_attn.k_norm.weight"], c.rms_norm_eps)
-        q, k = rotate(q, *rotation), rotate(k, *rotation)
+            q = rms_norm(qk[:, :heads], w["self_attn.q_norm.weight"], c.rms_norm_eps)
+            k = rms_norm(qk[:, heads:], w["self_attn.k_norm.weight"], c.rms_norm_eps)
+            qk = torch.cat((q, k), dim=1)
+        q, k = rotate(qk, *rotation).split((heads, kv_heads), dim=1)
         attended = attention(q, k, v, key_cache, value_cache)
         hidden = hidden + self.o_proj(attended.reshape(tokens, -1))
 

@@ -82,6 +82,22 @@ class StageShard:
     def dtype(self) -> torch.dtype:
         return self.layers[0].w["input_layernorm.weight"].dtype
 
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the weights this stage holds: its dense tensors (the norms, the embedding) and the
+        (packed) weights of its matrix products. A tied LM head packed for its product is a copy beside the
+        embedding, counted twice because it is held twice."""
+        dense = [t for layer in self.layers for t in layer.w.values()]
+        dense += [t for t in (self.embedding, self.norm) if t is not None]
+        products = [p for layer in self.layers for p in layer.products]
+        products += [self.head] if self.head is not None else []
+        # a tensor viewing another's storage (an unpacked tied head) is counted once
+        storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in dense}
+        for product in products:
+            if product.packed or product.weight.untyped_storage().data_ptr() not in storages:
+                storages[id(product)] = product.nbytes
+        return sum(storages.values())
+
     def forward(self, inputs: torch.Tensor, layout: BatchLayout, cache: PagedKVCache) -> torch.Tensor:
         """Runs this stage on a flattened batch.
 

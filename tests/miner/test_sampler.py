@@ -48,3 +48,23 @@ def test_draw_seeds_are_64_bit_and_tell_neighbours_apart(seed: int, position: in
     assert 0 <= mixed <= MASK_64
     assert mixed != draw_seed(seed, position + 1)
     assert mixed != draw_seed(seed ^ 1, position)
+
+
+def test_greedy_and_sampled_rows_of_one_batch_draw_what_they_draw_alone() -> None:
+    rows = logits(4, seed=5)
+    params = [
+        SamplingParams(),
+        SamplingParams(temperature=0.8, seed=3),
+        SamplingParams(seed=1),
+        SamplingParams(temperature=1.0, top_p=0.5, seed=9),
+    ]
+    positions = [3, 4, 5, 6]
+    together = sample(rows, params, positions)
+    assert together == [sample(rows[i : i + 1], [params[i]], [positions[i]])[0] for i in range(4)]
+    assert [together[0], together[2]] == [int(rows[0].argmax()), int(rows[2].argmax())]
+
+
+def test_greedy_takes_the_first_of_tied_maxima() -> None:
+    row = torch.zeros(2, VOCAB)
+    row[:, [7, 3, 40]] = 2.0
+    assert sample(row, [SamplingParams()] * 2, [0, 1]) == [3, 3]
