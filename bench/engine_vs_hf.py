@@ -1,11 +1,28 @@
-"""Our engine against Hugging Face transformers `generate` on one stage holding the whole model (CPU).
+"""Our engine against Hugging Face transformers `generate`, on SmolLM2-135M-Instruct, one stage holding the
+whole model, on the CPU (float32, torch on all cores for both).
 
-An offline workload in the shape of DeServe's (prompt and output lengths drawn uniformly, every request known
-up front), scaled down to a small random Llama on a 2-core CPU. Our engine batches continuously: a finished
-request's slot is refilled at once. transformers runs static batches of the same size, left-padded, each
-running until its longest request is done (shorter ones are cut to their length afterwards). Output tokens/s
-counts the tokens each request asked for. Greedy decoding on both sides, and the outputs are checked equal
-token for token before anything is reported, so both produced the same tokens.
+The workload: 64 chat questions (the chat template applied, as `miner run-local` does), each answered in up
+to 128 tokens and stopped at the model's end-of-turn token, so answers end at different lengths, as real
+ones do. Three setups, each timed on both sides in the same round (rounds alternate, medians are reported):
+
+- batch 1: requests one at a time (the first 8 questions): the engine with one sequence in flight,
+  `generate` on one prompt;
+- batch 16: the engine with 16 sequences in flight, refilled as they finish; `generate` in static batches of
+  16, left-padded, each running until its last request stops;
+- batch 64: the engine with `miner run-local`'s defaults (64 sequences per microbatch, one microbatch, no
+  offloading on a CPU); `generate` on all 64 at once.
+
+Targets: at batch 64 at least 2x `generate`'s best static batch (the best of its three setups), at least 1x
+at batches 1 and 16, and at least 35% of the compute roofline at batch 64. Greedy on both sides; the table
+reports how many answers came out equal token for token.
+
+Rooflines are measured in the same run: the compute roof is the best float32 matrix product rate (a
+2048-square product with torch's default kernel and with oneDNN's packed one), the bandwidth roof the best
+copy rate of a 256 MiB tensor. A run's work is counted from its answers: FLOPs are 2 per weight of the
+decoder layers for every position run through them (prompt and output, the last output token excepted), 2
+per LM-head weight for every sampled token, and 4 * heads * head_dim per layer for every (query, key) pair
+of causal attention; bytes are the weights read once per forward step (the runner's own step count) plus
+the cached keys and values each decoding token reads.
 
 The stage's memory is measured in a fresh process (see bench/_memory.py): its peak against its configured
 budget, the weights plus the KV page pools.
@@ -14,152 +31,343 @@ budget, the weights plus the KV page pools.
 from __future__ import annotations
 
 import json
-import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 from rich.console import Console
 from rich.table import Table
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoModelForCausalLM
 
+from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
+from miner.model.config import ModelConfig
+from miner.model.linear import Linear
+from miner.model.packaged import SMOLLM2, ensure
 from miner.model.shard import StageShard
+from miner.pipeline.batch import PAGE_SIZE, RunSettings, load_tokenizer, stop_token_ids
+from miner.pipeline.stage import CacheSettings
 
 RESULTS = Path(__file__).parent / "results"
-MODEL: dict[str, Any] = {
-    "vocab_size": 2048,
-    "hidden_size": 256,
-    "intermediate_size": 704,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 4,
-    "max_position_embeddings": 1024,
-    "initializer_range": 0.15,  # varied continuations (the default 0.02 repeats one token)
-    "rms_norm_eps": 1e-6,
-}
-SEED = 0
-REQUESTS = 64
-PROMPT_LENS = (16, 128)  # uniform, inclusive
-OUTPUT_LENS = (16, 128)
-BATCH = 16  # our engine's running sequences = transformers' static batch size
-PAGE_SIZE = 16
-TOKEN_BUDGET = 256  # tokens per engine step (prefill chunks + decodes)
-# Room for BATCH requests of the longest possible length: the KV budget of the stage.
-KV_PAGES = BATCH * -(-(PROMPT_LENS[1] + OUTPUT_LENS[1]) // PAGE_SIZE)
-ROUNDS = 5  # engine and transformers alternate, so machine load hits both alike; medians are reported
-# One thread each: the 2 cores are shared with other jobs, and with two threads a preempted thread stalls
-# every op at its barrier (rounds then took 10-20x longer, unevenly between the two sides).
-THREADS = 1
+MAX_TOKENS = 128
+ROUNDS = 3
+DEFAULT_SEQS = RunSettings().max_batch_size
+TARGET_SPEEDUP = 2.0  # at batch 64, over generate's best static batch
+TARGET_COMPUTE_ROOF = 0.35  # at batch 64
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    requests: int  # the first this many questions
+    engine_seqs: int  # sequences the engine keeps in flight
+    static_batch: int  # generate's batch size
+
+
+SETUPS = (
+    Setup("batch 1", 8, 1, 1),
+    Setup("batch 16", len(QUESTIONS), 16, 16),
+    Setup("batch 64", len(QUESTIONS), DEFAULT_SEQS, len(QUESTIONS)),
+)
 
 
 @dataclass(frozen=True)
 class Workload:
     prompts: list[list[int]]
-    output_lens: list[int]
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(self.output_lens)
+    stops: tuple[int, ...]
 
 
-def workload() -> Workload:
-    rng = random.Random(SEED)
-    prompts = [
-        [rng.randrange(MODEL["vocab_size"]) for _ in range(rng.randint(*PROMPT_LENS))]
-        for _ in range(REQUESTS)
-    ]
-    return Workload(prompts, [rng.randint(*OUTPUT_LENS) for _ in range(REQUESTS)])
-
-
-def build_checkpoint(directory: Path) -> Path:
-    torch.manual_seed(SEED)
-    model = AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **MODEL), dtype=torch.float32)
-    model.save_pretrained(directory, safe_serialization=True)
-    return directory
-
-
-def new_engine(checkpoint: Path) -> Engine:
-    shard = StageShard.load(checkpoint, 0, MODEL["num_hidden_layers"])
-    return Engine(
-        [shard], page_size=PAGE_SIZE, local_pages=KV_PAGES, max_seqs=BATCH, token_budget=TOKEN_BUDGET
-    )
+def workload(model_dir: Path) -> Workload:
+    """The questions as `miner run-local` tokenizes chat lines, and the model's stop tokens."""
+    tokenizer = load_tokenizer(model_dir)
+    return Workload(chat_prompts(tokenizer), stop_token_ids(tokenizer, model_dir))
 
 
 @dataclass(frozen=True)
-class Timing:
-    wall_s: float
-    cpu_s: float  # this process's CPU time: less sensitive to other jobs on the machine
+class Run:
+    outputs: list[list[int]]
+    seconds: float
+    steps: int  # forward passes
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(map(len, self.outputs))
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.seconds
 
 
-def timed(run: Callable[[], list[list[int]]]) -> tuple[list[list[int]], Timing]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    outputs = run()
-    return outputs, Timing(time.perf_counter() - wall, time.process_time() - cpu)
+def new_engine(model_dir: Path, prompts: list[list[int]], seqs: int) -> Engine:
+    """One stage with `miner run-local`'s cache rule: pages for `seqs` of the longest request, no
+    offloading."""
+    shard = StageShard.load(model_dir, 0, ModelConfig.load(model_dir).num_layers)
+    pages = seqs * -(-(max(map(len, prompts)) + MAX_TOKENS) // PAGE_SIZE)
+    budget = CacheSettings().token_budget
+    return Engine([shard], page_size=PAGE_SIZE, local_pages=pages, max_seqs=seqs, token_budget=budget)
 
 
-def run_engine(engine: Engine, work: Workload) -> list[list[int]]:
-    return engine.generate(work.prompts, [SamplingParams(max_tokens=n) for n in work.output_lens])
+def run_engine(model_dir: Path, work: Workload, setup: Setup) -> Run:
+    prompts = work.prompts[: setup.requests]
+    engine = new_engine(model_dir, prompts, setup.engine_seqs)
+    params = [SamplingParams(MAX_TOKENS, stop_token_ids=work.stops)] * len(prompts)
+    started = time.perf_counter()
+    outputs = engine.generate(prompts, params)
+    seconds = time.perf_counter() - started
+    if engine.preemptions:
+        raise RuntimeError("the KV budget holds every running request: no preemption expected")
+    return Run(outputs, seconds, engine.steps)
 
 
 @torch.inference_mode()
-def run_transformers(model: torch.nn.Module, work: Workload) -> list[list[int]]:
+def run_generate(model: Any, work: Workload, setup: Setup) -> Run:
+    """Static batches, left-padded; each answer cut after its first stop token."""
+    prompts = work.prompts[: setup.requests]
+    pad = work.stops[0]
     outputs: list[list[int]] = []
-    for first in range(0, REQUESTS, BATCH):
-        prompts = work.prompts[first : first + BATCH]
-        lens = work.output_lens[first : first + BATCH]
-        width = max(map(len, prompts))
-        ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    steps = 0
+    started = time.perf_counter()
+    for first in range(0, len(prompts), setup.static_batch):
+        batch = prompts[first : first + setup.static_batch]
+        width = max(map(len, batch))
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in batch])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch])
         out = model.generate(
             input_ids=ids,
             attention_mask=mask,
-            max_new_tokens=max(lens),
+            max_new_tokens=MAX_TOKENS,
             do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
+            temperature=None,
+            top_p=None,
+            top_k=None,
+            eos_token_id=list(work.stops),
+            pad_token_id=pad,
         )
-        outputs += [row[width : width + n].tolist() for row, n in zip(out, lens, strict=True)]
-    return outputs
+        steps += out.shape[1] - width
+        outputs += [cut_at_stop(row[width:].tolist(), work.stops) for row in out]
+    return Run(outputs, time.perf_counter() - started, steps)
 
 
-def measure_memory(checkpoint: Path) -> dict[str, int]:
-    """The stage's budget and its peak while serving the workload (run in a fresh process, see main)."""
-    torch.set_num_threads(THREADS)
+def cut_at_stop(tokens: list[int], stops: tuple[int, ...]) -> list[int]:
+    """The answer up to and including its first stop token (generate pads finished rows after it)."""
+    for index, token in enumerate(tokens):
+        if token in stops:
+            return tokens[: index + 1]
+    return tokens
+
+
+@dataclass(frozen=True)
+class Roofs:
+    flops_per_s: float
+    bytes_per_s: float
+
+
+def best_seconds(run: Any, repeats: int = 5) -> float:
+    run()  # warm-up: page in the kernels
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def measure_roofs() -> Roofs:
+    size = 2048
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    packed = Linear(b)
+    product = min(best_seconds(lambda: torch.mm(a, b)), best_seconds(lambda: packed(a)))
+    source = torch.ones(2**26)  # 256 MiB of float32
+    target = torch.empty_like(source)
+    copy = best_seconds(lambda: target.copy_(source))
+    return Roofs(2 * size**3 / product, 2 * source.nbytes / copy)  # a copy reads and writes every byte
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """What one position, sampled token or attention pair costs on this model (float32)."""
+
+    layer_weights: int  # weights of the decoder layers' matrix products
+    head_weights: int
+    attention_flops_per_pair: int  # QK and PV products, all layers
+    kv_bytes_per_token: int  # its keys and values, all layers
+
+    @classmethod
+    def of(cls, config: ModelConfig) -> ModelCost:
+        attention = config.num_heads * config.head_dim
+        kv = config.num_kv_heads * config.head_dim
+        per_layer = config.hidden_size * (attention + 2 * kv) + attention * config.hidden_size
+        per_layer += 3 * config.hidden_size * config.intermediate_size
+        return cls(
+            layer_weights=config.num_layers * per_layer,
+            head_weights=config.vocab_size * config.hidden_size,
+            attention_flops_per_pair=4 * attention * config.num_layers,
+            kv_bytes_per_token=2 * kv * config.num_layers * 4,
+        )
+
+    def flops(self, prompts: list[list[int]], outputs: list[list[int]]) -> int:
+        total = 0
+        for prompt, output in zip(prompts, outputs, strict=True):
+            positions = len(prompt) + len(output) - 1
+            pairs = positions * (positions + 1) // 2  # position i attends to i + 1 keys
+            total += 2 * positions * self.layer_weights + 2 * len(output) * self.head_weights
+            total += pairs * self.attention_flops_per_pair
+        return total
+
+    def bytes(self, steps: int, prompts: list[list[int]], outputs: list[list[int]]) -> int:
+        weights = 4 * (self.layer_weights + self.head_weights)
+        # a decoding token at position i reads the i + 1 keys and values before and at it
+        keys_read = sum(
+            sum(range(len(p) + 1, len(p) + len(o))) for p, o in zip(prompts, outputs, strict=True)
+        )
+        return steps * weights + keys_read * self.kv_bytes_per_token
+
+
+@dataclass
+class Timed:
+    setup: Setup
+    engine: list[Run] = field(default_factory=list)
+    generate: list[Run] = field(default_factory=list)
+
+    def median(self, runner: str) -> Run:
+        runs = sorted(getattr(self, runner), key=lambda r: r.seconds)
+        return runs[len(runs) // 2]
+
+    def speedup(self) -> float:
+        """Median over rounds of our tokens/s over generate's in the same round."""
+        return statistics.median(
+            e.tokens_per_s / g.tokens_per_s for e, g in zip(self.engine, self.generate, strict=True)
+        )
+
+    def equal_outputs(self) -> int:
+        ours, theirs = self.engine[-1].outputs, self.generate[-1].outputs
+        return sum(a == b for a, b in zip(ours, theirs, strict=True))
+
+
+def time_all(model_dir: Path, work: Workload) -> tuple[list[Timed], Roofs]:
+    """Every setup on both sides, ROUNDS times; the roofs measured before each round, the best kept (other
+    jobs on the machine can only make a measurement slower)."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    timed = [Timed(setup) for setup in SETUPS]
+    run_engine(model_dir, work, SETUPS[0])  # warm-up for both sides' kernels
+    run_generate(model, work, SETUPS[0])
+    roofs = []
+    for round_number in range(ROUNDS):
+        roofs.append(measure_roofs())
+        for entry in timed:
+            entry.engine.append(run_engine(model_dir, work, entry.setup))
+            entry.generate.append(run_generate(model, work, entry.setup))
+            print(
+                f"round {round_number + 1}/{ROUNDS}, {entry.setup.name}: "
+                f"engine {entry.engine[-1].tokens_per_s:.1f}, "
+                f"generate {entry.generate[-1].tokens_per_s:.1f} tokens/s",
+                flush=True,
+            )
+    return timed, Roofs(max(r.flops_per_s for r in roofs), max(r.bytes_per_s for r in roofs))
+
+
+@dataclass(frozen=True)
+class Row:
+    timed: Timed
+    runner: str
+    run: Run
+    compute: float  # fraction of the compute roof
+    bandwidth: float  # fraction of the bandwidth roof
+
+
+def rows(timed: list[Timed], work: Workload, cost: ModelCost, roofs: Roofs) -> list[Row]:
+    out = []
+    for entry in timed:
+        prompts = work.prompts[: entry.setup.requests]
+        for runner in ("engine", "generate"):
+            run = entry.median(runner)
+            compute = cost.flops(prompts, run.outputs) / run.seconds / roofs.flops_per_s
+            bandwidth = cost.bytes(run.steps, prompts, run.outputs) / run.seconds / roofs.bytes_per_s
+            out.append(Row(entry, runner, run, compute, bandwidth))
+    return out
+
+
+def verdicts(timed: list[Timed], table_rows: list[Row]) -> list[str]:
+    best_static = max(entry.median("generate").tokens_per_s for entry in timed)
+    at_64 = timed[-1].median("engine")
+    lines = [
+        "batch 64 (engine defaults) vs generate's best static batch: "
+        f"{at_64.tokens_per_s / best_static:.2f}x "
+        f"(target >= {TARGET_SPEEDUP:.0f}x)"
+    ]
+    lines += [f"{entry.setup.name}: {entry.speedup():.2f}x (target >= 1x)" for entry in timed[:-1]]
+    compute = next(r.compute for r in table_rows if r.timed is timed[-1] and r.runner == "engine")
+    lines.append(f"compute roofline at batch 64: {compute:.0%} (target >= {TARGET_COMPUTE_ROOF:.0%})")
+    return lines
+
+
+def speed_table(table_rows: list[Row], roofs: Roofs, work: Workload) -> Table:
+    table = Table(
+        title=(
+            f"Engine vs transformers generate on {SMOLLM2.name}: chat questions, up to {MAX_TOKENS} tokens, "
+            f"float32, one stage, {torch.get_num_threads()} CPU threads each"
+        ),
+        caption=(
+            f"Roofs measured in this run (the best of {ROUNDS} measurements, one before each round): "
+            f"{roofs.flops_per_s / 1e9:.0f} GFLOP/s, {roofs.bytes_per_s / 1e9:.1f} GB/s. {ROUNDS} rounds "
+            "alternating both sides; the median round is shown, the ratio is the median of the rounds' "
+            "ratios. Batch 1 runs the first "
+            f"{SETUPS[0].requests} questions, the others all {len(work.prompts)}."
+        ),
+    )
+    columns = ("setup", "runner", "output tokens/s", "ours / theirs", "compute roof", "bandwidth roof")
+    for column in (*columns, "forward steps", "equal answers"):
+        table.add_column(column, justify="left" if column in ("setup", "runner") else "right")
+    for row in table_rows:
+        setup = row.timed.setup
+        ours = row.runner == "engine"
+        table.add_row(
+            setup.name if ours else "",
+            f"engine, {setup.engine_seqs} in flight" if ours else f"generate, static {setup.static_batch}",
+            f"{row.run.tokens_per_s:.1f}",
+            f"{row.timed.speedup():.2f}x" if ours else "",
+            f"{row.compute:.0%}",
+            f"{row.bandwidth:.0%}",
+            str(row.run.steps),
+            f"{row.timed.equal_outputs()}/{setup.requests}" if ours else "",
+        )
+    return table
+
+
+def measure_memory(model_dir: Path) -> dict[str, int]:
+    """The stage's budget and its peak while serving batch 64 with its defaults (in a fresh process)."""
     cpu = torch.device("cpu")
-    work = workload()
+    work = workload(model_dir)
+    params = [SamplingParams(MAX_TOKENS, stop_token_ids=work.stops)] * len(work.prompts)
     before_load = memory_in_use(cpu)
-    engine = new_engine(checkpoint)
+    engine = new_engine(model_dir, work.prompts, DEFAULT_SEQS)
     budget = stage_budget(engine.pipeline.shards[0], engine.pipeline.caches[0])
     # The first pass pages in torch's kernels (library code, not stage memory); the second is measured.
-    run_engine(engine, work)
+    engine.generate(work.prompts[:8], params[:8])
     with peak_memory(cpu) as peak:
-        run_engine(engine, work)
+        engine.generate(work.prompts, params)
     return {
         "weight_bytes": budget.weight_bytes,
         "kv_device_bytes": budget.kv_device_bytes,
-        "kv_host_bytes": budget.kv_host_bytes,
         "budget_bytes": budget.resident_on(cpu),
         "peak_bytes": peak.peak_bytes - before_load,
         "file_pages_paged_in": peak.file_pages_paged_in,
+        "pages": engine.pipeline.pages_per_microbatch,
     }
 
 
-def measure_memory_in_subprocess(checkpoint: Path) -> dict[str, int]:
-    """A fresh process, so nothing this one allocated before (other benchmarks, transformers) is counted or
+def measure_memory_in_subprocess(model_dir: Path) -> dict[str, int]:
+    """A fresh process, so nothing this one allocated before (transformers, other benchmarks) is counted or
     reused by the stage."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.engine_vs_hf", "--measure-memory", str(checkpoint)],
+        [sys.executable, "-m", "bench.engine_vs_hf", "--measure-memory", str(model_dir)],
         cwd=Path(__file__).parent.parent,
         check=True,
         capture_output=True,
@@ -168,153 +376,64 @@ def measure_memory_in_subprocess(checkpoint: Path) -> dict[str, int]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@dataclass
-class Rounds:
-    engine: list[Timing]
-    transformers: list[Timing]
-    equal_outputs: int
-
-    def speedup(self, field: str) -> float:
-        """Median over rounds of transformers' time over ours in the same round, by wall_s or cpu_s."""
-        ratios = [
-            getattr(t, field) / getattr(o, field) for t, o in zip(self.transformers, self.engine, strict=True)
-        ]
-        return statistics.median(ratios)
-
-
-def time_both(checkpoint: Path, work: Workload) -> Rounds:
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
-    rounds = Rounds([], [], 0)
-    for _ in range(ROUNDS):
-        engine = new_engine(checkpoint)
-        ours, timing = timed(partial(run_engine, engine, work))
-        rounds.engine.append(timing)
-        if engine.preemptions:
-            raise RuntimeError("the KV budget should hold every running request: no preemption expected")
-        theirs, timing = timed(partial(run_transformers, model, work))
-        rounds.transformers.append(timing)
-        different = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
-        if different:
-            raise RuntimeError(f"greedy outputs differ from transformers for requests {different}")
-        rounds.equal_outputs = len(ours)
-    return rounds
-
-
-def tokens_computed(work: Workload) -> tuple[int, int]:
-    """Token positions each side runs through the model: ours, every prompt and output token once (the last
-    output token is never fed back); transformers, every row of a static batch at the batch's widest prompt
-    and for its longest output."""
-    ours = sum(len(p) + n - 1 for p, n in zip(work.prompts, work.output_lens, strict=True))
-    theirs = 0
-    for first in range(0, REQUESTS, BATCH):
-        prompts = work.prompts[first : first + BATCH]
-        theirs += len(prompts) * (max(map(len, prompts)) + max(work.output_lens[first : first + BATCH]) - 1)
-    return ours, theirs
-
-
 def mib(count: int) -> str:
     return f"{count / 2**20:.1f} MiB"
 
 
-def tables(work: Workload, rounds: Rounds, memory: dict[str, int]) -> list[Table]:
-    ours_tokens, their_tokens = tokens_computed(work)
-    speed = Table(
-        title=(
-            f"Engine vs transformers generate: {REQUESTS} requests, prompts U{list(PROMPT_LENS)}, outputs "
-            f"U{list(OUTPUT_LENS)} tokens, batch {BATCH}, float32, {THREADS} CPU thread each"
-        ),
+def memory_table(memory: dict[str, int]) -> Table:
+    table = Table(
+        title="Peak memory of the stage (CPU, batch 64, engine defaults) against its budget",
         caption=(
-            f"{work.output_tokens} output tokens requested. {ROUNDS} rounds, each running ours then "
-            "transformers; tokens/s from the median wall time, ratios the median of the rounds' ratios "
-            "(the CPU is shared with other jobs, so wall times vary; CPU seconds less). Greedy outputs "
-            "equal token for token in every round."
-        ),
-    )
-    columns = (
-        "runner",
-        "output tokens/s",
-        "wall s per round",
-        "CPU s per round",
-        "positions computed",
-        "equal",
-    )
-    for column in columns:
-        speed.add_column(column, justify="left" if column == "runner" else "right")
-    for name, runs, positions, equal in (
-        (
-            "our engine (continuous batching)",
-            rounds.engine,
-            ours_tokens,
-            f"{rounds.equal_outputs}/{REQUESTS}",
-        ),
-        ("transformers generate (static batches)", rounds.transformers, their_tokens, ""),
-    ):
-        speed.add_row(
-            name,
-            f"{work.output_tokens / statistics.median(t.wall_s for t in runs):.1f}",
-            ", ".join(f"{t.wall_s:.1f}" for t in runs),
-            ", ".join(f"{t.cpu_s:.1f}" for t in runs),
-            str(positions),
-            equal,
-        )
-    speed.add_row(
-        "ratio ours / transformers (target >= 1.5)",
-        f"{rounds.speedup('wall_s'):.2f}x",
-        "",
-        f"{rounds.speedup('cpu_s'):.2f}x",
-        f"{their_tokens / ours_tokens:.2f}x fewer",
-        "",
-    )
-    within = memory["peak_bytes"] <= memory["budget_bytes"]
-    footprint = Table(
-        title="Peak memory of the stage (CPU) against its budget: weights + KV page pools",
-        caption=(
-            "Peak: anonymous resident memory (Linux VmHWM less file-backed pages) during a second pass "
-            "of the workload in a fresh process, over the process's before the stage was loaded; it counts "
-            "tensors, step activations, allocator slack and Python objects. KV pools are allocated zeroed, "
-            "so pages never used are never resident. File pages paged in while measuring: "
+            "Budget: the weights (the tied LM head's packed copy beside the embedding included) and "
+            "the KV page pools. Peak: anonymous resident memory (Linux VmHWM less file-backed pages) "
+            "during a second pass in a fresh process, over the process's before the stage was loaded; it "
+            "counts tensors, step activations, allocator slack and Python objects. File pages paged in "
+            "while measuring: "
             f"{memory['file_pages_paged_in']} B."
         ),
     )
-    for column in ("weights", "KV pools (device)", "KV host buffers", "budget", "measured peak", "within"):
-        footprint.add_column(column, justify="right")
-    footprint.add_row(
+    for column in ("weights", "KV pools", "budget", "measured peak", "within"):
+        table.add_column(column, justify="right")
+    table.add_row(
         mib(memory["weight_bytes"]),
-        f"{mib(memory['kv_device_bytes'])} ({KV_PAGES} pages of {PAGE_SIZE})",
-        mib(memory["kv_host_bytes"]),
+        f"{mib(memory['kv_device_bytes'])} ({memory['pages']} pages of {PAGE_SIZE})",
         mib(memory["budget_bytes"]),
         mib(memory["peak_bytes"]),
-        "yes" if within else "NO",
+        "yes" if memory["peak_bytes"] <= memory["budget_bytes"] else "NO",
     )
-    return [speed, footprint]
+    return table
 
 
-def plot(work: Workload, rounds: Rounds, memory: dict[str, int], path: Path) -> None:
+def plot(table_rows: list[Row], memory: dict[str, int], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax_speed, ax_memory) = plt.subplots(1, 2, figsize=(11, 4.5))
-    runners = ["our engine", "transformers\ngenerate"]
-    for x, runs in enumerate((rounds.engine, rounds.transformers)):
-        speeds = [work.output_tokens / t.wall_s for t in runs]
-        ax_speed.bar(x, statistics.median(speeds), 0.6, color=f"C{x}")
-        ax_speed.scatter([x] * len(speeds), speeds, color="black", marker="_", s=120, zorder=3)
-    ax_speed.set_xticks(range(2), runners)
-    ax_speed.set_ylabel("output tokens/s (median round; ticks: every round)")
-    ax_speed.set_title(f"Throughput, {THREADS} CPU thread: {rounds.speedup('wall_s'):.2f}x (median ratio)")
-    parts = [
-        ("weights", memory["weight_bytes"]),
-        ("KV pools", memory["kv_device_bytes"]),
-        ("KV host", memory["kv_host_bytes"]),
-    ]
-    bottom = 0.0
-    for k, (label, count) in enumerate(parts):
-        if not count:
-            continue
-        ax_memory.bar(0, count / 2**20, 0.6, bottom=bottom, label=label, color=f"C{k + 2}")
-        bottom += count / 2**20
+    fig, (ax_speed, ax_roof, ax_memory) = plt.subplots(1, 3, figsize=(15, 4.5))
+    names = [s.name for s in SETUPS]
+    for offset, runner in ((-0.2, "engine"), (0.2, "generate")):
+        picked = [r for r in table_rows if r.runner == runner]
+        xs = [i + offset for i in range(len(picked))]
+        ax_speed.bar(xs, [r.run.tokens_per_s for r in picked], 0.4, label=runner)
+        ax_roof.bar(xs, [100 * r.compute for r in picked], 0.4, label=runner)
+    for ax in (ax_speed, ax_roof):
+        ax.set_xticks(range(len(names)), names)
+        ax.legend()
+    ax_speed.set_ylabel("output tokens/s (median round)")
+    ax_speed.set_title("Throughput")
+    ax_roof.axhline(100 * TARGET_COMPUTE_ROOF, color="red", linestyle="--")
+    ax_roof.set_ylabel("% of the measured compute roof")
+    ax_roof.set_title("Compute roofline (dashed: target at batch 64)")
+    ax_memory.bar(0, memory["weight_bytes"] / 2**20, 0.6, label="weights", color="C2")
+    ax_memory.bar(
+        0,
+        memory["kv_device_bytes"] / 2**20,
+        0.6,
+        bottom=memory["weight_bytes"] / 2**20,
+        label="KV",
+        color="C3",
+    )
     ax_memory.bar(1, memory["peak_bytes"] / 2**20, 0.6, color="C5", label="measured peak")
     ax_memory.set_xticks(range(2), ["budget", "measured peak"])
     ax_memory.set_ylabel("MiB")
@@ -325,23 +444,22 @@ def plot(work: Workload, rounds: Rounds, memory: dict[str, int], path: Path) -> 
 
 
 def main() -> None:
-    work = workload()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
-        with tempfile.TemporaryDirectory() as directory:
-            checkpoint = build_checkpoint(Path(directory))
-            memory = measure_memory_in_subprocess(checkpoint)
-            rounds = time_both(checkpoint, work)
-    finally:
-        torch.set_num_threads(threads)  # `make bench` runs other benchmarks in this process afterwards
+    model_dir = ensure()
+    work = workload(model_dir)
+    memory = measure_memory_in_subprocess(model_dir)
+    timed, roofs = time_all(model_dir, work)
+    table_rows = rows(timed, work, ModelCost.of(ModelConfig.load(model_dir)), roofs)
+    tables = [speed_table(table_rows, roofs, work), memory_table(memory)]
     console = Console(width=150)
     RESULTS.mkdir(exist_ok=True)
     with (RESULTS / "engine_vs_hf.txt").open("w") as handle:
-        for table in tables(work, rounds, memory):
+        for table in tables:
             console.print(table)
             Console(file=handle, width=150).print(table)
-    plot(work, rounds, memory, RESULTS / "engine_vs_hf.png")
+        for line in verdicts(timed, table_rows):
+            console.print(line)
+            print(line, file=handle)
+    plot(table_rows, memory, RESULTS / "engine_vs_hf.png")
     console.print(f"wrote {RESULTS / 'engine_vs_hf.txt'} and {RESULTS / 'engine_vs_hf.png'}")
 
 

@@ -1,59 +1,52 @@
 """Latency tolerance (DeServe Table 4, in our setting): output tokens/s of a 4-stage pipeline of separate
-processes on this machine's CPU as the one-way latency of every link grows from 0 to 256 ms.
+processes serving SmolLM2-135M-Instruct on this machine's CPU as the one-way latency of every link grows from
+0 to 256 ms.
 
 (a) naive: one microbatch in flight, what vLLM's pipeline parallelism does; every stage waits for the ring.
 (b) planned: as many microbatches as coordinator.scheduling.microbatch's planner asks for, given the stage
     time measured in (a) at 0 ms and the link latency, with KV offloading (3/4 of each microbatch's pages
     live in host memory between its turns).
 
-Both run the same random-weight llama-family model (8 layers, 2 per stage, float32), microbatches of 16
-sequences with 32-token prompts and 16 generated tokens each. Throughput is the steady state: tokens that
-came back between the 10th and 90th percentile of their arrival times, over that interval (filling and
-draining a pipeline at 256 ms takes seconds that a real batch amortizes); end-to-end figures are shown too.
+Both run the real model in float32, its 30 layers split evenly over the stages (8, 8, 7 and 7; the last stage
+also runs the LM head), on microbatches of 16 chat questions (bench/_chat.py, the chat template applied, about
+40 prompt tokens) with 16 generated tokens each (greedy, no stop token, so every sequence does the same
+work). Throughput is the steady state: tokens that came back between the 10th and 90th percentile of
+their arrival times, over that interval (filling and draining a pipeline at 256 ms takes seconds that a real
+batch amortizes); end-to-end figures are shown too.
 """
 
 from __future__ import annotations
 
-import random
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from bench._chat import chat_prompts
 from coordinator.scheduling.microbatch import microbatches
 from miner.engine.sequence import SamplingParams
+from miner.model.config import ModelConfig
+from miner.model.packaged import SMOLLM2, ensure
+from miner.pipeline.batch import load_tokenizer
 from miner.pipeline.local import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
-from miner.tiny_checkpoint import build_checkpoint
 
 RESULTS = Path(__file__).parent / "results"
 STAGES = 4
 LATENCIES_MS = (0, 16, 64, 256)
 BATCH = 16  # sequences per microbatch
-PROMPT, NEW = 32, 16
+NEW = 16  # generated tokens per sequence
 PAGE = 16
-# Each run lasts a few seconds at least: the planned pipeline gets work for at least 16 full microbatches
-# (its microbatches refill as sequences finish), the naive one 8, 4, 2 and 1 waves of a microbatch as the
-# latency grows.
-MIN_MICROBATCHES_OF_WORK = 16
+# Each run lasts many stage steps: the planned pipeline gets work for at least 8 full microbatches (its
+# microbatches refill as sequences finish), the naive one 4, 2, 1 and 1 waves of a microbatch as the latency
+# grows. Fewer than on a tiny model: a step of the real model is slower, and 2 cores bound the whole run.
+MIN_MICROBATCHES_OF_WORK = 8
 
 
 def naive_sequences(latency_ms: float) -> int:
-    return BATCH * max(1, round(8 * 16 / (16 + latency_ms)))
-
-
-MODEL: dict[str, Any] = {
-    "num_hidden_layers": 8,
-    "hidden_size": 256,
-    "intermediate_size": 688,
-    "num_attention_heads": 8,
-    "num_key_value_heads": 4,
-    "vocab_size": 1024,
-}
+    return BATCH * max(1, round(4 * 16 / (16 + latency_ms)))
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,10 @@ def steady_rate(token_times: list[list[float]]) -> float:
 def run(
     model: Path, latency_ms: float, count: int, offload: bool, sequences: int, secured: bool = False
 ) -> Outcome:
-    pages = BATCH * -(-(PROMPT + NEW) // PAGE)
+    """`sequences` chat questions (bench._chat's, in turn) through the pipeline, `count` microbatches."""
+    prompts = chat_prompts(load_tokenizer(model))
+    longest = max(map(len, prompts))
+    pages = BATCH * -(-(longest + NEW) // PAGE)
     offloaded = 3 * pages // 4 if offload else 0
     cache = CacheSettings(
         page_size=PAGE,
@@ -101,14 +97,10 @@ def run(
         global_pages=offloaded,
         num_microbatches=count,
         max_seqs=BATCH,
-        token_budget=BATCH * PROMPT,  # a whole microbatch's prompts in one step
+        token_budget=BATCH * longest,  # a whole microbatch's prompts in one step
     )
-    rng = random.Random(0)
-    requests = [
-        (i, [rng.randrange(MODEL["vocab_size"]) for _ in range(PROMPT)], SamplingParams(max_tokens=NEW))
-        for i in range(sequences)
-    ]
-    splits = even_split(MODEL["num_hidden_layers"], STAGES)
+    requests = [(i, prompts[i % len(prompts)], SamplingParams(max_tokens=NEW)) for i in range(sequences)]
+    splits = even_split(ModelConfig.load(model).num_layers, STAGES)
     with StageProcesses(model, splits, cache, latency_ms, secured=secured) as pipeline:
         started = time.monotonic()
         outputs = pipeline.run(requests)
@@ -128,7 +120,8 @@ def run(
 
 def results_table(naive: dict[int, Outcome], planned: dict[int, Outcome]) -> Table:
     table = Table(
-        title=f"Latency tolerance: {STAGES}-stage pipeline (one process per stage), output tokens/s",
+        title=f"Latency tolerance: {SMOLLM2.name}, {STAGES}-stage pipeline (one process per stage), "
+        "output tokens/s",
         caption="This CPU has 2 cores shared by the 4 stage processes (and anything else running), so stage "
         "compute overlaps poorly and absolute numbers are small: compare ratios. steady: tokens between the "
         "10th and 90th percentile of arrival times over that interval; e2e: all tokens over submit-to-last. "
@@ -211,7 +204,7 @@ def plot(naive: dict[int, Outcome], planned: dict[int, Outcome], path: Path) -> 
             ha="center",
         )
     ax_rate.set_ylabel("steady output tokens/s")
-    ax_rate.set_title("Throughput (4 stages, 2-core CPU)")
+    ax_rate.set_title(f"Throughput ({SMOLLM2.name.rsplit('/', 1)[-1]}, {STAGES} stages, 2-core CPU)")
     ax_kept.set_ylabel("% of the same mode's 0 ms throughput")
     ax_kept.axhline(90, color="gray", linestyle="--", linewidth=0.8)
     ax_kept.set_ylim(0, highest * 1.1)
@@ -223,21 +216,20 @@ def plot(naive: dict[int, Outcome], planned: dict[int, Outcome], path: Path) -> 
 
 def main() -> None:
     console = Console(width=150)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = build_checkpoint("llama", Path(tmp) / "model", **MODEL)
-        naive: dict[int, Outcome] = {0: run(model, 0, 1, False, naive_sequences(0))}
-        stage_ms = naive[0].stage_ms
-        planned: dict[int, Outcome] = {}
-        for latency in LATENCIES_MS:
-            if latency:
-                naive[latency] = run(model, latency, 1, False, naive_sequences(latency))
-            count = max(2, microbatches([stage_ms] * STAGES, [float(latency)] * STAGES))
-            planned[latency] = run(model, latency, count, True, BATCH * max(count, MIN_MICROBATCHES_OF_WORK))
-            a, b = naive[latency], planned[latency]
-            console.print(
-                f"{latency} ms: naive {a.steady_tokens_s:.0f} tokens/s, "
-                f"planned ({b.microbatches} microbatches) {b.steady_tokens_s:.0f} tokens/s"
-            )
+    model = ensure()
+    naive: dict[int, Outcome] = {0: run(model, 0, 1, False, naive_sequences(0))}
+    stage_ms = naive[0].stage_ms
+    planned: dict[int, Outcome] = {}
+    for latency in LATENCIES_MS:
+        if latency:
+            naive[latency] = run(model, latency, 1, False, naive_sequences(latency))
+        count = max(2, microbatches([stage_ms] * STAGES, [float(latency)] * STAGES))
+        planned[latency] = run(model, latency, count, True, BATCH * max(count, MIN_MICROBATCHES_OF_WORK))
+        a, b = naive[latency], planned[latency]
+        console.print(
+            f"{latency} ms: naive {a.steady_tokens_s:.0f} tokens/s, "
+            f"planned ({b.microbatches} microbatches) {b.steady_tokens_s:.0f} tokens/s"
+        )
     table = results_table(naive, planned)
     summary = targets(naive, planned, stage_ms)
     RESULTS.mkdir(exist_ok=True)

@@ -70,6 +70,8 @@ class SystemConfig:
     faulty_miner: str | None = None  # BATCHMARKET_TEST_CORRUPT for miner0, e.g. "substitute:0.5"
     # HTTP workers of the API: one, as the tests' machine also runs the miners and their polling is light
     api_workers: int = 1
+    # torch threads of each miner; None: the machine's cores split between them
+    miner_threads: int | None = None
 
 
 def lent_memory_gb(model_dir: Path, stages: int) -> float:
@@ -254,7 +256,7 @@ class LocalSystem:
             "--model-dir", str(self.model_dir),
             "--memory-gb", str(lent_memory_gb(self.model_dir, self.config.stages)),
             "--heartbeat-s", str(self.config.heartbeat_s),
-            "--threads", str(stage_threads(self.config.miners)),
+            "--threads", str(self.config.miner_threads or stage_threads(self.config.miners)),
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
             "--state-dir", str(self.workdir / f"miner{index}-state"),

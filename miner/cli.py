@@ -311,7 +311,15 @@ def run_local(
             help="Sequences per microbatch; KV memory is reserved for this many of the batch's longest "
             "request.",
         ),
-    ] = 32,
+    ] = 64,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="CPU threads each stage computes on (default: the machine's cores split between the "
+            "stages).",
+        ),
+    ] = None,
 ) -> None:
     """Run an OpenAI Batch file through an N-stage pipeline of local processes and write the results."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -330,6 +338,7 @@ def run_local(
         dtype=dtype,
         device=device,
         max_batch_size=max_batch_size,
+        threads=threads,
     )
     errors_path = errors or output.with_name(output.name.removesuffix(".jsonl") + ".errors.jsonl")
     columns = (TextColumn("requests"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -40,7 +40,9 @@ class RunSettings:
     latency_ms: float = 0.0
     dtype: str = "float32"
     device: str = "cpu"
-    max_batch_size: int = 32  # sequences per microbatch
+    # sequences per microbatch; on SmolLM2, 2 CPU cores, one stage, 64 in flight ran 15% faster than 32
+    max_batch_size: int = 64
+    threads: int | None = None  # torch threads per stage; None: the machine's cores split between the stages
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ def run_batch(
                 settings.latency_ms,
                 settings.dtype,
                 settings.device,
+                threads=settings.threads,
             )
             created = int(time.time())
             with pipeline:

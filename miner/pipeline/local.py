@@ -107,6 +107,7 @@ class StageProcesses:
     device: str = "cpu"
     attention: str = "auto"
     secured: bool = False  # CURVE links, as between miner nodes
+    threads: int | None = None  # torch threads per stage; None: the machine's cores split between the stages
     start_timeout_s: float = 120.0
     reports: list[dict[str, Any]] = field(default_factory=list, init=False)
     _started: bool = field(default=False, init=False)
@@ -133,7 +134,7 @@ class StageProcesses:
                 self.dtype,
                 self.device,
                 self.attention,
-                threads=stage_threads(len(self.splits)),
+                threads=self.threads or stage_threads(len(self.splits)),
                 secured=self.secured,
             )
             parent, child = context.Pipe()

@@ -84,7 +84,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "options",
     [
-        ["--stages", "2", "--microbatches", "2", "--no-offload"],
+        ["--stages", "2", "--microbatches", "2", "--no-offload", "--threads", "1", "--max-batch-size", "3"],
         ["--stages", "4", "--microbatches", "auto", "--offload", "--latency-ms", "5"],
     ],
     ids=["2-stages", "4-stages-auto-offload"],
