@@ -46,6 +46,7 @@ from transformers import AutoModelForCausalLM
 
 from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
+from bench._timing import best_time
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
@@ -169,24 +170,14 @@ class Roofs:
     bytes_per_s: float
 
 
-def best_seconds(run: Any, repeats: int = 5) -> float:
-    run()  # warm-up: page in the kernels
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 def measure_roofs() -> Roofs:
     size = 2048
     a, b = torch.randn(size, size), torch.randn(size, size)
     packed = Linear(b)
-    product = min(best_seconds(lambda: torch.mm(a, b)), best_seconds(lambda: packed(a)))
+    product = min(best_time(lambda: torch.mm(a, b), 5)[0], best_time(lambda: packed(a), 5)[0])
     source = torch.ones(2**26)  # 256 MiB of float32
     target = torch.empty_like(source)
-    copy = best_seconds(lambda: target.copy_(source))
+    copy = best_time(lambda: target.copy_(source), 5)[0]
     return Roofs(2 * size**3 / product, 2 * source.nbytes / copy)  # a copy reads and writes every byte
 
 

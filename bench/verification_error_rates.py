@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 import torch
 from rich.console import Console
@@ -42,6 +41,7 @@ from rich.table import Table
 from safetensors.torch import load_file, save_file
 
 from bench._chat import chat_prompts
+from bench._timing import best_time
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
@@ -81,7 +81,6 @@ CONDITIONS = (
 TIMING_LINES, TIMING_TOKENS = 16, (32, 96)
 TIMING_REPEATS = 1
 TARGET_SAVING = 10.0  # re-scoring at least this many times cheaper than generation
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -261,18 +260,6 @@ def margins_table(results: dict[tuple[str, str], list[Judged]]) -> Table:
     return table
 
 
-def best_time(run: Callable[[], T], repeats: int = TIMING_REPEATS) -> tuple[float, T]:
-    """The fastest of `repeats` timed runs after one warm-up run (first calls allocate and warm caches), with
-    the last run's result."""
-    result = run()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - started)
-    return best, result
-
-
 def cost_table(model: Path) -> Table:
     """Generation against re-scoring of the same lines (one stage, float32, batched both ways, every line in
     memory at once), for outputs of each length in TIMING_TOKENS (greedy, no stop token, so every line has
@@ -302,8 +289,8 @@ def cost_table(model: Path) -> Table:
             claims = [Claim(tuple(p), (), SamplingParams(max_tokens=tokens)) for p in prompts]
             pages = TIMING_LINES * -(-(longest + tokens) // 16)
             engine = Engine([shard], page_size=16, local_pages=pages, max_seqs=TIMING_LINES, token_budget=512)
-            generation, lines = best_time(partial(generated, engine, claims))
-            rescoring, checked = best_time(partial(judged, rescorer, lines))
+            generation, lines = best_time(partial(generated, engine, claims), TIMING_REPEATS)
+            rescoring, checked = best_time(partial(judged, rescorer, lines), TIMING_REPEATS)
             assert all(j.verdict.passed for j in checked), "an honest timing line was flagged"
             saving = generation / rescoring
             table.add_row(

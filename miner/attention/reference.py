@@ -115,5 +115,5 @@ class ReferenceAttention(AttentionBackend):
             kv_rows.flatten().to(self.device),
             mask.to(self.device),
             (len(group), len(offsets), len(keys)),
-            whole=len(group) == len(layout.query_lens) and bool(real.all()) and len(offsets) == 1,
+            whole=len(offsets) == 1 and len(group) == len(layout.query_lens),
         )
