@@ -269,9 +269,11 @@ def response_body(
     completion_tokens: int,
     finish_reason: str,
     token_ids: Sequence[int] | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """The completion object OpenAI would return for this request; `token_ids` (the generated ids) are added
-    to the choice when given."""
+    to the choice and `seed` (what the line was sampled with: client_sdk/protocol/sampling.py) to the object
+    when given."""
     usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -290,7 +292,7 @@ def response_body(
         kind = "text_completion"
     if token_ids is not None:
         choice["token_ids"] = list(token_ids)
-    return {
+    body = {
         "id": request_id,
         "object": kind,
         "created": created,
@@ -298,6 +300,9 @@ def response_body(
         "choices": [choice],
         "usage": usage,
     }
+    if seed is not None:
+        body["seed"] = seed
+    return body
 
 
 def output_line(line_id: str, custom_id: str, request_id: str, body: dict[str, Any]) -> dict[str, Any]:

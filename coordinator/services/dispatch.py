@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from client_sdk import openai_batch
 from client_sdk.inputs import canonical_json
 from client_sdk.openai_batch import error_line, output_line, response_body
+from client_sdk.protocol.sampling import line_seed
 from client_sdk.results import output_hash, output_line_id
 from coordinator.db.models import Batch, FileContent, Miner, PipelineRecord, Request, Result, WorkUnit
 from coordinator.scheduling.plan import Stage
@@ -318,6 +319,7 @@ def submit(session: Session, miner: str, unit_id: int, results: list[LineResult]
             completion_tokens=len(result.output_token_ids),
             finish_reason=result.finish_reason,
             token_ids=result.output_token_ids,  # what a verifier re-scores (text does not round-trip)
+            seed=line_seed(batch.task_id, request.custom_id, line.seed),
         )
         out = output_line(output_line_id(batch.task_id, result.index), request.custom_id, body["id"], body)
         # the line's pipeline is the one that finished it, even when it resumed from tokens another pipeline

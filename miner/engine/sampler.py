@@ -1,56 +1,91 @@
-"""Next-token choice on the last stage: greedy, or temperature + top-p with a draw seeded per token.
+"""Next-token choice on the last stage: greedy, or Gumbel-max over the top-p set with seed-synchronized noise.
 
-The draw for the token at absolute position p of a request depends only on (the request's seed, p): not on
-what the request is batched with, nor on how many tokens this process sampled for it before. So a request
-resumed at position p (re-prefilled elsewhere from its token ids) samples what it would have sampled
-uninterrupted.
+A sampled token is argmax over the top-p set of logits / temperature + g, where g (miner/engine/gumbel.py,
+docs/sampling.md) depends only on the request's seed, the token's absolute position p (prompt and output
+counted) and the token id: not on what the request is batched with, how the model is split into stages, or
+how many tokens this process sampled for it before. So a request resumed at position p (re-prefilled elsewhere
+from its token ids) samples what it would have sampled uninterrupted, and a verifier holding the reference
+logits knows which token an honest miner drew.
 """
 
 from __future__ import annotations
 
 import torch
 
+from miner.engine import gumbel
 from miner.engine.sequence import SamplingParams
 
-MASK_64 = 2**64 - 1
+TOP_P_SEARCH = 256  # tokens searched for the top-p prefix before a row is sorted whole
 
 
 def sample(logits: torch.Tensor, params: list[SamplingParams], positions: list[int]) -> list[int]:
     """One token per row of `logits` [sequences, vocab]; row i uses `params[i]` and is the token at absolute
-    position `positions[i]` of its request (prompt and output counted)."""
+    position `positions[i]` of its request."""
     tokens = [0] * len(params)
     greedy = [i for i, p in enumerate(params) if p.temperature == 0]
+    sampled = [i for i, p in enumerate(params) if p.temperature != 0]
     if greedy:  # one argmax over all greedy rows (the first maximum, as per row)
-        rows = logits if len(greedy) == len(params) else logits[greedy]
-        for i, token in zip(greedy, rows.argmax(-1).tolist(), strict=True):
+        chosen = _rows(logits, greedy, len(params)).argmax(-1)
+        for i, token in zip(greedy, chosen.tolist(), strict=True):
             tokens[i] = token
-    generator = torch.Generator()  # reseeded before each draw
-    for i, p in enumerate(params):
-        if p.temperature != 0:
-            tokens[i] = _draw(logits[i], p, positions[i], generator)
+    if sampled:
+        rows = _rows(logits, sampled, len(params)).float()
+        chosen, _ = draw(rows, [params[i] for i in sampled], [positions[i] for i in sampled])
+        for i, token in zip(sampled, chosen.tolist(), strict=True):
+            tokens[i] = token
     return tokens
 
 
-def draw_seed(seed: int, position: int) -> int:
-    """The generator seed of one draw: a 64-bit mix of the request's seed and the token's position."""
-    return _splitmix64(_splitmix64(seed) ^ position)
+def draw(
+    logits: torch.Tensor, params: list[SamplingParams], positions: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sampled rows' tokens [rows] and their perturbed scores (logits / temperature + g) [rows]: the argmax
+    of the perturbed scores over each row's top-p set."""
+    scaled = scale(logits, params)
+    keys = [gumbel.row_key(p.seed, position) for p, position in zip(params, positions, strict=True)]
+    return gumbel.gumbel_max(scaled, keys, top_p_sets(scaled, [p.top_p for p in params]))
 
 
-def _splitmix64(value: int) -> int:
-    # SplitMix64's finalizer: nearby inputs (seeds 1, 2, ...; consecutive positions) give unrelated outputs
-    value = (value + 0x9E3779B97F4A7C15) & MASK_64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK_64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK_64
-    return value ^ (value >> 31)
+def scale(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
+    """float32 logits / temperature per row."""
+    return logits.float() / torch.tensor([p.temperature for p in params], device=logits.device)[:, None]
 
 
-def _draw(logits: torch.Tensor, params: SamplingParams, position: int, generator: torch.Generator) -> int:
-    """A temperature (and top-p) draw from one row of logits."""
-    probs = torch.softmax(logits.float() / params.temperature, dim=-1)
-    if params.top_p < 1:
-        sorted_probs, order = probs.sort(descending=True)
-        # keep the smallest prefix whose mass reaches top_p (the token that crosses it included)
-        keep = sorted_probs.cumsum(0) - sorted_probs < params.top_p
-        probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
-    generator.manual_seed(draw_seed(params.seed, position))
-    return int(torch.multinomial(probs.cpu(), 1, generator=generator))
+def top_p_sets(scaled: torch.Tensor, top_p: list[float]) -> torch.Tensor | None:
+    """[rows, vocab] bool, from scaled logits: the smallest prefix of each row sorted by probability whose
+    mass reaches the row's top_p (the token that crosses it included), and every token where top_p is 1 or
+    more; None when every row's is.
+
+    The prefix is found among each row's TOP_P_SEARCH most likely tokens (a partial sort) and by a full sort
+    only in rows where those do not reach top_p: sorting whole rows of a large vocabulary costs more than the
+    rest of the draw."""
+    if all(p >= 1 for p in top_p):
+        return None
+    sets = torch.ones(scaled.shape, dtype=torch.bool, device=scaled.device)
+    rows = [i for i, p in enumerate(top_p) if p < 1]
+    limit = torch.tensor([top_p[i] for i in rows], device=scaled.device)[:, None]
+    probs = scaled[rows].softmax(-1)
+    found = _prefixes(*probs.topk(min(TOP_P_SEARCH, probs.shape[-1]), dim=-1), limit, probs.shape[-1])
+    unreached = (~found.any(-1)).nonzero()[:, 0]
+    if len(unreached):
+        found[unreached] = _prefixes(*probs[unreached].sort(dim=-1, descending=True), limit[unreached])
+    sets[rows] = found
+    return sets
+
+
+def _prefixes(
+    sorted_probs: torch.Tensor, order: torch.Tensor, limit: torch.Tensor, vocab: int | None = None
+) -> torch.Tensor:
+    """[rows, vocab] bool: each row's tokens, listed in `order` (sorted by probability), whose mass before
+    them is below `limit`. Given a leading part of the sort (`vocab` set), a row whose listed tokens do not
+    reach its limit gets no token: its prefix is longer than the part."""
+    mass = sorted_probs.cumsum(-1)
+    keep = mass - sorted_probs < limit
+    if vocab is not None:
+        keep &= mass[:, -1:] >= limit
+    shape = (len(order), vocab or order.shape[-1])
+    return torch.zeros(shape, dtype=torch.bool, device=order.device).scatter(-1, order, keep)
+
+
+def _rows(logits: torch.Tensor, indices: list[int], count: int) -> torch.Tensor:
+    return logits if len(indices) == count else logits[indices]

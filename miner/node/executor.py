@@ -45,7 +45,7 @@ class HeadExecutor:
         `finish` collects them."""
         parsed = [openai_batch.parse_line(item["line"], item["index"] + 1) for item in lines]
         partials = {item["index"]: item.get("resume") for item in lines}
-        ready = self.reader.prepare(parsed)
+        ready = self.reader.prepare(parsed, task_id)
         ids, resume = [], {}
         for r in ready:
             index = r.line.line_number - 1

@@ -11,6 +11,7 @@ from typing import Any
 
 from client_sdk import openai_batch
 from client_sdk.openai_batch import BatchLine
+from client_sdk.protocol.sampling import line_seed
 from client_sdk.results import output_line_id
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import Prepared, prepare
@@ -38,9 +39,9 @@ class Reader:
     config: ModelConfig
     stops: tuple[int, ...]
 
-    def prepare(self, lines: list[BatchLine]) -> list[Prepared]:
-        """The requests this model can serve, tokenized as every node tokenizes them."""
-        ready, _errors = prepare(lines, self.tokenizer, self.config, self.stops)
+    def prepare(self, lines: list[BatchLine], task_id: int) -> list[Prepared]:
+        """The requests of task `task_id` this model can serve, tokenized as every node tokenizes them."""
+        ready, _errors = prepare(lines, self.tokenizer, self.config, self.stops, task_id)
         return ready
 
     def text(self, output: tuple[int, ...]) -> str:
@@ -63,5 +64,6 @@ class Reader:
             completion_tokens=len(output),
             finish_reason=self.finish_reason(output),
             token_ids=output,
+            seed=line_seed(task_id, line.custom_id, line.seed),
         )
         return openai_batch.output_line(line_id, line.custom_id, line_id, body)

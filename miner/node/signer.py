@@ -47,7 +47,7 @@ def check_line(
     where = f"task {task_id} line {index}"
     try:
         request = openai_batch.parse_line(item["request"], index + 1)
-        prepared = reader.prepare([request])
+        prepared = reader.prepare([request], task_id)
     except UserError as exc:
         raise RefusedToSign(f"{where}: the request cannot be served here ({exc})") from None
     if not prepared or tuple(prepared[0].prompt) != mine.prompt:

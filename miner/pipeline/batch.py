@@ -4,8 +4,9 @@ error files.
 Every line is validated on its own: a line that is not a valid request (malformed JSON, an unknown endpoint,
 a missing field, a repeated custom_id) or that cannot run on this model (a prompt with its max_tokens over
 the context, a token id outside the vocabulary) becomes a line of the error file, with the reason and its
-line number, and the others go on. Requests without a seed get one derived from their custom_id,
-so a run is reproducible and a verifier can re-derive it.
+line number, and the others go on. Requests without a seed get one derived from their custom_id
+(client_sdk/protocol/sampling.py, with the task id that no on-chain task has), so a run is reproducible; every
+result carries the seed it was sampled with.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from client_sdk import openai_batch
 from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchLine
+from client_sdk.protocol.sampling import LOCAL_TASK_ID, line_seed
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
@@ -84,14 +86,11 @@ def stop_token_ids(tokenizer: Any, model_dir: Path) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-def derived_seed(custom_id: str) -> int:
-    return int.from_bytes(hashlib.sha256(custom_id.encode()).digest()[:8], "big") >> 1
-
-
 def prepare(
-    lines: list[BatchLine], tokenizer: Any, config: ModelConfig, stops: tuple[int, ...]
+    lines: list[BatchLine], tokenizer: Any, config: ModelConfig, stops: tuple[int, ...], task_id: int
 ) -> tuple[list[Prepared], list[dict[str, Any]]]:
-    """Requests ready to run, and error lines for those this model cannot serve."""
+    """Requests ready to run, and error lines for those this model cannot serve; a request without a seed is
+    sampled with one derived from `task_id` and its custom_id (client_sdk/protocol/sampling.py)."""
     ready, errors = [], []
     for line in lines:
         if line.url == openai_batch.CHAT and not getattr(tokenizer, "chat_template", None):
@@ -119,7 +118,7 @@ def prepare(
         if problem:
             errors.append(openai_batch.error_line(line_id(line.custom_id), line.custom_id, *problem))
             continue
-        seed = derived_seed(line.custom_id) if line.seed is None else line.seed
+        seed = line_seed(task_id, line.custom_id, line.seed)
         params = SamplingParams(max_tokens, line.temperature, line.top_p, seed, stops)
         ready.append(Prepared(line, prompt, params))
     return ready, errors
@@ -178,7 +177,7 @@ def run_batch(
     dtype_named(settings.dtype)  # an unknown dtype fails before any work
     tokenizer = load_tokenizer(model_dir)
     stops = stop_token_ids(tokenizer, model_dir)
-    requests, errors = prepare(lines, tokenizer, config, stops)
+    requests, errors = prepare(lines, tokenizer, config, stops, LOCAL_TASK_ID)
     errors += [  # lines that are not valid requests: reported, and the others still run
         openai_batch.error_line(
             line_id(p.custom_id or f"line {p.line_number}"), p.custom_id, "invalid_request", p.message
@@ -231,5 +230,6 @@ def result_line(request: Prepared, output: list[int], tokenizer: Any, created: i
         completion_tokens=len(output),
         finish_reason="stop" if stopped else "length",
         token_ids=output,
+        seed=request.params.seed,
     )
     return openai_batch.output_line(line_id(line.custom_id), line.custom_id, "req_" + digest, body)

@@ -5,7 +5,10 @@ Each kind turns an honest output into one a cheating miner might return:
 - "truncate": cut before its natural end, so it ends on neither max_tokens nor a stop token;
 - "other_checkpoint": what another model (same architecture, other weights) generates for the request;
 - "wrong_temperature": what the model samples at another temperature than the request's (1 for a greedy
-  request, twice the requested one otherwise).
+  request, twice the requested one otherwise);
+- "wrong_top_p": what it samples at another top_p (1 where the request's is below, else 0.5);
+- "wrong_seed": what it samples with another seed (the request's with its lowest bit flipped), as a miner
+  that ignores the seed would.
 
 `miner serve` corrupts a chosen fraction of its lines only when BATCHMARKET_TEST_CORRUPT is set (see
 `from_environment`); nothing else reads it.
@@ -25,7 +28,7 @@ from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 
-KINDS = ("substitute", "truncate", "other_checkpoint", "wrong_temperature")
+KINDS = ("substitute", "truncate", "other_checkpoint", "wrong_temperature", "wrong_top_p", "wrong_seed")
 ENV = "BATCHMARKET_TEST_CORRUPT"
 
 Generate = Callable[[list[list[int]], list[SamplingParams]], list[list[int]]]  # e.g. Engine.generate
@@ -49,6 +52,15 @@ def wrong_temperature(params: SamplingParams) -> SamplingParams:
     return replace(params, temperature=1.0 if params.temperature == 0 else 2 * params.temperature)
 
 
+# the request a miner serves in place of the one it was given, per kind that generates with the same model
+MISREAD: dict[str, Callable[[SamplingParams], SamplingParams]] = {
+    "other_checkpoint": lambda p: p,
+    "wrong_temperature": wrong_temperature,
+    "wrong_top_p": lambda p: replace(p, top_p=1.0 if p.top_p < 1 else 0.5),
+    "wrong_seed": lambda p: replace(p, seed=p.seed ^ 1),
+}
+
+
 def corrupt(
     kind: str,
     prompts: Sequence[Sequence[int]],
@@ -60,7 +72,7 @@ def corrupt(
     generate: Generate | None = None,
 ) -> list[list[int]]:
     """Corrupted versions of `outputs` (all of them: pass only the chosen lines). "other_checkpoint" needs
-    `generate` of the other model, "wrong_temperature" `generate` of the same one."""
+    `generate` of the other model, the other generating kinds `generate` of the same one."""
     if kind == "substitute":
         return [substitute(o, vocab_size, rng) for o in outputs]
     if kind == "truncate":
@@ -69,8 +81,7 @@ def corrupt(
         raise ValueError(f"unknown corruption {kind!r} (one of {', '.join(KINDS)})")
     if generate is None:
         raise ValueError(f"corruption {kind!r} needs a model to generate with")
-    requested = [wrong_temperature(p) for p in params] if kind == "wrong_temperature" else list(params)
-    return generate([list(p) for p in prompts], requested)
+    return generate([list(p) for p in prompts], [MISREAD[kind](p) for p in params])
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proof
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
+from miner.verify.miner_scores import SUSPECT_SCORE, WINDOW_TOKENS, MinerScores
 from miner.verify.policy import DEFAULT_TOLERANCES, Tolerances, Verdict, count_fault, judge
 from miner.verify.rescore import Rescorer
 
@@ -74,7 +75,7 @@ class LineJudge:
             return Verdict(False, fault) if fault else Verdict(True, "error_line")
         try:
             request = openai_batch.parse_line(json.dumps(request_line), leaf.request_index + 1)
-            claim = claim_for(request, result_line, self.tokenizer, self.config, self.stops)
+            claim = claim_for(request, result_line, self.tokenizer, self.config, self.stops, leaf.task_id)
         except (UserError, ValueError) as exc:
             return Verdict(False, f"unverifiable: {exc}")
         fault = count_fault(leaf, claim)
@@ -86,12 +87,14 @@ class LineJudge:
 
 def describe(verdict: Verdict) -> str:
     """The verdict's reason, with the re-scoring's numbers when it was decided by re-scoring."""
-    if not verdict.scored:
+    if verdict.stats is None:
         return verdict.reason
     where = f" at output token {verdict.position}" if verdict.position is not None else ""
+    stats = verdict.stats
     return (
         f"{verdict.reason}{where} (logit gap {verdict.gap:.3f}, rank {verdict.rank}, "
-        f"mean logprob {verdict.mean_logprob:.3f}, z {verdict.logprob_z:.2f})"
+        f"mean logprob {verdict.mean_logprob:.3f}, {stats.mismatches} of {stats.tokens} tokens not the "
+        "reference's choice)"
     )
 
 
@@ -117,6 +120,7 @@ class Verifier:
         self.judge = judge
         self.audits = audits
         self.watching = Watching()
+        self.scores = MinerScores()  # of the miners whose lines this verifier judged
 
     def step(self) -> None:
         self._watch_new()
@@ -254,6 +258,16 @@ class Verifier:
                 f"the result answers another request than input line {leaf.request_index}",
             )
         verdict = self.judge.verdict(leaf, request_line, result_line)
+        if verdict.stats is not None:
+            for miner in self.scores.add(leaf.pipeline, verdict.stats):
+                log.warning(
+                    "miner %s: its last %d re-scored tokens score %.4f (above %.4f): its lines look like a "
+                    "cheaper copy of the model's",
+                    miner,
+                    WINDOW_TOKENS,
+                    self.scores.score(miner),
+                    SUSPECT_SCORE,
+                )
         choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
         return choice, describe(verdict)
 

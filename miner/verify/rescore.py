@@ -16,10 +16,16 @@ from pathlib import Path
 import torch
 
 from miner.attention.layout import BatchLayout
+from miner.engine import gumbel
+from miner.engine.sampler import draw, scale, top_p_sets
 from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
+
+# How much an honest miner's top-p set may differ from the reference's, in probability mass (see
+# miner/verify/policy.py, which chooses it).
+DEFAULT_TOP_P_SLACK = 0.075
 
 
 @dataclass(frozen=True)
@@ -33,22 +39,23 @@ class Claim:
 
 @dataclass(frozen=True)
 class TokenScore:
-    """The reference distribution's verdict-relevant facts at one claimed output token."""
+    """The reference's verdict-relevant facts at one claimed output token."""
 
     token: int  # the claimed token
-    argmax: int  # the reference's most likely token
-    logit: float  # reference logit of the claimed token
-    max_logit: float
+    chosen: int  # what the reference chooses there: its argmax, or its Gumbel-max draw for a sampled request
+    # How far the claimed token scores below the best token an honest miner could have chosen, in logits: for
+    # a greedy request the largest logit less the claimed token's; for a sampled one the same of the perturbed
+    # scores logit + temperature * g over the tokens surely in the top-p set (negative when the claimed one
+    # scores higher).
+    gap: float
     # The rest are at the request's temperature (1 for greedy requests), as the engine's sampler sees them.
     logprob: float  # log-probability of the claimed token
     rank: int  # tokens with a strictly higher logit
     mass_before: float  # probability mass of those tokens: the claimed token is in the top-p set iff < top_p
-    expected_logprob: float  # mean log-probability of a token drawn from the top-p distribution
-    logprob_variance: float  # its variance
 
     @property
-    def gap(self) -> float:
-        return self.max_logit - self.logit
+    def reproduced(self) -> bool:
+        return self.token == self.chosen
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,11 @@ class Rescorer:
         config = ModelConfig.load(model_dir)
         return cls(StageShard.load(model_dir, 0, config.num_layers, dtype, device))
 
-    def score(self, claims: Sequence[Claim]) -> list[list[TokenScore]]:
-        """One TokenScore per claimed output token, for each claim in order (empty for an empty output)."""
+    def score(
+        self, claims: Sequence[Claim], top_p_slack: float = DEFAULT_TOP_P_SLACK
+    ) -> list[list[TokenScore]]:
+        """One TokenScore per claimed output token, for each claim in order (empty for an empty output);
+        sampled tokens' gaps are taken against top-p sets narrowed by `top_p_slack`."""
         vocab = self.shard.config.vocab_size
         for claim in claims:
             if not claim.prompt:
@@ -92,7 +102,8 @@ class Rescorer:
         for group in self._packed(scorable, claims):
             logits = self._forward([claims[i] for i in group])
             for index, rows in zip(group, logits, strict=True):
-                scores[index] = token_scores(rows, claims[index].output, claims[index].params)
+                claim = claims[index]
+                scores[index] = token_scores(rows, claim.output, claim.params, len(claim.prompt), top_p_slack)
         return scores
 
     def _packed(self, indices: list[int], claims: Sequence[Claim]) -> Iterator[list[int]]:
@@ -151,38 +162,45 @@ def _fed_length(claim: Claim) -> int:
     return len(claim.prompt) + len(claim.output) - 1
 
 
-def token_scores(logits: torch.Tensor, output: Sequence[int], params: SamplingParams) -> list[TokenScore]:
-    """TokenScores of `output` from the reference logits [len(output), vocab] that predict its tokens."""
+def token_scores(
+    logits: torch.Tensor,
+    output: Sequence[int],
+    params: SamplingParams,
+    first_position: int,
+    top_p_slack: float,
+) -> list[TokenScore]:
+    """TokenScores of `output` from the reference logits [len(output), vocab] that predict its tokens; its
+    first token is at absolute position `first_position` (the prompt's length). A sampled token's gap is taken
+    against the top-p set narrowed by `top_p_slack`, the tokens every honest miner's set holds."""
     logits = logits.float()
-    claimed = torch.tensor(output, dtype=torch.long)
-    claimed_logit = logits.gather(1, claimed[:, None])[:, 0]
-    max_logit, argmax = logits.max(dim=1)
+    claimed = torch.tensor(output, dtype=torch.long)[:, None]
+    claimed_logit = logits.gather(1, claimed)[:, 0]
     # the engine's sampler divides by the temperature; greedy requests are described at temperature 1
-    logprobs = torch.log_softmax(logits / (params.temperature or 1.0), dim=1)
-    probs = logprobs.exp()
+    temperature = params.temperature or 1.0
+    logprobs = torch.log_softmax(logits / temperature, dim=1)
     above = logits > claimed_logit[:, None]
-    mass_before = (probs * above).sum(dim=1)
-    drawn = probs if params.top_p == 1 else _top_p_distribution(probs, params.top_p)
-    expected = (drawn * logprobs).sum(dim=1)
-    variance = (drawn * (logprobs - expected[:, None]).square()).sum(dim=1)
+    mass_before = (logprobs.exp() * above).sum(dim=1)
+    if params.temperature == 0:
+        best, chosen = logits.max(dim=1)
+        gap = best - claimed_logit
+    else:
+        rows = [params] * len(output)
+        positions = list(range(first_position, first_position + len(output)))
+        chosen, _ = draw(logits, rows, positions)
+        scaled = scale(logits, rows)
+        keys = [gumbel.row_key(params.seed, position) for position in positions]
+        # the top token always (its mass before is 0), so the set is never empty
+        narrow = top_p_sets(scaled, [max(params.top_p - top_p_slack, 1e-6)] * len(output))
+        _, best = gumbel.gumbel_max(scaled, keys, narrow)
+        claimed_score = scaled.gather(1, claimed)[:, 0] + gumbel.noise_of(keys, claimed[:, 0])
+        gap = temperature * (best - claimed_score)
     columns = zip(
         output,
-        argmax.tolist(),
-        claimed_logit.tolist(),
-        max_logit.tolist(),
-        logprobs.gather(1, claimed[:, None])[:, 0].tolist(),
+        chosen.tolist(),
+        gap.tolist(),
+        logprobs.gather(1, claimed)[:, 0].tolist(),
         above.sum(dim=1).tolist(),
         mass_before.tolist(),
-        expected.tolist(),
-        variance.tolist(),
         strict=True,
     )
     return [TokenScore(*column) for column in columns]
-
-
-def _top_p_distribution(probs: torch.Tensor, top_p: float) -> torch.Tensor:
-    """What the sampler draws from: the smallest prefix of each sorted row reaching top_p, renormalized."""
-    sorted_probs, order = probs.sort(dim=1, descending=True)
-    kept = (sorted_probs.cumsum(dim=1) - sorted_probs < top_p).float()
-    drawn = torch.zeros_like(probs).scatter(1, order, sorted_probs * kept)
-    return drawn / drawn.sum(dim=1, keepdim=True)

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from client_sdk import openai_batch
+from client_sdk.protocol.sampling import LOCAL_TASK_ID
 from miner.cli import app
 from miner.engine.engine import Engine
 from miner.model.config import ModelConfig
@@ -69,7 +70,9 @@ def engine_outputs(model: Path, batch_file: Path, microbatches: int) -> dict[str
     """The same requests through the in-process Engine (one stage, the same batches)."""
     tokenizer = load_tokenizer(model)
     lines = openai_batch.parse_batch(batch_file.read_bytes(), max_lines=10)
-    requests, _ = prepare(lines, tokenizer, ModelConfig.load(model), stop_token_ids(tokenizer, model))
+    requests, _ = prepare(
+        lines, tokenizer, ModelConfig.load(model), stop_token_ids(tokenizer, model), LOCAL_TASK_ID
+    )
     engine = Engine(
         [StageShard.load(model, 0, 4)], local_pages=64, num_microbatches=microbatches, max_seqs=16
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from client_sdk import openai_batch
+from client_sdk.protocol.sampling import line_seed
 from miner.model.config import ModelConfig
 from miner.node.executor import HeadExecutor
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
@@ -28,11 +29,15 @@ def test_result_line_round_trips_to_a_passing_claim(checkpoint: Path, rescorer: 
     result = reader.result_line(7, 0, request, 0, len(produced.prompt), produced.output)
     tokenizer = load_tokenizer(checkpoint)
     stops = stop_token_ids(tokenizer, checkpoint)
-    claim = claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops)
+    claim = claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops, 7)
     assert (claim.prompt, claim.output) == (produced.prompt, produced.output)
-    assert claim.params.temperature == 0.8 and claim.params.seed != 0  # derived from the custom_id
+    # derived from the task and the custom_id, and stated in the result
+    assert claim.params.temperature == 0.8 and claim.params.seed == line_seed(7, "a", None)
+    assert result["response"]["body"]["seed"] == claim.params.seed != line_seed(8, "a", None)
     [scores] = rescorer.score([claim])
     assert verify(claim.output, claim.params, scores).passed
+    with pytest.raises(ValueError, match="states seed"):  # another task's line has another seed
+        claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops, 8)
 
     with pytest.raises(ValueError, match="not 'b'"):
         claim_for(
@@ -41,7 +46,8 @@ def test_result_line_round_trips_to_a_passing_claim(checkpoint: Path, rescorer: 
             tokenizer,
             ModelConfig.load(checkpoint),
             stops,
+            7,
         )
     del result["response"]["body"]["choices"][0]["token_ids"]
     with pytest.raises(ValueError, match="no output token ids"):
-        claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops)
+        claim_for(request, result, tokenizer, ModelConfig.load(checkpoint), stops, 7)

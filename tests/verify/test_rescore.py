@@ -29,7 +29,7 @@ def test_honest_greedy_output_is_the_argmax_everywhere(
     scores = rescorer.score(greedy_claims)
     for claim, per_token in zip(greedy_claims, scores, strict=True):
         assert [s.token for s in per_token] == list(claim.output)
-        assert all(s.argmax == s.token and s.rank == 0 and s.gap == 0 for s in per_token)
+        assert all(s.reproduced and s.rank == 0 and s.gap == 0 for s in per_token)
 
 
 def test_logprobs_equal_transformers_teacher_forcing(
