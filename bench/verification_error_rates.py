@@ -13,11 +13,12 @@ DEFAULT_TOLERANCES: an honest line flagged is a false flag, a corrupted line pas
 the tolerances were chosen from are printed beside the rates: the largest gap of an honest token against
 the smallest worst gap of a corrupted line, and the top-p mass of honest tokens against top_p.
 
-A cheaper model, the same weights quantized (int8 or int4, one scale per row or per group of 32), mostly
-draws what the reference draws: its lines pass one by one. A verifier scores a miner over many lines
-instead (policy.LineStats): over windows of 300 output tokens of sampled lines, the mean gap of the tokens
-that are not the reference's choice (clipped to epsilon) separates honest miners (float32, and bfloat16
-ones) from quantized ones; the ROC's area is printed for each pair.
+A cheaper model, the same weights quantized (int8 or int4, one scale per row or per group of 32) or the
+model with its KV cache at bfloat16 precision, mostly draws what the reference draws: its lines pass one by
+one. A verifier scores a miner over many lines instead (miner/verify/miner_scores.py): over windows of 300
+output tokens of sampled lines, the mean gap of the tokens that are not the reference's choice (clipped to
+epsilon) separates honest miners (float32, and bfloat16 ones) from cheaper ones; the ROC's area is printed
+for each pair.
 
 Last, the cost a verifier saves: re-scoring time per line against generation time for the same lines, at 32
 and 96 output tokens (one timed run after a warm-up, each way), on one torch thread and on all cores, against
@@ -55,7 +56,7 @@ from miner.model.packaged import MANIFEST_FILE, SMOLLM2, ensure
 from miner.model.shard import StageShard
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.local import even_split
-from miner.verify.corrupt import KINDS, corrupt
+from miner.verify.corrupt import KINDS, bfloat16_kv_cache, corrupt
 from miner.verify.miner_scores import SUSPECT_SCORE, WINDOW_TOKENS
 from miner.verify.policy import DEFAULT_TOLERANCES, STRUCTURAL_REASONS, Verdict, verify
 from miner.verify.rescore import Claim, Rescorer, TokenScore
@@ -117,11 +118,14 @@ def requests(
     return claims
 
 
-def engine_for(model: Path, condition: Condition, longest: int) -> Engine:
-    """An engine of the condition with pages for ENGINE_SEQS sequences of `longest` tokens."""
+def engine_for(
+    model: Path, condition: Condition, longest: int, adapt: Callable[[StageShard], StageShard] = lambda s: s
+) -> Engine:
+    """An engine of the condition with pages for ENGINE_SEQS sequences of `longest` tokens, each shard
+    through `adapt` (a cheaper miner's change)."""
     splits = even_split(ModelConfig.load(model).num_layers, condition.stages)
     return Engine(
-        [StageShard.load(model, start, end, condition.dtype) for start, end in splits],
+        [adapt(StageShard.load(model, start, end, condition.dtype)) for start, end in splits],
         page_size=condition.page_size,
         local_pages=ENGINE_SEQS * -(-longest // condition.page_size),
         max_seqs=ENGINE_SEQS,
@@ -221,7 +225,8 @@ def measure(model: Path, other: Path) -> dict[tuple[str, str], list[Judged]]:
 
 
 def substitute_lines(model: Path, tmp: Path, sampled: list[Claim]) -> dict[str, list[Judged]]:
-    """The same sampled requests served by each quantized substitute, judged (one stage, float32)."""
+    """The same sampled requests served by each quantized substitute and by the model with a bfloat16 KV
+    cache, judged (one stage, float32)."""
     rescorer = Rescorer.load(model)
     longest = max(len(c.prompt) for c in sampled) + MAX_TOKENS[1]
     requests_only = [replace(c, output=()) for c in sampled]
@@ -229,6 +234,8 @@ def substitute_lines(model: Path, tmp: Path, sampled: list[Claim]) -> dict[str, 
     for name, transform in SUBSTITUTES.items():
         copy = variant(model, tmp / name.split()[0], transform)
         served[name] = judged(rescorer, generated(engine_for(copy, CONDITIONS[0], longest), requests_only))
+    engine = engine_for(model, CONDITIONS[0], longest, adapt=bfloat16_kv_cache)
+    served["bfloat16 KV cache"] = judged(rescorer, generated(engine, requests_only))
     return served
 
 
@@ -260,7 +267,7 @@ def roc_table(results: dict[tuple[str, str], list[Judged]], served: dict[str, li
     }
     table = Table(
         title=f"A miner's score over windows of {WINDOW_TOKENS} sampled output tokens (mean clipped gap of "
-        "the tokens the reference would not have drawn): honest miners against quantized substitutes",
+        "the tokens the reference would not have drawn): honest miners against cheaper substitutes",
         caption="AUC: the probability that a substitute's window scores above an honest one's (1 = always).",
     )
     for column in ("honest miner", "windows", "score (max)", "substitute", "windows", "score (min)", "AUC"):
@@ -439,7 +446,7 @@ def plot(results: dict[tuple[str, str], list[Judged]], served: dict[str, list[Ju
         xscale="log",
         xlabel=f"mean clipped gap per token over {WINDOW_TOKENS} tokens (0 drawn at 1e-5)",
         ylabel="windows",
-        title="A miner's score: honest vs quantized",
+        title="A miner's score: honest vs cheaper copies",
     )
     windows.legend(fontsize=7)
     fig.tight_layout()

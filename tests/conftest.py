@@ -1,9 +1,12 @@
 """Shared fixtures: one anvil with the market deployed per session; each test runs on a chain snapshot that is
-reverted afterwards, so tests cannot see each other's transactions."""
+reverted afterwards, so tests cannot see each other's transactions. The session fails if it leaves a process
+running (tests/leftover_processes.py)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.deploy import DeployParams, deploy
 from client_sdk.chain.deployment import Deployment
 from client_sdk.chain.toolchain import foundry_binary, project_root
+from tests.leftover_processes import MARK, marked_processes
 
 ROOT = project_root(Path(__file__).parent)
 
@@ -24,6 +28,26 @@ CHALLENGE_WINDOW = 3_600
 VOTING_PERIOD = 3_600
 UNBONDING_PERIOD = 30 * 3_600  # beyond the window plus an audit and a dispute (24 voting periods)
 FEE_BPS = 500
+
+
+LEFTOVER_GRACE_S = 5.0  # processes told to stop at teardown may take a moment to exit
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    os.environ[MARK] = f"{os.getpid()}-{time.time_ns()}"  # inherited by every process the tests start
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fails the run if a process the tests started is still running once every fixture is torn down."""
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (left := marked_processes(os.environ[MARK])) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        listing = "\n".join(f"  pid {pid}: {command[:200]}" for pid, command in left)
+        session.config.get_terminal_writer().line(
+            f"\nthe tests left {len(left)} processes running:\n{listing}"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,9 @@ Each kind turns an honest output into one a cheating miner might return:
 - "wrong_seed": what it samples with another seed (the request's with its lowest bit flipped), as a miner
   that ignores the seed would.
 
+A cheaper miner may also keep its KV cache at bfloat16 precision while the task's model runs in float32
+(`bfloat16_kv_cache`): half the cache memory, outputs that differ from the reference only near ties.
+
 `miner serve` corrupts a chosen fraction of its lines only when BATCHMARKET_TEST_CORRUPT is set (see
 `from_environment`); nothing else reads it.
 """
@@ -23,6 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import torch
+
+from miner.attention.reference import ReferenceAttention
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
@@ -138,6 +144,27 @@ def whole_model_generate(model_dir: Path, page_size: int = 16) -> Generate:
         return engine.generate(prompts, params)
 
     return generate
+
+
+class _Bfloat16KeysAndValues(ReferenceAttention):
+    """The reference attention over keys and values rounded to bfloat16 as they are written to the cache."""
+
+    def __call__(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        key_cache: torch.Tensor,
+        value_cache: torch.Tensor,
+    ) -> torch.Tensor:
+        return super().__call__(q, k.bfloat16().to(k.dtype), v.bfloat16().to(v.dtype), key_cache, value_cache)
+
+
+def bfloat16_kv_cache(shard: StageShard) -> StageShard:
+    """`shard`, now keeping its keys and values at bfloat16 precision (the reference attention backend)."""
+    a = shard.attention
+    shard.attention = _Bfloat16KeysAndValues(a.num_heads, a.num_kv_heads, a.head_dim, a.dtype, a.device)
+    return shard
 
 
 def from_environment() -> CorruptionSwitch | None:

@@ -8,12 +8,17 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
+from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
+from miner.model.config import ModelConfig
+from miner.model.shard import StageShard
 from miner.node.executor import HeadExecutor
 from miner.verify.corrupt import (
     ENV,
     CorruptionSwitch,
+    bfloat16_kv_cache,
     from_environment,
     substitute,
     truncate,
@@ -84,3 +89,16 @@ def test_executor_corrupts_the_chosen_lines_only(
         faulty = dict(HeadExecutor(reader, switch).run(2, lines, head.driver))
     assert {i for i in range(8) if faulty[i].output != honest[i].output} == chosen
     assert all(faulty[i].prompt == honest[i].prompt for i in range(8))
+
+
+def test_a_bfloat16_kv_cache_keeps_keys_and_values_at_bfloat16_precision(checkpoint: Path) -> None:
+    layers = ModelConfig.load(checkpoint).num_layers
+    plain = Engine([StageShard.load(checkpoint, 0, layers)], page_size=4, local_pages=64)
+    cheap = Engine([bfloat16_kv_cache(StageShard.load(checkpoint, 0, layers))], page_size=4, local_pages=64)
+    for engine in (plain, cheap):
+        engine.generate([[5, 17, 99, 3]], [SamplingParams(max_tokens=6)])
+    for engine, rounded in ((plain, False), (cheap, True)):
+        for cache in engine.pipeline.caches:
+            for stored in (cache.device_cache.keys, cache.device_cache.values):
+                assert stored.abs().sum() > 0
+                assert torch.equal(stored, stored.bfloat16().float()) == rounded
