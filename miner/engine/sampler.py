@@ -29,21 +29,25 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], positions: list[i
         for i, token in zip(greedy, chosen.tolist(), strict=True):
             tokens[i] = token
     if sampled:
-        rows = _rows(logits, sampled, len(params)).float()
-        chosen, _ = draw(rows, [params[i] for i in sampled], [positions[i] for i in sampled])
+        chosen_params = [params[i] for i in sampled]
+        scaled = scale(_rows(logits, sampled, len(params)), chosen_params)
+        chosen, _ = draw(scaled, chosen_params, draw_keys(chosen_params, [positions[i] for i in sampled]))
         for i, token in zip(sampled, chosen.tolist(), strict=True):
             tokens[i] = token
     return tokens
 
 
 def draw(
-    logits: torch.Tensor, params: list[SamplingParams], positions: list[int]
+    scaled: torch.Tensor, params: list[SamplingParams], keys: list[int]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sampled rows' tokens [rows] and their perturbed scores (logits / temperature + g) [rows]: the argmax
-    of the perturbed scores over each row's top-p set."""
-    scaled = scale(logits, params)
-    keys = [gumbel.row_key(p.seed, position) for p, position in zip(params, positions, strict=True)]
+    """Sampled rows' tokens [rows] and their perturbed scores [rows], from logits / temperature (`scale`) and
+    the rows' draw keys (`draw_keys`): the argmax of scaled + g over each row's top-p set."""
     return gumbel.gumbel_max(scaled, keys, top_p_sets(scaled, [p.top_p for p in params]))
+
+
+def draw_keys(params: list[SamplingParams], positions: list[int]) -> list[int]:
+    """The noise key of each row's draw: its request's seed and the token's absolute position."""
+    return [gumbel.row_key(p.seed, position) for p, position in zip(params, positions, strict=True)]
 
 
 def scale(logits: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch
 
 from miner.attention.layout import BatchLayout
 from miner.engine import gumbel
-from miner.engine.sampler import draw, scale, top_p_sets
+from miner.engine.sampler import draw, draw_keys, scale, top_p_sets
 from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PagedKVCache
 from miner.model.config import ModelConfig
@@ -185,10 +185,9 @@ def token_scores(
         gap = best - claimed_logit
     else:
         rows = [params] * len(output)
-        positions = list(range(first_position, first_position + len(output)))
-        chosen, _ = draw(logits, rows, positions)
         scaled = scale(logits, rows)
-        keys = [gumbel.row_key(params.seed, position) for position in positions]
+        keys = draw_keys(rows, list(range(first_position, first_position + len(output))))
+        chosen, _ = draw(scaled, rows, keys)
         # the top token always (its mass before is 0), so the set is never empty
         narrow = top_p_sets(scaled, [max(params.top_p - top_p_slack, 1e-6)] * len(output))
         _, best = gumbel.gumbel_max(scaled, keys, narrow)

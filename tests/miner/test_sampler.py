@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miner.engine import gumbel
-from miner.engine.sampler import draw, sample, scale, top_p_sets
+from miner.engine.sampler import draw, draw_keys, sample, scale, top_p_sets
 from miner.engine.sequence import SamplingParams
 
 VOCAB = 64
@@ -94,8 +94,8 @@ def test_a_draw_is_the_argmax_of_perturbed_scores_over_the_top_p_set(
     rows = logits(6, seed, vocab=500) * spread
     params = [SamplingParams(temperature=temperature, top_p=top_p, seed=seed + i) for i in range(6)]
     positions = [seed % 97 + i for i in range(6)]
-    tokens, best = draw(rows, params, positions)
-    keys = [gumbel.row_key(p.seed, q) for p, q in zip(params, positions, strict=True)]
+    keys = draw_keys(params, positions)
+    tokens, best = draw(scale(rows, params), params, keys)
     full = scale(rows, params) + torch.stack([gumbel.noise_of([k] * 500, torch.arange(500)) for k in keys])
     sets = top_p_sets(scale(rows, params), [top_p] * 6)
     if sets is not None:
