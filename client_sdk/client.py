@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.encoding import hex_bytes
-from client_sdk.errors import UserError
+from client_sdk.errors import ContractRevert, UserError
 from client_sdk.http import coordinator_client, json_of
 from client_sdk.inputs import input_tree, params_hash
 from client_sdk.openai_batch import parse_batch
@@ -281,12 +281,17 @@ class Batches:
 
     def cancel(self, batch_id: str) -> Batch:
         """Stops the batch: finished requests are kept and paid for. If no miner was assigned yet, the task is
-        also cancelled on-chain, so the whole escrow is back in the owner's balance at once (otherwise the
-        coordinator settles what was done, or the task expires at its deadline)."""
+        also cancelled on-chain, so the whole escrow is back in the owner's balance at once; if miners were
+        assigned but served nothing, the coordinator releases the task on-chain, which refunds it too;
+        otherwise the coordinator settles what was done."""
         batch = Batch.model_validate(json_of(self._client.request("POST", f"/v1/batches/{batch_id}/cancel")))
         tasks = self._client.market.tasks
         if tasks.get_task(batch.task_id).status == TaskStatus.OPEN:
-            tasks.cancel_task(batch.task_id)
+            try:
+                tasks.cancel_task(batch.task_id)
+            except ContractRevert:  # the coordinator released or assigned it meanwhile: its path refunds
+                if tasks.get_task(batch.task_id).status == TaskStatus.OPEN:
+                    raise
         return batch
 
     def results(self, batch_id: str) -> BatchResults:

@@ -68,6 +68,12 @@ class ResultCommitment:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the commitment is malformed ({exc})") from None
 
+    def needs_signature(self, index: int) -> bool:
+        """Whether assigned miner `index` must sign: unless it is paid nothing and vouches for no line (a
+        spare that served nothing, or a miner gone for good whose lines others served again), which the
+        contract lets the coordinator commit for with an empty signature."""
+        return self.miner_amounts[index] != 0 or any(self.served_roots[index])
+
     def to_json(self) -> dict[str, Any]:
         """The inverse of `from_json` (without the task id, which travels beside it)."""
         return {

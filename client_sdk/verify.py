@@ -123,7 +123,8 @@ def proofs_of(result_line: dict[str, Any]) -> tuple[Proof, ServedProofs]:
 def check_commitment(
     market: Market, task_id: int, commitment: dict[str, Any], signatures: Sequence[dict[str, str]]
 ) -> CommittedResults:
-    """Checks the commitment against the chain and every assigned miner's signature."""
+    """Checks the commitment against the chain and the signature of every assigned miner that is paid or
+    vouches for lines."""
     task = market.tasks.get_task(task_id)
     if task.status not in COMMITTED:
         raise ResultsRejected(
@@ -143,8 +144,10 @@ def check_commitment(
     by_miner = {s["miner"].lower(): s["signature"] for s in signatures}
     chain_id = market.w3.eth.chain_id
     miners = market.tasks.miners_of(task_id)
-    for miner, served_root in zip(miners, claimed.served_roots, strict=True):
+    for index, (miner, served_root) in enumerate(zip(miners, claimed.served_roots, strict=True)):
         signature = by_miner.get(miner.lower())
+        if signature is None and not claimed.needs_signature(index):
+            continue  # paid nothing, vouching for nothing: the chain took the commitment without it
         if signature is None:
             raise ResultsRejected(f"task {task_id}: no signature from miner {miner}")
         signer = market.registry.profile_of(miner).signer

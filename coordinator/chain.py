@@ -55,6 +55,10 @@ class CoordinatorChain:
     def expire(self, task_id: int) -> None:
         self.market.tasks.expire_task(task_id)
 
+    def release(self, task_id: int) -> None:
+        """Refunds a task nothing was served for, now (a cancel through the API)."""
+        self.market.tasks.release_task(task_id)
+
     def signer_of(self, miner: str) -> str:
         return self.market.registry.profile_of(miner).signer
 

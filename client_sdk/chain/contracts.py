@@ -107,6 +107,10 @@ class GPURegistry(_Bound):
     def add_stake(self, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.addStake(amount))
 
+    def set_endpoint(self, endpoint: str) -> TxReceipt:
+        """Changes the endpoint the previous stage dials (the caller checks its form first)."""
+        return self._send(self.contract.functions.setEndpoint(endpoint))
+
     def request_unstake(self, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.requestUnstake(amount))
 
@@ -204,6 +208,11 @@ class TaskRegistry(_Bound):
 
     def cancel_task(self, task_id: int) -> TxReceipt:
         return self._send(self.contract.functions.cancelTask(task_id))
+
+    def release_task(self, task_id: int) -> TxReceipt:
+        """The coordinator gives up a task with no results: its whole escrow back to the owner, every
+        assigned miner's stake unlocked (Open: any coordinator; Assigned: the one that assigned it)."""
+        return self._send(self.contract.functions.releaseTask(task_id))
 
     def assign_task(
         self, task_id: int, miners: Sequence[str], stake_lock: int, acceptances: Sequence[Acceptance]

@@ -67,9 +67,7 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
         }
         if (profile.modelIds.length == 0) revert NoModels();
         if (profile.modelIds.length > MAX_MODELS) revert TooManyModels(profile.modelIds.length, MAX_MODELS);
-        if (bytes(profile.endpoint).length > MAX_ENDPOINT_BYTES) {
-            revert EndpointTooLong(bytes(profile.endpoint).length, MAX_ENDPOINT_BYTES);
-        }
+        _checkEndpoint(profile.endpoint);
         if (stakeAmount < minStake) revert StakeBelowMinimum(stakeAmount, minStake);
 
         _profiles[msg.sender] = profile;
@@ -95,6 +93,14 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
         if (signer == address(0)) revert ZeroAddress();
         _profiles[msg.sender].signer = signer;
         emit SignerChanged(msg.sender, signer);
+    }
+
+    /// @inheritdoc IGPURegistry
+    function setEndpoint(string calldata endpoint) external {
+        _requireRegistered(msg.sender);
+        _checkEndpoint(endpoint);
+        _profiles[msg.sender].endpoint = endpoint;
+        emit EndpointChanged(msg.sender, endpoint);
     }
 
     /// @inheritdoc IGPURegistry
@@ -230,6 +236,12 @@ contract GPURegistry is IGPURegistry, AccessControl, Pausable, ReentrancyGuard {
         token.safeTransferFrom(msg.sender, address(this), amount);
         uint256 received = token.balanceOf(address(this)) - before;
         if (received != amount) revert TransferShortfall(amount, received);
+    }
+
+    function _checkEndpoint(string calldata endpoint) private pure {
+        if (bytes(endpoint).length > MAX_ENDPOINT_BYTES) {
+            revert EndpointTooLong(bytes(endpoint).length, MAX_ENDPOINT_BYTES);
+        }
     }
 
     function _requireRegistered(address miner) private view {

@@ -156,6 +156,22 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     // ----------------------------------------------------------------------------------- coordinator actions
 
     /// @inheritdoc ITaskRegistry
+    /// @dev Any coordinator may release an Open task (it only refunds its owner sooner than expiry would); an
+    /// Assigned one only by the coordinator that assigned it, which alone knows that nothing was served.
+    function releaseTask(uint256 taskId) external onlyRole(COORDINATOR_ROLE) {
+        Task storage task = _existing(taskId);
+        if (task.status == TaskStatus.Assigned) {
+            if (_coordinators[taskId] != msg.sender) revert NotTaskCoordinator(taskId, msg.sender);
+            _unlockAll(taskId, task.stakeLock);
+        } else {
+            _requireStatus(taskId, task, TaskStatus.Open);
+        }
+        task.status = TaskStatus.Cancelled;
+        _refundAll(taskId, task.owner);
+        emit TaskCancelled(taskId);
+    }
+
+    /// @inheritdoc ITaskRegistry
     /// @dev The lock lasts until the task settles, expires or loses a dispute; a miner consents to the task's
     /// deadline and terms when it signs, and no one can lock its stake without that signature.
     function assignTask(
@@ -264,7 +280,9 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
     }
 
     /// @dev Every assigned miner's registered signer must have signed exactly this commitment with its own served
-    /// root.
+    /// root, except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a
+    /// spare that served no line, or a miner gone for good whose lines were served again by others). At least one
+    /// miner must sign: no commitment stands on the coordinator's word alone.
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         private
         view
@@ -272,7 +290,15 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         address[] storage miners = _miners[taskId];
         uint256 count = miners.length;
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
+        uint256 signed;
         for (uint256 i = 0; i < count; ++i) {
+            if (signatures[i].length == 0) {
+                if (c.minerAmounts[i] != 0 || c.servedRoots[i] != bytes32(0)) {
+                    revert UnpaidShareRequired(miners[i]);
+                }
+                continue;
+            }
+            ++signed;
             bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
             address expected = gpuRegistry.signerOf(miners[i]);
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
@@ -280,6 +306,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
                 revert InvalidSignature(miners[i], recovered);
             }
         }
+        if (signed == 0) revert NoMinerSigned(taskId);
     }
 
     // ------------------------------------------------------------------------------------ anyone's actions

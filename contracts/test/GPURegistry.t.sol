@@ -197,6 +197,23 @@ contract GPURegistryTest is BaseTest {
         assertEq(registry.signerOf(miner), bob);
     }
 
+    function test_setEndpoint() public {
+        vm.prank(miner);
+        vm.expectRevert(abi.encodeWithSelector(IG.NotRegistered.selector, miner));
+        registry.setEndpoint("tcp://10.0.0.2:5555");
+        _registerMiner();
+        vm.prank(miner);
+        vm.expectRevert(abi.encodeWithSelector(IG.EndpointTooLong.selector, 257, 256));
+        registry.setEndpoint(string(new bytes(257)));
+
+        vm.expectEmit(address(registry));
+        emit IG.EndpointChanged(miner, "tcp://10.0.0.2:5555");
+        vm.prank(miner);
+        registry.setEndpoint("tcp://10.0.0.2:5555");
+        assertEq(registry.profileOf(miner).endpoint, "tcp://10.0.0.2:5555");
+        assertEq(registry.signerOf(miner), signer, "nothing else changes");
+    }
+
     function test_addStake() public {
         vm.prank(miner);
         vm.expectRevert(abi.encodeWithSelector(IG.NotRegistered.selector, miner));

@@ -224,6 +224,75 @@ contract TaskRegistryTest is BaseTest {
         assertEq(escrow.balanceOf(alice), MAX_PRICE);
     }
 
+    // ---- releaseTask
+
+    function test_releaseTask_refundsAnOpenTask() public {
+        uint256 id = _createTask(alice, MAX_PRICE);
+        vm.expectEmit(address(escrow));
+        emit IPaymentEscrow.EscrowSettled(id, 0, alice, MAX_PRICE);
+        vm.expectEmit(address(tasks));
+        emit IT.TaskCancelled(id);
+        vm.prank(coordinator);
+        tasks.releaseTask(id);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Cancelled));
+        assertEq(escrow.escrowOf(id), 0);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        _assertEscrowSolvent();
+    }
+
+    function test_releaseTask_refundsAndUnlocksAnAssignedTask() public {
+        uint256 id = _assignedTask(alice, 2);
+        vm.expectEmit(address(registry));
+        emit IGPURegistry.StakeUnlocked(miners[0], MIN_STAKE_LOCK);
+        vm.expectEmit(address(registry));
+        emit IGPURegistry.StakeUnlocked(miners[1], MIN_STAKE_LOCK);
+        vm.expectEmit(address(escrow));
+        emit IPaymentEscrow.EscrowSettled(id, 0, alice, MAX_PRICE);
+        vm.expectEmit(address(tasks));
+        emit IT.TaskCancelled(id);
+        vm.prank(coordinator);
+        tasks.releaseTask(id);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Cancelled));
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        for (uint256 i = 0; i < 2; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE);
+            assertEq(_locked(miners[i]), 0);
+            assertEq(escrow.balanceOf(miners[i]), 0);
+        }
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Neither the owner, a stranger nor another coordinator can release an assigned task; no task is
+    /// released twice, and a committed one is out of reach.
+    function test_releaseTask_reverts() public {
+        uint256 id = _assignedTask(alice, 1);
+        bytes32 role = tasks.COORDINATOR_ROLE();
+        vm.prank(alice);
+        vm.expectRevert(_unauthorized(alice, role));
+        tasks.releaseTask(id);
+        address rival = makeAddr("rival coordinator");
+        vm.prank(governor);
+        tasks.grantRole(role, rival);
+        vm.prank(rival);
+        vm.expectRevert(abi.encodeWithSelector(IT.NotTaskCoordinator.selector, id, rival));
+        tasks.releaseTask(id);
+
+        vm.prank(coordinator);
+        tasks.releaseTask(id);
+        vm.prank(coordinator);
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Cancelled, OPEN));
+        tasks.releaseTask(id);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "refunded once");
+
+        uint256 committed = _committed();
+        vm.prank(coordinator);
+        vm.expectRevert(_wrongStatus(committed, COMMITTED, OPEN));
+        tasks.releaseTask(committed);
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.UnknownTask.selector, 99));
+        tasks.releaseTask(99);
+    }
+
     // ---- assignTask
 
     function test_assignTask_locksStakeAndRecordsMiners() public {
@@ -561,6 +630,56 @@ contract TaskRegistryTest is BaseTest {
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
         assertEq(uint8(_status(id)), uint8(COMMITTED));
+    }
+
+    /// @dev A miner gone for good cannot sign: the others commit without it by paying it nothing and crediting it
+    /// with no line; it gets its stake back at settlement and nothing else.
+    function test_commitResults_withoutTheSignatureOfAMinerPaidNothing() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _commitment(ROOT, PAYMENT, 3);
+        c.minerAmounts = _split(PAYMENT - _fee(PAYMENT), 2);
+        c.minerAmounts = _append(c.minerAmounts, 0);
+        bytes[] memory sigs = _signatures(id, c);
+        sigs[2] = "";
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+        vm.warp(block.timestamp + CHALLENGE_WINDOW);
+        tasks.finalizeTask(id);
+        assertEq(escrow.balanceOf(miners[0]), c.minerAmounts[0]);
+        assertEq(escrow.balanceOf(miners[1]), c.minerAmounts[1]);
+        assertEq(escrow.balanceOf(miners[2]), 0);
+        assertEq(_free(miners[2]), MINER_STAKE);
+        assertEq(_locked(miners[2]), 0);
+        _assertEscrowSolvent();
+    }
+
+    /// @dev An empty signature never stands for a miner that is paid or vouches for lines, and a commitment no
+    /// miner signed is refused.
+    function test_commitResults_anEmptySignatureOnlyForAnUnpaidMinerThatVouchesForNothing() public {
+        uint256 id = _assignedTask(alice, 2);
+        IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
+        bytes[] memory sigs = _signatures(id, c);
+        sigs[1] = "";
+        _expectCommitRevert(id, c, sigs, abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[1]));
+
+        c.minerAmounts[0] += c.minerAmounts[1];
+        c.minerAmounts[1] = 0;
+        c.servedRoots[1] = keccak256("lines the absent miner would vouch for");
+        sigs = _signatures(id, c);
+        sigs[1] = "";
+        _expectCommitRevert(id, c, sigs, abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[1]));
+
+        IT.Commitment memory free = _commitment(ROOT, 0, 2);
+        sigs = new bytes[](2);
+        _expectCommitRevert(id, free, sigs, abi.encodeWithSelector(IT.NoMinerSigned.selector, id));
+    }
+
+    function _append(uint256[] memory list, uint256 item) internal pure returns (uint256[] memory longer) {
+        longer = new uint256[](list.length + 1);
+        for (uint256 i = 0; i < list.length; ++i) {
+            longer[i] = list[i];
+        }
+        longer[list.length] = item;
     }
 
     // ---- finalizeTask

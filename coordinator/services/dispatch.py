@@ -48,11 +48,12 @@ def create_units(
     pipelines: list[PipelineRecord],
     unit_size: int,
     now: int,
+    indices: list[int] | None = None,
 ) -> int:
-    """Cuts the batch into units of `unit_size` requests, each given to the pipeline Phase 2 prices cheapest
-    with the units before it counted as load; returns how many."""
-    indices = list(range(batch.request_total))
-    units = [indices[i : i + unit_size] for i in range(0, len(indices), unit_size)]
+    """Cuts the batch's requests (or only those at `indices`) into units of `unit_size`, each given to the
+    pipeline Phase 2 prices cheapest with the units before it counted as load; returns how many."""
+    lines = list(range(batch.request_total)) if indices is None else indices
+    units = [lines[i : i + unit_size] for i in range(0, len(lines), unit_size)]
     router = pipeline_router(session, live, pipelines)
     for unit in units:
         target = router.cheapest()

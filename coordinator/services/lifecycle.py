@@ -4,8 +4,10 @@ before acting), which is what lets Celery acknowledge late and retry freely.
 
 validating -> (task checked on-chain, pipelines planned, task assigned) -> in_progress
 in_progress -> (units dispatched, silent heads' units re-routed) -> finalizing when every line has a result
-cancelling -> finalizing with the results so far (or cancelled when there are none)
-finalizing -> (output and error files, results tree, every assigned miner's signature) -> commit on-chain
+cancelling -> finalizing with the results so far (or cancelled when there are none: the task is released
+              on-chain, refunding its owner at once)
+finalizing -> (output and error files, results tree, the signature of every miner paid) -> commit on-chain
+           -> in_progress again when a miner that must sign is gone for good (its lines are served again)
            -> completed (or cancelled)
 completed/cancelled -> finalizeTask once the challenge window has passed
 any active batch past its task's deadline -> expireTask (full refund) -> expired
@@ -83,12 +85,11 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     elif batch.status == "finalizing":
         _finalize(session, ctx, batch, now)
     elif batch.status == "cancelled" and batch.commit_tx is None and not batch.finalized:
-        # nothing committed: the escrow comes back when the owner cancels the task on-chain or, for an owner
-        # who only cancelled through the API, by expiry, which anyone (we) may call after the deadline
-        open_task = task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED)
-        if open_task and chain_now > task.deadline:
-            ctx.chain.expire(batch.task_id)
-        batch.finalized = not open_task or chain_now > task.deadline
+        # nothing was served: give the task up on-chain, which refunds its owner now (unless the owner
+        # cancelled it there first; a release that loses that race reverts, and the retry finds it cancelled)
+        if task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
+            ctx.chain.release(batch.task_id)
+        batch.finalized = True
     elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
         if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
             batch.task_id
@@ -150,7 +151,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         _set(batch, "failed", now)
         return
     live = live_miners(session, ctx.live, batch.model)
-    pipelines = ensure_plan(session, served, live, now)
+    pipelines = ensure_plan(session, served, live, now, committed_miners(session))
     if not pipelines:  # wait for miners; the deadline check expires the batch if none come
         batch.status_detail = (
             f"waiting for miners: the {len(live)} live miner(s) cannot hold a replica of {batch.model} "
@@ -164,8 +165,12 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         batch.miners = ctx.chain.market.tasks.miners_of(batch.task_id)
     assert batch.miners is not None
     usable = made_of(pipelines, batch.miners)
+    if not usable:  # only the task's own miners can be paid for it: wait for a pipeline made of them
+        batch.status_detail = _no_pipeline_reason(batch, live)
+        return
     if not session.scalar(select(WorkUnit.id).where(WorkUnit.batch_id == batch.id).limit(1)):
-        dispatch.create_units(session, ctx.live, batch, usable or pipelines, ctx.settings.work_unit_size, now)
+        dispatch.create_units(session, ctx.live, batch, usable, ctx.settings.work_unit_size, now)
+    batch.status_detail = None
     _set(batch, "in_progress", now)
 
 
@@ -242,8 +247,28 @@ def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) ->
     served = ctx.settings.model(batch.model)
     if served is None:
         return []
-    pipelines = ensure_plan(session, served, live_miners(session, ctx.live, batch.model), now)
+    live = live_miners(session, ctx.live, batch.model)
+    pipelines = ensure_plan(session, served, live, now, committed_miners(session))
     return made_of(pipelines, batch.miners or [])
+
+
+def committed_miners(session: Session) -> frozenset[str]:
+    """The miners assigned on-chain to a batch still in progress (the planner keeps them together)."""
+    assigned = session.scalars(
+        select(Batch.miners).where(Batch.status.in_(ACTIVE_BATCH_STATUSES), Batch.miners.is_not(None))
+    )
+    return frozenset(miner for miners in assigned for miner in miners or [])
+
+
+def _no_pipeline_reason(batch: Batch, live: list[Miner]) -> str:
+    """Why the batch's work waits: which of its assigned miners are live."""
+    assigned = batch.miners or []
+    up = sorted(set(assigned) & {m.address for m in live})
+    return (
+        f"waiting for a live pipeline made of the task's assigned miners: {len(up)} of its {len(assigned)} "
+        "are live and they cannot hold a replica of the model together (the escrow comes back if none forms "
+        "by the task's deadline)"
+    )
 
 
 def made_of(pipelines: list[PipelineRecord], miners: list[str]) -> list[PipelineRecord]:
@@ -253,8 +278,13 @@ def made_of(pipelines: list[PipelineRecord], miners: list[str]) -> list[Pipeline
 
 
 def _run(session: Session, ctx: Context, batch: Batch, now: int) -> None:
-    dispatch.reroute(session, ctx.live, batch, _usable_pipelines(session, ctx, batch, now), now)
+    usable = _usable_pipelines(session, ctx, batch, now)
+    dispatch.reroute(session, ctx.live, batch, usable, now)
     session.flush()
+    if not usable:
+        batch.status_detail = _no_pipeline_reason(batch, live_miners(session, ctx.live, batch.model))
+    elif batch.status_detail and batch.status_detail.startswith("waiting for a live pipeline"):
+        batch.status_detail = None
     if dispatch.result_count(batch) == batch.request_total:
         _set(batch, "finalizing", now)
 
@@ -278,15 +308,71 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     signatures = {
         s.miner: s for s in session.scalars(select(Signature).where(Signature.batch_id == batch.id))
     }
+    commitment = commitment_of(batch)
     miners = batch.miners or []
-    if any(m not in signatures for m in miners):
+    missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
+    if missing:
+        _await_signers(session, ctx, batch, missing, now)
         return
     task = ctx.chain.task(batch.task_id)
     if task.status == TaskStatus.ASSIGNED:
+        # an empty signature stands for a miner paid nothing that vouches for nothing (the contract's rule)
         batch.commit_tx = ctx.chain.commit(
-            commitment_of(batch), [hex_bytes(signatures[m].signature) for m in miners]
+            commitment, [hex_bytes(signatures[m].signature) if m in signatures else b"" for m in miners]
         )
+    batch.status_detail = None
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+
+
+def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[str], now: int) -> None:
+    """Waits for the miners that still have to sign; a miner silent for two heartbeat timeouts since the batch
+    began finalizing is taken as gone for good, and the lines it served are served again by the others, so
+    that the commitment no longer needs its signature."""
+    gone = sorted(set(missing) - set(ctx.live.alive(missing)))
+    waited = now - (batch.finalizing_at or now)
+    if gone and waited >= 2 * ctx.settings.heartbeat_ttl_s:
+        reserve_without(session, ctx, batch, gone, now)
+        return
+    silent = f" ({len(gone)} of them silent: their lines are served again if they do not come back)"
+    waiting = f"waiting for {len(missing)} miner(s) to sign the results: {', '.join(missing)}"
+    batch.status_detail = waiting + (silent if gone else "")
+
+
+def reserve_without(session: Session, ctx: Context, batch: Batch, gone: list[str], now: int) -> int:
+    """Sends the batch back to in_progress with the lines whose pipeline includes a miner of `gone` dropped
+    and queued again on the live pipelines, and the written outputs, commitment and signatures discarded;
+    returns how many lines are served again. Those miners are then paid nothing and vouch for nothing."""
+    dropped = [
+        r
+        for r in session.scalars(select(Result).where(Result.batch_id == batch.id, Result.ok))
+        if set(r.pipeline) & set(gone)
+    ]
+    for result in dropped:
+        session.delete(result)
+    batch.completed_count = Batch.completed_count - len(dropped)
+    for file_id in (batch.output_file_id, batch.error_file_id):
+        file = session.get(File, file_id) if file_id else None
+        if file is not None:
+            session.delete(file)
+    for signature in session.scalars(select(Signature).where(Signature.batch_id == batch.id)):
+        session.delete(signature)
+    batch.output_file_id = batch.error_file_id = batch.results_root = None
+    batch.commitment = None
+    session.flush()
+    usable = [p for p in _usable_pipelines(session, ctx, batch, now) if not set(p.miners) & set(gone)]
+    # with no live pipeline yet, the units wait on the batch's last one, and reroute moves them once one is
+    # planned (a unit queued on a pipeline that is not usable is rerouted)
+    last = session.scalar(select(WorkUnit.pipeline_id).where(WorkUnit.batch_id == batch.id).limit(1))
+    targets = usable or [p for p in [session.get(PipelineRecord, last)] if p is not None]
+    indices = sorted(r.line_index for r in dropped)
+    if indices:
+        dispatch.create_units(session, ctx.live, batch, targets, ctx.settings.work_unit_size, now, indices)
+    batch.status_detail = (
+        f"serving {len(indices)} line(s) again: miner(s) {', '.join(gone)} served them but are gone and "
+        "cannot sign"
+    )
+    _set(batch, "in_progress", now)
+    return len(indices)
 
 
 def commitment_of(batch: Batch) -> ResultCommitment:

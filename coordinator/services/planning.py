@@ -15,6 +15,7 @@ from coordinator.db.models import Miner, PipelineRecord
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
+from coordinator.scheduling.plan import Pipeline
 from coordinator.scheduling.strategies import make_plan
 
 STRATEGY = "parallax"
@@ -50,20 +51,32 @@ def cluster_of(miners: list[Miner]) -> Cluster:
     )
 
 
-def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now: int) -> list[PipelineRecord]:
+def ensure_plan(
+    session: Session,
+    served: ServedModel,
+    miners: list[Miner],
+    now: int,
+    committed: frozenset[str] = frozenset(),
+) -> list[PipelineRecord]:
     """The active pipelines of the model, re-planned first if the live miners are not exactly the planned
-    ones. Empty when the live miners cannot hold one replica."""
+    ones. Empty when the live miners cannot hold one replica.
+
+    `committed` names the miners assigned on-chain to a batch still in progress. When those of them that are
+    live can hold a replica on their own, they are planned apart from the rest: only a pipeline made of a
+    task's own miners can serve it, so a pipeline that mixed one of them with an unassigned newcomer would
+    leave the task's work waiting while its own miners sat idle."""
     current = active_pipelines(session, served.name)
     live = sorted(m.address for m in miners)
     if current and current[0].members == live:
         return current
     session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
-    if not miners:
+    spec = model_spec(served.path, served.name)
+    bound = [m for m in miners if m.address in committed]
+    free = [m for m in miners if m.address not in committed]
+    pipelines = _pipelines(bound, spec)
+    pipelines = pipelines + _pipelines(free, spec) if pipelines else _pipelines(miners, spec)
+    if not pipelines:
         return []
-    try:
-        plan = make_plan(STRATEGY, cluster_of(miners), model_spec(served.path, served.name))
-    except SchedulingError:
-        return []  # not enough memory among the live miners for one replica yet
     latest = select(func.max(PipelineRecord.version)).where(PipelineRecord.model == served.name)
     version = (session.scalar(latest) or 0) + 1
     records = [
@@ -75,8 +88,18 @@ def ensure_plan(session: Session, served: ServedModel, miners: list[Miner], now:
             active=True,
             created_at=now,
         )
-        for pipeline in plan.pipelines
+        for pipeline in pipelines
     ]
     session.add_all(records)
     session.flush()
     return records
+
+
+def _pipelines(miners: list[Miner], spec: ModelSpec) -> list[Pipeline]:
+    """Phase 1's pipelines over `miners`; none when they cannot hold one replica."""
+    if not miners:
+        return []
+    try:
+        return list(make_plan(STRATEGY, cluster_of(miners), spec).pipelines)
+    except SchedulingError:
+        return []  # not enough memory among them for one replica yet

@@ -1,17 +1,20 @@
-"""A batch cancelled through the API alone (as openai-python does) before anything was committed never strands
-its escrow: once the task's deadline has passed, the worker expires the task on-chain and the owner's whole
-max price is back in its balance, to the unit."""
+"""A batch cancelled through the API alone (as openai-python does) before any line was served never strands
+its escrow: the worker releases the task on-chain at once, whether or not miners were assigned, and the
+owner's whole max price is back in its balance, to the unit, with every assigned miner's stake unlocked. An
+account that is not the task's coordinator cannot release it, and a task released once is not released
+again."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from eth_account.signers.local import LocalAccount
 from redis import Redis
 
-from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
+from client_sdk.errors import ContractRevert
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.migrate import upgrade
@@ -21,34 +24,68 @@ from coordinator.services.lifecycle import Context, advance
 from coordinator.services.live import LiveMembership
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.helpers import stored_batch
+from tests.helpers import assigned_task
 
 
-def test_a_cancelled_unassigned_batch_expires_its_task_at_the_deadline(
-    admin_market: Market, accounts: list[LocalAccount], chain: Anvil, tmp_path: Path, redis_url: str
+def _cancelled_batch(database: Database, owner: str, task_id: int, requests: int) -> str:
+    with database.session() as session:
+        return stored_batch(session, owner, requests, 0, status="cancelled", task_id=task_id).id
+
+
+def _context(market: Market, redis_url: str) -> Context:
+    return Context(Settings(), CoordinatorChain(market), LiveMembership(Redis.from_url(redis_url), 10))
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Database:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    upgrade(url)
+    return Database(url)
+
+
+def test_a_cancelled_unassigned_batch_releases_its_task_at_once(
+    admin_market: Market, accounts: list[LocalAccount], database: Database, redis_url: str
 ) -> None:
-    user, config = accounts[2], DemoConfig()
+    coordinator, user, config = accounts[1], accounts[2], DemoConfig()
     admin_market.token.mint(user.address, config.max_price)
     task_id = create_task(admin_market.as_account(user), config)
-    database_url = f"sqlite:///{tmp_path / 'c.db'}"
-    upgrade(database_url)
-    database = Database(database_url)
-    with database.session() as session:
-        batch_id = stored_batch(
-            session, user.address, config.requests, 0, status="cancelled", task_id=task_id
-        ).id
-    ctx = Context(Settings(), CoordinatorChain(admin_market), LiveMembership(Redis.from_url(redis_url), 10))
+    batch_id = _cancelled_batch(database, user.address, task_id, config.requests)
+    ctx = _context(admin_market.as_account(coordinator), redis_url)
 
-    with database.session() as session:
-        assert advance(session, ctx, batch_id) == "cancelled"
-        batch = session.get(Batch, batch_id)
-        assert batch is not None and not batch.finalized  # before the deadline: nothing to do yet
-    assert admin_market.tasks.get_task(task_id).status == TaskStatus.OPEN
-
-    chain.advance_time(admin_market.tasks.get_task(task_id).deadline - admin_market.chain_time() + 1)
     with database.session() as session:
         assert advance(session, ctx, batch_id) == "cancelled"
         batch = session.get(Batch, batch_id)
         assert batch is not None and batch.finalized
-    assert admin_market.tasks.get_task(task_id).status == TaskStatus.EXPIRED
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.CANCELLED
+    assert admin_market.escrow.escrow_of(task_id) == 0
     assert admin_market.escrow.balance_of(user.address) == config.max_price
+    with database.session() as session:  # a second step does nothing more
+        assert advance(session, ctx, batch_id) == "cancelled"
+    assert admin_market.escrow.balance_of(user.address) == config.max_price
+    database.dispose()
+
+
+def test_a_cancelled_batch_whose_miners_served_nothing_releases_their_stake_and_the_escrow(
+    admin_market: Market, accounts: list[LocalAccount], database: Database, redis_url: str
+) -> None:
+    coordinator, user, miners, config = accounts[1], accounts[2], accounts[3:5], DemoConfig()
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    for miner in miners:
+        assert admin_market.registry.stake_of(miner.address).locked == config.stake_lock
+    batch_id = _cancelled_batch(database, user.address, task_id, config.requests)
+
+    rival = _context(admin_market, redis_url)  # the admin is not a coordinator
+    with database.session() as session, pytest.raises(ContractRevert):
+        advance(session, rival, batch_id)
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.ASSIGNED
+
+    ctx = _context(admin_market.as_account(coordinator), redis_url)
+    with database.session() as session:
+        assert advance(session, ctx, batch_id) == "cancelled"
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.CANCELLED
+    assert admin_market.escrow.balance_of(user.address) == config.max_price
+    for miner in miners:
+        stake = admin_market.registry.stake_of(miner.address)
+        assert (stake.free, stake.locked) == (config.miner_stake, 0)
+        assert admin_market.escrow.balance_of(miner.address) == 0
     database.dispose()

@@ -1,8 +1,9 @@
 """Failures mid-batch: a miner killed (its units go to the other miner; restarted, it still signs what it
 served before, from its journal), a head killed mid-unit after reporting its lines' progress (the other
 pipeline resumes them from their output tokens so far), a stage of a 2-stage pipeline killed (the coordinator
-re-plans over the survivors), and the API and the worker restarted. Either way the batch completes and every
-custom_id appears exactly once in the verified output."""
+re-plans over the survivors), a stage killed for good (the lines it served are served again without it, and
+the others commit without its signature, paying it nothing), and the API and the worker restarted. Either way
+the batch completes and every custom_id appears exactly once in the verified output."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Client
 from coordinator.db.models import PipelineRecord, WorkUnit
 from demo.services import postgres_server
@@ -154,3 +156,35 @@ def test_a_killed_stage_of_a_pipeline_loses_no_line(staged: LocalSystem) -> None
     wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
     staged.start_miner(victim)  # back, it signs the lines it served as a stage before the crash
     assert_exactly_once(client, batch_id, "stage")
+
+
+def test_a_stage_gone_for_good_is_left_out_and_paid_nothing(staged: LocalSystem) -> None:
+    """The pipeline's second stage dies mid-batch and never comes back: once it has been silent for two
+    heartbeat timeouts while the others sign, the lines it served are served again by the head and the spare,
+    the commitment pays it nothing and goes on-chain without its signature, and settlement pays the others
+    exactly their committed amounts while the gone miner gets its stake back and nothing else."""
+    client, market = staged.client(), staged.market
+    staged.advance_chain_time(staged.config.challenge_window + 1)  # earlier batches settle first
+    earlier = range(1, market.tasks.task_count() + 1)
+    wait_for(lambda: all(market.tasks.get_task(t).status == TaskStatus.FINALIZED for t in earlier))
+    before = {m.address: market.escrow.balance_of(m.address) for m in staged.miner_accounts}
+    batch_id = submit(client, "gone")
+    wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
+    addresses = [m.address for m in staged.miner_accounts]
+    victim = addresses.index(active_stages(staged)[1])
+    staged.stop(f"miner{victim}", kill=True)
+    assert_exactly_once(client, batch_id, "gone")
+
+    task_id = client.batches.retrieve(batch_id).task_id
+    miners = market.tasks.miners_of(task_id)
+    amounts = dict(zip(miners, market.tasks.miner_amounts_of(task_id), strict=True))
+    task = market.tasks.get_task(task_id)
+    assert amounts[addresses[victim]] == 0
+    assert sum(amounts.values()) == task.payment - task.payment * staged.config.fee_bps // 10_000
+    staged.advance_chain_time(staged.config.challenge_window + 1)
+    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
+    for miner in miners:
+        assert market.escrow.balance_of(miner) - before[miner] == amounts[miner]
+        stake = market.registry.stake_of(miner)
+        assert (stake.locked, stake.free) == (0, staged.config.miner_stake)
+    staged.start_miner(victim)  # leaves the module's system whole

@@ -54,6 +54,7 @@ interface IGPURegistry {
         uint256 stake
     );
     event SignerChanged(address indexed miner, address indexed signer);
+    event EndpointChanged(address indexed miner, string endpoint);
     event StakeAdded(address indexed miner, uint256 amount);
     event UnstakeRequested(address indexed miner, uint256 amount, uint256 releaseAt);
     event StakeWithdrawn(address indexed miner, uint256 amount);
@@ -65,6 +66,9 @@ interface IGPURegistry {
 
     function register(MinerProfile calldata profile, uint256 stakeAmount) external;
     function setSigner(address signer) external;
+    /// @notice Changes the endpoint the previous stage dials (at most MAX_ENDPOINT_BYTES; the format is checked
+    /// off-chain, as at registration).
+    function setEndpoint(string calldata endpoint) external;
     function addStake(uint256 amount) external;
     function requestUnstake(uint256 amount) external;
     function withdrawStake() external returns (uint256 amount);

@@ -117,6 +117,9 @@ interface ITaskRegistry {
     error AcceptanceExpired(address miner, uint256 expiry);
     error NoConsent(address miner, address recovered);
     error UsageMatches(uint256 taskId);
+    error NotTaskCoordinator(uint256 taskId, address caller);
+    error UnpaidShareRequired(address miner);
+    error NoMinerSigned(uint256 taskId);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -153,6 +156,10 @@ interface ITaskRegistry {
 
     function createTask(CreateTaskParams calldata params) external returns (uint256 taskId);
     function cancelTask(uint256 taskId) external;
+    /// @notice Gives up a task with no results, refunding the whole escrow to its owner and unlocking every
+    /// assigned miner's stake: any coordinator while it is Open, its own coordinator while it is Assigned. Emits
+    /// TaskCancelled. It lets a cancel made through the coordinator's API refund at once.
+    function releaseTask(uint256 taskId) external;
     /// @notice Assigns the task to `miners`, locking `stakeLock` of each one's stake: only with each miner's
     /// acceptance of exactly this task and lock (`acceptances[i]` for `miners[i]`), and never more than the larger
     /// of the task's maximum price and the minimum stake lock.

@@ -451,6 +451,15 @@ contract Handler is Consent {
         try tasks.cancelTask(id) {} catch {}
     }
 
+    /// @dev The coordinator gives up an open or assigned task (a cancel through its API before any line was served).
+    function releaseTask(uint256 taskSeed) external track {
+        uint256 id =
+            _pickTaskMostlyIn(taskSeed, taskSeed % 2 == 0 ? IT.TaskStatus.Open : IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        vm.prank(coordinator);
+        try tasks.releaseTask(id) {} catch {}
+    }
+
     function assignTask(uint256 taskSeed, uint256 minerMask, uint256 stakeLock) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Open);
         if (id == 0) return;
@@ -499,7 +508,8 @@ contract Handler is Consent {
 
     /// @dev One leaf per request, as the coordinator commits them, with the usage the leaves add up to at its
     /// price; one commit in eight comes from a colluding coordinator and miners who overstate the output tokens
-    /// by `inflation` (1 to 10 million), all miners signing.
+    /// by `inflation` (1 to 10 million), all miners signing. One commit in three leaves its last miner out (a miner
+    /// gone for good): paid nothing, vouching for nothing, with an empty signature.
     function commitResults(uint256 taskSeed, uint256 inflation, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;
@@ -515,22 +525,45 @@ contract Handler is Consent {
             ++inflatedCommits;
         }
         uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
+        bool leaveOut = assigned.length > 1 && seed % 3 == 0;
+        uint256 paid = leaveOut ? assigned.length - 1 : assigned.length;
         IT.Commitment memory c = IT.Commitment(
             ResultTree.root(ls),
             inputTokens,
             outputTokens,
             payment,
-            _randomShares(payment, assigned.length, seed),
+            _randomShares(payment, paid, seed),
             ResultTree.servedRoots(ls, assigned)
         );
-        bytes[] memory sigs = new bytes[](assigned.length);
-        for (uint256 i = 0; i < assigned.length; ++i) {
+        if (leaveOut) {
+            c.minerAmounts = _withZero(c.minerAmounts);
+            c.servedRoots[paid] = bytes32(0);
+        }
+        bytes[] memory sigs = _signFirst(id, c, assigned, paid);
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev The signatures of the first `count` of `assigned` over `c`, empty ones for the rest.
+    function _signFirst(uint256 id, IT.Commitment memory c, address[] memory assigned, uint256 count)
+        internal
+        view
+        returns (bytes[] memory sigs)
+    {
+        sigs = new bytes[](assigned.length);
+        for (uint256 i = 0; i < count; ++i) {
             bytes32 digest = tasks.commitmentDigest(id, c, c.servedRoots[i]);
             (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(assigned[i]), digest);
             sigs[i] = abi.encodePacked(r, s, v);
         }
-        vm.prank(coordinator);
-        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev `amounts` with a zero share appended.
+    function _withZero(uint256[] memory amounts) internal pure returns (uint256[] memory longer) {
+        longer = new uint256[](amounts.length + 1);
+        for (uint256 i = 0; i < amounts.length; ++i) {
+            longer[i] = amounts[i];
+        }
     }
 
     /// @dev `payment` less the coordinator's fee, in `count` random shares.

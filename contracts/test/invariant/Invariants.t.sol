@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[47] memory s = [
+        bytes4[48] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -116,7 +116,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.griefAppeal.selector,
             Handler.withholdSeal.selector,
             Handler.assignWithoutConsent.selector,
-            Handler.refuteUsage.selector
+            Handler.refuteUsage.selector,
+            Handler.releaseTask.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -214,14 +215,15 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(locked, expected);
     }
 
-    /// @dev Task and dispute statuses only move forward, and ended ones never change. Only an unassigned task is
-    /// cancelled, and only an uncommitted one expires.
+    /// @dev Task and dispute statuses only move forward, and ended ones never change. Only an uncommitted task is
+    /// cancelled (by its owner before assignment, or released by its coordinator), and only an uncommitted one
+    /// expires.
     function invariant_statusesOnlyMoveForward() public view {
         assertFalse(handler.ghostStatusRegressed(), "task status went back");
         assertFalse(handler.ghostDisputeStatusRegressed(), "dispute status went back");
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             IT.Task memory t = tasks.getTask(id);
-            if (t.status == IT.TaskStatus.Cancelled) assertEq(t.minerCount, 0, "cancelled after assignment");
+            if (t.status == IT.TaskStatus.Cancelled) assertEq(t.committedAt, 0, "cancelled after commit");
             if (t.status == IT.TaskStatus.Expired) assertEq(t.committedAt, 0, "expired after commit");
         }
     }
