@@ -1,5 +1,5 @@
-"""`miner`: register a GPU machine on-chain with a stake, inspect it, unstake and withdraw; run a batch
-through a local multi-process pipeline."""
+"""`miner`: register a GPU machine on-chain with a stake, inspect it, change its endpoint, add stake, unstake
+and withdraw; run a batch through a local multi-process pipeline."""
 
 from __future__ import annotations
 
@@ -190,6 +190,33 @@ def stake(
     market.registry.add_stake(value)
     free = market.registry.stake_of(me).free
     console.print(f"staked {format_amount(value)} more; {format_amount(free)} of the stake is free")
+
+
+@app.command()
+@one_line_errors
+def update(
+    endpoint: Annotated[
+        str, typer.Option(help="The new address the previous pipeline stage dials, e.g. tcp://HOST:5555.")
+    ],
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Change this miner's registered endpoint (restart `miner serve` for it to take effect)."""
+    try:
+        check_stage_endpoint(endpoint)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    old = market.registry.profile_of(me).endpoint
+    if old == endpoint:
+        console.print(f"the endpoint is already {endpoint}; nothing to change")
+        return
+    market.registry.set_endpoint(endpoint)
+    console.print(f"endpoint changed from {old} to {endpoint}; restart `miner serve` to use it")
 
 
 @app.command()

@@ -3,6 +3,7 @@ error for each bad input the CLI promises to explain."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -111,6 +112,32 @@ def test_stake_adds_to_a_registered_miners_free_stake(
         f"error: insufficient token balance: {miner.address} holds 37.500000, asked to stake 40.000000"
     )
     assert one_line_error(run("stake", "0")) == "error: the amount to stake must be more than 0"
+
+
+def test_update_changes_the_registered_endpoint_and_refuses_one_no_stage_can_dial(
+    admin_market: Market, run: Invoke, miner: LocalAccount
+) -> None:
+    assert (
+        one_line_error(run("update", "--endpoint", "tcp://10.0.0.9:5555"))
+        == f"error: {miner.address} is not registered; run `miner register` first"
+    )
+    admin_market.token.mint(miner.address, 150 * 10**6)
+    assert run(*REGISTER, "--stake", "100").exit_code == 0
+    before = admin_market.registry.profile_of(miner.address)
+    refused = one_line_error(run("update", "--endpoint", "10.0.0.9:5555"))
+    assert "is not an endpoint a stage can dial: use tcp://HOST:PORT" in refused
+    assert admin_market.registry.profile_of(miner.address) == before
+
+    changed = run("update", "--endpoint", "tcp://10.0.0.9:5555")
+    assert changed.exit_code == 0, changed.output
+    assert " ".join(changed.stdout.split()) == (  # the console wraps at 80 columns
+        f"endpoint changed from {before.endpoint} to tcp://10.0.0.9:5555; restart `miner serve` to use it"
+    )
+    assert admin_market.registry.profile_of(miner.address) == dataclasses.replace(
+        before, endpoint="tcp://10.0.0.9:5555"
+    )
+    again = run("update", "--endpoint", "tcp://10.0.0.9:5555")
+    assert " ".join(again.stdout.split()) == "the endpoint is already tcp://10.0.0.9:5555; nothing to change"
 
 
 def test_already_registered(admin_market: Market, run: Invoke, miner: LocalAccount) -> None:

@@ -13,6 +13,7 @@ from client_sdk.chain.types import MinerProfile, Stake
 from client_sdk.device import DeviceProfile
 from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe
+from client_sdk.units import format_amount
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.services.dispatch import break_leases_of
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
@@ -65,9 +66,18 @@ def join(
         raise Conflict(
             f"{address} is not registered to serve {model!r} ({describe(model_hash)})", "model_not_registered"
         )
+    if joining.endpoint != profile.endpoint:
+        raise Conflict(
+            f"{address} joined with the endpoint {joining.endpoint!r}, but its registered endpoint is "
+            f"{profile.endpoint!r}, which its peers dial (`miner update --endpoint` changes it)",
+            "endpoint_mismatch",
+        )
     free, needed = registry.stake_of(address).free, registry.min_stake()
     if free < needed:
-        raise Conflict(f"{address} has {free} free stake; at least {needed} is needed", "insufficient_stake")
+        raise Conflict(
+            f"{address} has {format_amount(free)} free stake; at least {format_amount(needed)} is needed",
+            "insufficient_stake",
+        )
     if device.memory_gb <= 0 or device.layer_latency_ms <= 0 or device.tflops <= 0:
         raise InvalidInput("the device profile needs positive memory, TFLOPS and layer latency", "device")
     known = session.get(Miner, address)

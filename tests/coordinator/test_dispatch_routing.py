@@ -20,6 +20,7 @@ from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Miner, PipelineRecord, WorkUnit
 from coordinator.db.session import Database
 from coordinator.services import dispatch, miners
+from coordinator.services.errors import Conflict
 from coordinator.services.live import Heartbeat, LiveMembership
 from coordinator.services.miners import Joining
 from demo.lifecycle import MODEL
@@ -132,7 +133,7 @@ def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_t
     device = DeviceProfile(
         gpu="cpu", memory_gb=8.0, tflops=1.0, mem_bandwidth_gb_s=10.0, layer_latency_ms=1.0
     )
-    joining = Joining(MODEL, "tcp://127.0.0.1:1", LinkKeys.generate().public.decode(), "us-east-1", device)
+    joining = Joining(MODEL, "tcp://127.0.0.1:5555", LinkKeys.generate().public.decode(), "us-east-1", device)
     with db.session() as session:
         tail = tail_account.address
         miners.join(session, registry, live, tail, joining, model_id_of(MODEL), NOW)
@@ -161,3 +162,27 @@ def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_t
         assert claimed is not None and claimed["unit_id"] == unit.id
         dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 40, 60)
         assert unit.leased_until == NOW + 100
+
+
+def test_a_join_from_another_endpoint_than_the_registered_one_is_refused(
+    db: Database, live: LiveMembership, admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """Peers dial the endpoint the coordinator hands out, which must be the one the miner registered on-chain;
+    a node announcing another is told how to change the registered one."""
+    account = accounts[5]
+    register_miner(admin_market, account, 200 * 10**6)
+    registered = admin_market.registry.profile_of(account.address).endpoint
+    device = DeviceProfile(
+        gpu="cpu", memory_gb=8.0, tflops=1.0, mem_bandwidth_gb_s=10.0, layer_latency_ms=1.0
+    )
+    joining = Joining(MODEL, "tcp://10.9.9.9:5555", LinkKeys.generate().public.decode(), "us-east-1", device)
+    registry = CoordinatorChain(admin_market).registry
+    with db.session() as session, pytest.raises(Conflict) as refused:
+        miners.join(session, registry, live, account.address, joining, model_id_of(MODEL), NOW)
+    assert refused.value.code == "endpoint_mismatch"
+    assert str(refused.value) == (
+        f"{account.address} joined with the endpoint 'tcp://10.9.9.9:5555', but its registered endpoint is "
+        f"{registered!r}, which its peers dial (`miner update --endpoint` changes it)"
+    )
+    with db.session() as session:
+        assert session.get(Miner, account.address) is None
