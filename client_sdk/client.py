@@ -62,6 +62,14 @@ class FileObject(ApiObject):
     input_root: str | None = None
 
 
+class Usage(ApiObject):
+    """Tokens of the lines served so far (the committed usage once the batch is committed)."""
+
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
 class Batch(ApiObject):
     id: str
     object: str
@@ -78,10 +86,18 @@ class Batch(ApiObject):
     metadata: dict[str, str] | None = None
     results_root: str | None = None
     status_detail: str | None = None  # why the batch is waiting, when it is
+    usage: Usage | None = None
 
 
 class BatchPage(ApiObject):
     data: list[Batch]
+    has_more: bool
+    first_id: str | None = None
+    last_id: str | None = None
+
+
+class FilePage(ApiObject):
+    data: list[FileObject]
     has_more: bool
     first_id: str | None = None
     last_id: str | None = None
@@ -182,6 +198,19 @@ class Files:
     def content(self, file_id: str) -> bytes:
         return self._client.request("GET", f"/v1/files/{file_id}/content").content
 
+    def list(self, *, limit: int = 20, after: str | None = None, purpose: str | None = None) -> FilePage:
+        """Your files, newest first, `limit` per page after the file `after`."""
+        params: dict[str, str | int] = {"limit": limit}
+        if after is not None:
+            params["after"] = after
+        if purpose is not None:
+            params["purpose"] = purpose
+        return FilePage.model_validate(json_of(self._client.request("GET", "/v1/files", params=params)))
+
+    def delete(self, file_id: str) -> None:
+        """Deletes one of your files (refused while a batch still needs it)."""
+        self._client.request("DELETE", f"/v1/files/{file_id}")
+
 
 def check_value_cap(market: Market, max_price: int) -> None:
     """Refuses, before any transaction, a max price that leaves no room under the value cap for even one
@@ -211,10 +240,47 @@ class Batches:
         prices: TaskPrices | None = None,
         model_hash: str | None = None,
     ) -> Batch:
-        """Creates the on-chain task for the file at `prices` per million tokens (by default what the
-        coordinator asks) and escrows `max_price` (token base units), then registers the batch. The task pays
-        the tokens served at those prices, at most `max_price`. If the coordinator refuses it, the task is
-        cancelled again so the escrow comes back.
+        """Creates and funds the on-chain task for the file (`fund_task`), then registers the batch. If the
+        coordinator refuses it, the task is cancelled again so the escrow comes back."""
+        task_id = self.fund_task(
+            input_file_id=input_file_id,
+            endpoint=endpoint,
+            max_price=max_price,
+            completion_window=completion_window,
+            prices=prices,
+            model_hash=model_hash,
+        )
+        body = {
+            "input_file_id": input_file_id,
+            "endpoint": endpoint,
+            "completion_window": completion_window,
+            "metadata": metadata,
+            "task_id": task_id,
+        }
+        try:
+            response = self._client.request("POST", "/v1/batches", json=body)
+        except UserError as exc:
+            self._client.market.tasks.cancel_task(task_id)
+            raise UserError(
+                f"the coordinator refused the batch ({exc}); task {task_id} was cancelled and "
+                "its escrow refunded"
+            ) from exc
+        return Batch.model_validate(json_of(response))
+
+    def fund_task(
+        self,
+        *,
+        input_file_id: str,
+        endpoint: str,
+        max_price: int,
+        completion_window: str = "24h",
+        prices: TaskPrices | None = None,
+        model_hash: str | None = None,
+    ) -> int:
+        """Creates the on-chain task for an uploaded batch file at `prices` per million tokens (by default
+        what the coordinator asks), escrowing `max_price` (token base units); returns its id. The task pays
+        the tokens served at those prices, at most `max_price`. Register the batch with it next: `create` does
+        both, and openai-python's `batches.create` takes it as `metadata={"task_id": str(task_id)}`.
 
         The task names the model by the hash of the weights the coordinator serves under the file's model
         name; `model_hash` (0x-hex) pins the weights you expect, and a model this SDK knows by name is pinned
@@ -235,7 +301,7 @@ class Batches:
         prices = prices or self.asking_prices()
         market.token.allow(owner, market.escrow.address, max_price)
         now = market.chain_time()
-        task_id = market.tasks.create_task(
+        return market.tasks.create_task(
             model,
             hex_bytes(file.input_root),
             file.request_count,
@@ -244,22 +310,6 @@ class Batches:
             now + hours * 3600,
             prices,
         )
-        body = {
-            "input_file_id": input_file_id,
-            "endpoint": endpoint,
-            "completion_window": completion_window,
-            "metadata": metadata,
-            "task_id": task_id,
-        }
-        try:
-            response = self._client.request("POST", "/v1/batches", json=body)
-        except UserError as exc:
-            market.tasks.cancel_task(task_id)
-            raise UserError(
-                f"the coordinator refused the batch ({exc}); task {task_id} was cancelled and "
-                "its escrow refunded"
-            ) from exc
-        return Batch.model_validate(json_of(response))
 
     def asking_prices(self) -> TaskPrices:
         """The least the coordinator accepts per million input and output tokens."""

@@ -13,6 +13,7 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.api.miners import Chain
 from coordinator.services import batches
+from coordinator.services.pages import page_object
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 
@@ -21,9 +22,16 @@ class CreateBatch(BaseModel):
     input_file_id: str = Field(max_length=64)
     endpoint: str = Field(max_length=64)
     completion_window: str = Field(default="24h", max_length=8)
-    metadata: dict[str, str] | None = None
-    task_id: int = Field(
-        ge=1, lt=2**63, description="The on-chain task the SDK created and funded for this file (yours)."
+    metadata: dict[str, str] | None = Field(
+        default=None,
+        description='Up to 16 string pairs; "task_id" names the on-chain task when the body has no task_id '
+        "(as openai-python sends it).",
+    )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        lt=2**63,
+        description="The on-chain task you created and funded for this file (the SDK's batches.fund_task).",
     )
 
 
@@ -31,7 +39,9 @@ class CreateBatch(BaseModel):
 def create(
     body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings, chain: Chain
 ) -> dict[str, Any]:
-    task = chain.task(body.task_id)
+    batches.check_metadata(body.metadata)
+    task_id = batches.task_id_of(body.task_id, body.metadata)
+    task = chain.task(task_id)
     exists = task.status != TaskStatus.NONE
     batch = batches.create_batch(
         db,
@@ -40,9 +50,9 @@ def create(
         endpoint=body.endpoint,
         completion_window=body.completion_window,
         metadata=body.metadata,
-        task_id=body.task_id,
+        task_id=task_id,
         task_owner=task.owner if exists else None,
-        task_prices=chain.market.tasks.prices_of(body.task_id) if exists else None,
+        task_prices=chain.market.tasks.prices_of(task_id) if exists else None,
         asking_price=settings.price_per_million_tokens,
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),
@@ -53,7 +63,7 @@ def create(
 @router.get("/{batch_id}", summary="Retrieve one of your batches")
 def retrieve(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.get_batch(db, owner, batch_id)
-    return batches.batch_object(batch)
+    return batches.batch_object(batch, batches.usages(db, [batch.id]).get(batch.id, (0, 0)))
 
 
 @router.get("", summary="List your batches, newest first")
@@ -64,14 +74,8 @@ def list_(
     after: Annotated[str | None, Query(max_length=64)] = None,
 ) -> dict[str, Any]:
     rows, has_more = batches.list_batches(db, owner, limit, after)
-    data = [batches.batch_object(b) for b in rows]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": has_more,
-    }
+    used = batches.usages(db, [b.id for b in rows])
+    return page_object([batches.batch_object(b, used.get(b.id, (0, 0))) for b in rows], has_more)
 
 
 @router.post(
@@ -79,7 +83,7 @@ def list_(
 )
 def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))
-    return batches.batch_object(batch)
+    return batches.batch_object(batch, batches.usages(db, [batch.id]).get(batch.id, (0, 0)))
 
 
 @router.get("/{batch_id}/commitment", summary="The result commitment and every miner's signature over it")

@@ -1,13 +1,14 @@
-"""/v1/files: upload a batch input (validated line by line), read file objects, download contents."""
+"""/v1/files: upload a batch input (validated line by line), list, read and delete file objects, download
+contents."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -16,6 +17,7 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.services import files
 from coordinator.services.errors import InvalidInput
+from coordinator.services.pages import page_object
 
 router = APIRouter(prefix="/v1/files", tags=["files"])
 
@@ -57,6 +59,25 @@ async def upload(request: Request, owner: Caller) -> dict[str, Any]:
             return files.file_object(record, settings)
 
     return await run_in_threadpool(ingest)
+
+
+@router.get("", summary="List your files, newest first")
+def list_(
+    owner: Caller,
+    db: DbSession,
+    settings: AppSettings,
+    limit: Annotated[int, Query()] = 20,
+    after: Annotated[str | None, Query(max_length=64)] = None,
+    purpose: Annotated[str | None, Query(max_length=32)] = None,
+) -> dict[str, Any]:
+    rows, has_more = files.list_files(db, owner, limit, after, purpose)
+    return page_object([files.file_object(f, settings) for f in rows], has_more)
+
+
+@router.delete("/{file_id}", summary="Delete one of your files (not while a batch still needs it)")
+def delete(file_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
+    files.delete_file(db, owner, file_id)
+    return {"id": file_id, "object": "file", "deleted": True}
 
 
 @router.get("/{file_id}", summary="Retrieve one of your files")

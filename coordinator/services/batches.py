@@ -5,20 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import TaskPrices
 from client_sdk.units import format_amount
-from coordinator.db.models import Batch, File, Signature
-from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from coordinator.db.models import Batch, File, Result, Signature
+from coordinator.services.errors import InvalidInput, NotFound
 from coordinator.services.ids import new_id
+from coordinator.services.pages import newest_first
 
 # OpenAI's statuses; the last four are final
 CANCELLABLE = ("validating", "in_progress")
 MAX_METADATA_PAIRS, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
-MAX_LIST_LIMIT = 100
+TASK_ID_KEY = "task_id"  # openai-python's batches.create has no task id: metadata carries it
 
 
 def create_batch(
@@ -84,7 +85,7 @@ def create_batch(
     try:
         session.flush()
     except IntegrityError as exc:
-        raise Conflict(f"task {task_id} already has a batch", "task_in_use") from exc
+        raise InvalidInput(f"task {task_id} already has a batch", "task_id", "task_in_use") from exc
     return batch
 
 
@@ -95,6 +96,27 @@ def window_hours(window: str, max_hours: int) -> int:
             f"completion_window must be whole hours from 1h to {max_hours}h, like '24h'", "completion_window"
         )
     return int(match.group(1))
+
+
+def task_id_of(task_id: int | None, metadata: dict[str, str] | None) -> int:
+    """The on-chain task a batch registers: `task_id`, else metadata's "task_id" (a decimal string, as
+    openai-python sends it); both given, they must agree."""
+    text = (metadata or {}).get(TASK_ID_KEY)
+    from_metadata = None
+    if text is not None:
+        if not (text.isascii() and text.isdecimal() and len(text) <= 19 and 1 <= int(text) < 2**63):
+            raise InvalidInput(f"metadata.task_id must be a decimal task id, not {text[:40]!r}", "metadata")
+        from_metadata = int(text)
+    if task_id is not None and from_metadata is not None and task_id != from_metadata:
+        raise InvalidInput(f"task_id {task_id} and metadata.task_id {from_metadata} differ", "task_id")
+    chosen = task_id if task_id is not None else from_metadata
+    if chosen is None:
+        raise InvalidInput(
+            "name the on-chain task you funded for this file: task_id, or metadata.task_id (create it with "
+            "the SDK's batches.fund_task)",
+            "task_id",
+        )
+    return chosen
 
 
 def check_metadata(metadata: dict[str, str] | None) -> None:
@@ -120,17 +142,8 @@ def get_batch(session: Session, owner: str, batch_id: str) -> Batch:
 
 def list_batches(session: Session, owner: str, limit: int, after: str | None) -> tuple[list[Batch], bool]:
     """The owner's batches, newest first, `limit` per page after the batch `after`; and whether more exist."""
-    if not 1 <= limit <= MAX_LIST_LIMIT:
-        raise InvalidInput(f"limit must be from 1 to {MAX_LIST_LIMIT}", "limit")
-    query = select(Batch).where(Batch.owner == owner)
-    if after is not None:
-        cursor = get_batch(session, owner, after)
-        query = query.where(
-            (Batch.created_at < cursor.created_at)
-            | ((Batch.created_at == cursor.created_at) & (Batch.id < cursor.id))
-        )
-    rows = session.scalars(query.order_by(Batch.created_at.desc(), Batch.id.desc()).limit(limit + 1)).all()
-    return list(rows[:limit]), len(rows) > limit
+    cursor = get_batch(session, owner, after) if after is not None else None
+    return newest_first(session, select(Batch).where(Batch.owner == owner), Batch, cursor, limit)
 
 
 def cancel_batch(session: Session, owner: str, batch_id: str, now: int) -> Batch:
@@ -139,16 +152,28 @@ def cancel_batch(session: Session, owner: str, batch_id: str, now: int) -> Batch
     if batch.status == "cancelling":
         return batch
     if batch.status not in CANCELLABLE:
-        raise Conflict(f"a batch that is {batch.status} cannot be cancelled", "invalid_state")
+        raise InvalidInput(f"a batch that is {batch.status} cannot be cancelled", None, "invalid_state")
     batch.status = "cancelling"
     batch.cancelling_at = now
     return batch
 
 
-def batch_object(batch: Batch) -> dict[str, Any]:
-    """The batch in OpenAI's shape, plus our extensions: task_id, model, results_root, commit_tx and
-    status_detail (why a batch is waiting, when it is)."""
+def usages(session: Session, batch_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """The input and output tokens of the lines served so far, per batch (absent: none yet)."""
+    rows = session.execute(
+        select(Result.batch_id, func.sum(Result.input_tokens), func.sum(Result.output_tokens))
+        .where(Result.batch_id.in_(batch_ids))
+        .group_by(Result.batch_id)
+    )
+    return {batch_id: (int(inputs or 0), int(outputs or 0)) for batch_id, inputs, outputs in rows}
+
+
+def batch_object(batch: Batch, tokens: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The batch in OpenAI's shape, with `tokens` (input, output) served so far as its usage, plus our
+    extensions: task_id, model, results_root, commit_tx and status_detail (why a batch is waiting, when it
+    is)."""
     errors = {"object": "list", "data": batch.errors} if batch.errors else None
+    inputs, outputs = tokens
     return {
         "id": batch.id,
         "object": "batch",
@@ -175,6 +200,13 @@ def batch_object(batch: Batch) -> dict[str, Any]:
             "failed": batch.failed_count,
         },
         "metadata": batch.metadata_,
+        "usage": {
+            "input_tokens": inputs,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": outputs,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inputs + outputs,
+        },
         "task_id": batch.task_id,
         "results_root": batch.results_root,
         "commit_tx": batch.commit_tx,

@@ -10,16 +10,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from client_sdk import openai_batch
 from client_sdk.inputs import input_leaf, line_hash
 from client_sdk.merkle import MerkleTree
 from coordinator.config import Settings
-from coordinator.db.models import File, FileContent, Request
+from coordinator.db.models import Batch, File, FileContent, Request
 from coordinator.services.errors import InvalidInput, NotFound, TooLarge
 from coordinator.services.ids import new_id
+from coordinator.services.pages import newest_first
 
 Prompt = str | tuple[int, ...]  # rendered text, or token ids given as such
 
@@ -188,6 +189,34 @@ def file_content(session: Session, file_id: str) -> bytes:
     if content is None:
         raise NotFound("file", file_id)
     return content.data
+
+
+def list_files(
+    session: Session, owner: str, limit: int, after: str | None, purpose: str | None
+) -> tuple[list[File], bool]:
+    """The owner's files (of `purpose` if given), newest first, `limit` per page after the file `after`; and
+    whether more exist."""
+    cursor = get_file(session, owner, after) if after is not None else None
+    query = select(File).where(File.owner == owner)
+    if purpose is not None:
+        query = query.where(File.purpose == purpose)
+    return newest_first(session, query, File, cursor, limit)
+
+
+def delete_file(session: Session, owner: str, file_id: str) -> None:
+    """Deletes the owner's file and its contents. A batch's input stays as long as the batch (its lines are
+    what the task's input root commits to and what a dispute proves), and an output or error file stays until
+    its batch has settled on-chain, while the owner may still need it to dispute a line."""
+    record = get_file(session, owner, file_id)
+    uses = select(Batch).where(
+        (Batch.input_file_id == file_id)
+        | (((Batch.output_file_id == file_id) | (Batch.error_file_id == file_id)) & ~Batch.finalized)
+    )
+    batch = session.scalars(uses.limit(1)).first()
+    if batch is not None:
+        role = "input" if batch.input_file_id == file_id else "results, not settled yet,"
+        raise InvalidInput(f"file {file_id} is the {role} of batch {batch.id}", "file_id", "file_in_use")
+    session.delete(record)
 
 
 def file_object(record: File, settings: Settings) -> dict[str, Any]:

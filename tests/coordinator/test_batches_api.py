@@ -38,6 +38,7 @@ OPENAI_BATCH_FIELDS = {
     "cancelled_at",
     "request_counts",
     "metadata",
+    "usage",
 }
 
 
@@ -73,7 +74,24 @@ def test_a_new_batch_is_validating_with_openai_fields(
     assert batch["request_counts"] == {"total": 3, "completed": 0, "failed": 0}
     assert batch["expires_at"] - batch["created_at"] == 48 * 3600
     assert batch["metadata"] == {"project": "x"}
+    assert batch["usage"] == {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
     assert alice.get(f"/v1/batches/{batch['id']}").json() == batch
+
+
+def test_the_task_id_can_come_in_metadata_as_openai_python_sends_it(
+    api: ApiServer, admin_market: Market, chain: Anvil
+) -> None:
+    alice = api.client(ALICE)
+    task = owned_task(admin_market, chain, ALICE)
+    response = new_batch(alice, task, task_id=None, metadata={"task_id": str(task)})
+    assert response.status_code == 200, response.text
+    assert response.json()["task_id"] == task
 
 
 @pytest.mark.parametrize(
@@ -86,6 +104,11 @@ def test_a_new_batch_is_validating_with_openai_fields(
         ({"metadata": {str(i): "v" for i in range(17)}}, 400, "metadata holds at most 16 pairs"),
         ({"task_id": -1}, 400, "task_id: Input should be greater than or equal to 1"),
         ({"task_id": 10**6}, 400, "task 1000000 does not exist on-chain"),
+        ({"task_id": None}, 400, "name the on-chain task you funded for this file: task_id, or metadata"),
+        ({"task_id": None, "metadata": {"task_id": "0x1"}}, 400, "metadata.task_id must be a decimal"),
+        ({"task_id": None, "metadata": {"task_id": "0"}}, 400, "metadata.task_id must be a decimal"),
+        ({"task_id": None, "metadata": {"task_id": "9" * 30}}, 400, "metadata.task_id must be a decimal"),
+        ({"metadata": {"task_id": "999999"}}, 400, "task_id "),
     ],
 )
 def test_bad_batch_requests_are_refused(
@@ -101,7 +124,7 @@ def test_one_task_backs_one_batch(api: ApiServer, admin_market: Market, chain: A
     task = owned_task(admin_market, chain, ALICE)
     assert new_batch(alice, task).status_code == 200
     again = new_batch(alice, task)
-    assert again.status_code == 409 and again.json()["error"]["message"] == f"task {task} already has a batch"
+    assert again.status_code == 400 and again.json()["error"]["message"] == f"task {task} already has a batch"
 
 
 def test_a_failed_batch_frees_its_task_for_the_owner(
@@ -117,7 +140,7 @@ def test_a_failed_batch_frees_its_task_for_the_owner(
     second = new_batch(alice, task)
     assert second.status_code == 200 and second.json()["id"] != first["id"]
     third = new_batch(alice, task)
-    assert third.status_code == 409 and third.json()["error"]["code"] == "task_in_use"
+    assert third.status_code == 400 and third.json()["error"]["code"] == "task_in_use"
     assert alice.get(f"/v1/batches/{first['id']}").json()["status"] == "failed"
 
 
@@ -193,3 +216,17 @@ def test_cancelling_before_assignment_refunds_the_whole_escrow(
     assert admin_market.tasks.get_task(batch.task_id).status == TaskStatus.CANCELLED
     assert admin_market.escrow.balance_of(ALICE.address) == max_price
     client.close()
+
+
+def test_a_batchs_input_file_cannot_be_deleted(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
+    """Its lines are what the task's input root commits to and what a dispute proves."""
+    alice = api.client(ALICE)
+    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
+    refused = alice.delete(f"/v1/files/{batch['input_file_id']}")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "message": f"file {batch['input_file_id']} is the input of batch {batch['id']}",
+        "type": "invalid_request_error",
+        "param": "file_id",
+        "code": "file_in_use",
+    }

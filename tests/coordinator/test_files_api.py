@@ -135,3 +135,31 @@ def test_quotes_and_control_characters_never_reach_the_header() -> None:
     assert content_disposition('a"b\\c\r\n.jsonl') == (
         "attachment; filename=\"a_b_c__.jsonl\"; filename*=UTF-8''a%22b%5Cc%0D%0A.jsonl"
     )
+
+
+def test_files_are_listed_a_page_at_a_time_and_only_the_owners(api: ApiServer) -> None:
+    """Newest first (by second, then by id): the pages cover the list once, with no file twice."""
+    alice, bob = api.client(ALICE), api.client(BOB)
+    ids = {upload(alice, batch_file(1 + i))[1]["id"] for i in range(3)}
+    _, bobs = upload(bob, batch_file(1))
+    listed = [f["id"] for f in alice.get("/v1/files").json()["data"]]
+    assert ids <= set(listed) and bobs["id"] not in listed
+    first = alice.get("/v1/files", params={"limit": 2}).json()
+    assert (len(first["data"]), first["has_more"]) == (2, len(listed) > 2)
+    rest = alice.get("/v1/files", params={"limit": 100, "after": first["last_id"]}).json()
+    assert [f["id"] for f in first["data"] + rest["data"]] == listed
+    assert alice.get("/v1/files", params={"purpose": "batch_output"}).json()["data"] == []
+    refused = alice.get("/v1/files", params={"limit": 101})
+    assert refused.status_code == 400 and refused.json()["error"]["message"] == "limit must be from 1 to 100"
+
+
+def test_a_file_is_deleted_by_its_owner_only(api: ApiServer) -> None:
+    alice, bob = api.client(ALICE), api.client(BOB)
+    _, file = upload(alice, batch_file(2))
+    assert bob.delete(f"/v1/files/{file['id']}").status_code == 404
+    deleted = alice.delete(f"/v1/files/{file['id']}")
+    assert deleted.status_code == 200
+    assert deleted.json() == {"id": file["id"], "object": "file", "deleted": True}
+    assert alice.get(f"/v1/files/{file['id']}").status_code == 404
+    assert alice.get(f"/v1/files/{file['id']}/content").status_code == 404
+    assert alice.delete(f"/v1/files/{file['id']}").status_code == 404
