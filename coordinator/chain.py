@@ -4,13 +4,33 @@ contract bindings, signed with the coordinator's key."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
+from redis import Redis
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
+from client_sdk.chain.transactions import SendingLock
 from client_sdk.chain.types import Task, TaskTerms
 from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
+
+SEND_LOCK_TIMEOUT_S = 60  # held from nonce to broadcast: seconds at most; a crashed holder frees it this late
+
+
+def redis_sending_lock(redis: Redis) -> SendingLock:
+    """A lock per (chain, sender) in Redis, shared by every process using that Redis."""
+
+    def lock(key: tuple[int, str]) -> AbstractContextManager[Any]:
+        chain_id, sender = key
+        return redis.lock(
+            f"lock:send:{chain_id}:{sender.lower()}",
+            timeout=SEND_LOCK_TIMEOUT_S,
+            blocking_timeout=2 * SEND_LOCK_TIMEOUT_S,
+        )
+
+    return lock
 
 
 class CoordinatorChain:
@@ -18,8 +38,12 @@ class CoordinatorChain:
         self.market = market
 
     @classmethod
-    def connect(cls, rpc_url: str, deployment: Path, account: LocalAccount | None) -> CoordinatorChain:
-        return cls(connect(rpc_url, deployment, account))
+    def connect(
+        cls, rpc_url: str, deployment: Path, account: LocalAccount | None, redis: Redis | None = None
+    ) -> CoordinatorChain:
+        """The chain as `account`; with `redis`, every process connected so (the workers) sends its
+        transactions one at a time from nonce to broadcast, so that they never collide on a nonce."""
+        return cls(connect(rpc_url, deployment, account, redis_sending_lock(redis) if redis else None))
 
     @property
     def registry(self) -> GPURegistry:

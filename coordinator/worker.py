@@ -33,7 +33,7 @@ def runtime() -> tuple[Settings, Database, lifecycle.Context, Redis]:
     if settings.rpc_url is None or settings.deployment_file is None:
         raise RuntimeError("the worker needs BATCHMARKET_RPC_URL and BATCHMARKET_DEPLOYMENT")
     redis = Redis.from_url(settings.redis_url)
-    chain = CoordinatorChain.connect(settings.rpc_url, settings.deployment_file, load_account(None))
+    chain = CoordinatorChain.connect(settings.rpc_url, settings.deployment_file, load_account(None), redis)
     return (
         settings,
         Database(settings.database_url),

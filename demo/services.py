@@ -1,4 +1,6 @@
-"""Throwaway Redis and PostgreSQL servers (for the demo and the tests), each on a free port in a temp dir.
+"""Throwaway Redis and PostgreSQL servers (for the demo, the tests and the fault benchmark), each on a free
+port in a temp dir. A server can be killed (SIGKILL, as a crash) and started again on the same port and data:
+Redis keeps an append-only file synced on every write, PostgreSQL recovers from its write-ahead log.
 
 PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user. When no server
 binary exists the caller skips, saying why.
@@ -6,8 +8,10 @@ binary exists the caller skips, saying why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -32,37 +36,65 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeo
     raise RuntimeError(f"{what} did not open port {port} within {timeout} s")
 
 
-@contextmanager
-def redis_server() -> Iterator[str]:
-    """A throwaway redis-server; yields its URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise FileNotFoundError("redis-server is not installed")
-    port = free_port()
-    with tempfile.TemporaryDirectory() as scratch:
-        process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                scratch,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+class _Server:
+    """A server process in its own process group on a fixed port; `kill` is a crash, `start` brings it back
+    on the same port and data."""
+
+    name = "server"
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
+        _wait_for_port(self.port, self.process, self.name)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group (a server's own children die with it, as in a machine's crash)."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
         try:
-            _wait_for_port(port, process, "redis-server")
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process = None
+
+
+class RedisServer(_Server):
+    name = "redis-server"
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__()
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise FileNotFoundError("redis-server is not installed")
+        self.binary, self.directory = binary, directory
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        # the append-only file, synced on every write, brings the queue and the nonces back after a crash
+        return [
+            self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+            "--appendfsync", "always", "--dir", str(self.directory),
+        ]  # fmt: skip
 
 
 def _postgres_bin(name: str) -> str | None:
@@ -73,54 +105,108 @@ def _postgres_bin(name: str) -> str | None:
     return str(candidates[-1]) if candidates else None
 
 
-@contextmanager
-def postgres_server() -> Iterator[str]:
-    """A throwaway PostgreSQL cluster (initdb + postgres on a free port); yields a SQLAlchemy URL."""
-    initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
-    if initdb is None or postgres is None:
-        raise FileNotFoundError("PostgreSQL server binaries (initdb, postgres) are not installed")
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        runuser = shutil.which("runuser")
-        if runuser is None:
-            raise FileNotFoundError("running as root without runuser to start PostgreSQL as another user")
-        as_user = [runuser, "-u", "postgres", "--"]
-    port = free_port()
-    scratch = Path(tempfile.mkdtemp(prefix="pg-"))
-    data = scratch / "data"
-    try:
-        if as_user:
+class PostgresServer(_Server):
+    name = "postgres"
+
+    def __init__(self, scratch: Path) -> None:
+        super().__init__()
+        initdb, postgres = _postgres_bin("initdb"), _postgres_bin("postgres")
+        if initdb is None or postgres is None:
+            raise FileNotFoundError("PostgreSQL server binaries (initdb, postgres) are not installed")
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            runuser = shutil.which("runuser")
+            if runuser is None:
+                raise FileNotFoundError("running as root without runuser to start PostgreSQL as another user")
+            self.as_user = [runuser, "-u", "postgres", "--"]
             shutil.chown(scratch, "postgres")
+        self.postgres, self.scratch, self.data = postgres, scratch, scratch / "data"
         subprocess.run(
-            [*as_user, initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+            [*self.as_user, initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
             check=True,
             capture_output=True,
         )
-        process = subprocess.Popen(
-            [
-                *as_user,
-                postgres,
-                "-D",
-                str(data),
-                "-p",
-                str(port),
-                "-h",
-                "127.0.0.1",
-                "-k",
-                str(scratch),
-                "-c",
-                "fsync=off",
-                "-c",
-                "max_connections=300",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def command(self) -> list[str]:
+        return [
+            *self.as_user, self.postgres, "-D", str(self.data), "-p", str(self.port), "-h", "127.0.0.1",
+            "-k", str(self.scratch), "-c", "fsync=off", "-c", "max_connections=300",
+        ]  # fmt: skip
+
+    def kill(self) -> None:
+        """SIGKILL to the postmaster and every backend (started through runuser, they are outside the
+        launcher's process group)."""
+        lock = self.data / "postmaster.pid"
+        postmaster = int(lock.read_text().split()[0]) if lock.is_file() else None
+        super().kill()
+        if postmaster is not None:
+            for pid in [postmaster, *_descendants(postmaster)]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            _wait_gone(postmaster)
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _wait_gone(pid: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.05)
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throwaway redis-server; yields its URL."""
+    with running_redis() as server:
+        yield server.url
+
+
+@contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    """A throwaway redis-server that can be killed and started again."""
+    with tempfile.TemporaryDirectory() as scratch:
+        server = RedisServer(Path(scratch))
+        server.start()
         try:
-            _wait_for_port(port, process, "postgres")
-            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+            yield server
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            server.stop()
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster (initdb + postgres on a free port); yields a SQLAlchemy URL."""
+    with running_postgres() as server:
+        yield server.url
+
+
+@contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster that can be killed and started again."""
+    scratch = Path(tempfile.mkdtemp(prefix="pg-"))
+    try:
+        server = PostgresServer(scratch)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -32,7 +32,7 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.models import Miner
 from coordinator.scheduling.cluster import GIB
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
-from demo.services import redis_server
+from demo.services import PostgresServer, RedisServer, running_postgres, running_redis
 from miner.pipeline.local import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
 
@@ -61,7 +61,8 @@ class SystemConfig:
     work_unit_size: int = 64
     work_lease_s: int = 60
     heartbeat_ttl_s: int = 30
-    database_url: str | None = None  # default: SQLite in the work directory
+    database_url: str | None = None  # default: SQLite in the work directory, or a server of `database`
+    database: str = "sqlite"  # "postgresql": a PostgreSQL server of this system's own, which can be crashed
     verifiers: int = 0  # `arbitration verify` processes, each staking verifier_stake
     verifier_stake: int = 100 * UNIT
     audit_pool: int = 50 * UNIT  # funded by the admin when there are verifiers
@@ -98,6 +99,8 @@ class LocalSystem:
         self.deployment_file = workdir / "deployment.json"
         self.model_dir = config.model_dir or workdir / "model"
         self.database_url = config.database_url or f"sqlite:///{workdir / 'coordinator.db'}"
+        self.redis: RedisServer | None = None
+        self.postgres: PostgresServer | None = None
         self.api_url = f"http://127.0.0.1:{free_port()}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._stack = contextlib.ExitStack()
@@ -129,7 +132,11 @@ class LocalSystem:
             ),
         )
         self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)
-        self.redis_url = self._stack.enter_context(redis_server())
+        self.redis = self._stack.enter_context(running_redis())
+        self.redis_url = self.redis.url
+        if config.database == "postgresql" and config.database_url is None:
+            self.postgres = self._stack.enter_context(running_postgres())
+            self.database_url = self.postgres.url
         upgrade(self.database_url)
         if config.model_dir is None and not (self.model_dir / "config.json").is_file():
             build_tiny_model(self.model_dir)
@@ -325,6 +332,21 @@ class LocalSystem:
                 process.wait(timeout=10)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # what it left behind
+
+    def crash_redis(self, down_s: float = 0.0) -> None:
+        """Redis killed (SIGKILL) and, after `down_s`, started again on its port and data."""
+        assert self.redis is not None
+        self.redis.kill()
+        time.sleep(down_s)
+        self.redis.start()
+
+    def crash_database(self, down_s: float = 0.0) -> None:
+        """The system's own PostgreSQL killed (SIGKILL) and, after `down_s`, started again: it recovers what
+        was committed from its write-ahead log."""
+        assert self.postgres is not None, "only a system started with database='postgresql' owns its server"
+        self.postgres.kill()
+        time.sleep(down_s)
+        self.postgres.start()
 
     def advance_chain_time(self, seconds: int) -> None:
         self.anvil.advance_time(seconds)

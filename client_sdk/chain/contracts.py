@@ -16,7 +16,7 @@ from web3.types import TxReceipt
 from client_sdk.abis import load_abi
 from client_sdk.chain.deployment import Deployment
 from client_sdk.chain.rpc import open_rpc
-from client_sdk.chain.transactions import Transactor, call_view
+from client_sdk.chain.transactions import SendingLock, Transactor, call_view
 from client_sdk.chain.types import (
     ArbitrationConfig,
     Audit,
@@ -433,10 +433,17 @@ class Timelock(_Bound):
 class Market:
     """All contracts of one deployment, bound to one Web3 connection and (optionally) one signing key."""
 
-    def __init__(self, w3: Web3, deployment: Deployment, account: LocalAccount | None = None) -> None:
+    def __init__(
+        self,
+        w3: Web3,
+        deployment: Deployment,
+        account: LocalAccount | None = None,
+        shared: SendingLock | None = None,
+    ) -> None:
         self.w3 = w3
         self.deployment = deployment
-        self.transactor = Transactor(w3, account) if account is not None else None
+        self.shared = shared
+        self.transactor = Transactor(w3, account, shared) if account is not None else None
         self.token = Token(w3, deployment.token, self.transactor)
         self.registry = GPURegistry(w3, deployment.gpu_registry, self.transactor)
         self.escrow = PaymentEscrow(w3, deployment.payment_escrow, self.transactor)
@@ -458,11 +465,17 @@ class Market:
 
     def as_account(self, account: LocalAccount) -> Market:
         """The same deployment, signing as another account."""
-        return Market(self.w3, self.deployment, account)
+        return Market(self.w3, self.deployment, account, self.shared)
 
 
-def connect(rpc_url: str, deployment_file: Path, account: LocalAccount | None = None) -> Market:
-    """Opens the deployment at `rpc_url`, checking that the RPC answers and is on the deployment's chain."""
+def connect(
+    rpc_url: str,
+    deployment_file: Path,
+    account: LocalAccount | None = None,
+    shared: SendingLock | None = None,
+) -> Market:
+    """Opens the deployment at `rpc_url`, checking that the RPC answers and is on the deployment's chain;
+    `shared` serializes sends with other processes that sign with the same key."""
     deployment = Deployment.load(deployment_file)
     w3, chain_id = open_rpc(rpc_url)
     if chain_id != deployment.chain_id:
@@ -472,4 +485,4 @@ def connect(rpc_url: str, deployment_file: Path, account: LocalAccount | None = 
         )
     if not w3.eth.get_code(Web3.to_checksum_address(deployment.task_registry)):
         raise ChainError(f"no contract at the task registry address in {deployment_file} on chain {chain_id}")
-    return Market(w3, deployment, account)
+    return Market(w3, deployment, account, shared)

@@ -1,23 +1,35 @@
 """Signs and sends contract transactions from a local key, turning reverts into named errors. Sends from one
-wallet in one process are serialized from nonce choice to broadcast: each reads the node's pending count only
-after the one before it has reached the node, so concurrent submissions never collide on a nonce (and nothing
-is cached that a reverted or dropped transaction could leave too high)."""
+wallet are serialized from nonce choice to broadcast: each reads the node's pending count only after the one
+before it has reached the node, so concurrent submissions never collide on a nonce (and nothing is cached that
+a reverted or dropped transaction could leave too high). Within a process a lock per (chain, sender) does it;
+processes that share a key (a coordinator's workers) pass a lock they share (`SendingLock`, e.g. in Redis).
+A transaction not mined within the receipt timeout is replaced: the same nonce sent again with fees raised by
+a quarter, up to MAX_REPLACEMENTS times."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
+from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract.contract import ContractFunction
-from web3.exceptions import ContractCustomError, ContractLogicError
-from web3.types import Nonce, TxParams, TxReceipt
+from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted
+from web3.types import Nonce, TxParams, TxReceipt, Wei
 
 from client_sdk.chain.reverts import decode_revert
 from client_sdk.errors import ContractRevert
 
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+RECEIPT_TIMEOUT_S = 120.0
+MAX_REPLACEMENTS = 3
+FEE_BUMP = 1.25  # nodes accept a replacement only with fees at least 10% higher
+# held from reading the pending nonce until the transaction has reached the node, per (chain id, sender)
+SendingLock = Callable[[tuple[int, str]], AbstractContextManager[Any]]
 
 _GUARD = threading.Lock()
 # per (chain, sender): held from reading the pending nonce until the transaction has reached the node
@@ -30,11 +42,20 @@ def _sending_lock(key: tuple[int, str]) -> threading.Lock:
 
 
 class Transactor:
-    """Sends transactions as `account`: estimate (which surfaces reverts early), sign, send, wait."""
+    """Sends transactions as `account`: estimate (which surfaces reverts early), sign, send, wait; `shared`
+    serializes sends with other processes using the same key."""
 
-    def __init__(self, w3: Web3, account: LocalAccount) -> None:
+    def __init__(
+        self,
+        w3: Web3,
+        account: LocalAccount,
+        shared: SendingLock | None = None,
+        receipt_timeout_s: float = RECEIPT_TIMEOUT_S,
+    ) -> None:
         self.w3 = w3
         self.account = account
+        self.shared = shared
+        self.receipt_timeout_s = receipt_timeout_s
 
     @property
     def address(self) -> str:
@@ -48,7 +69,8 @@ class Transactor:
             raise _rejection(exc) from None
         chain_id = self.w3.eth.chain_id
         key = (chain_id, sender)
-        with _sending_lock(key):
+        shared = self.shared(key) if self.shared is not None else contextlib.nullcontext()
+        with _sending_lock(key), shared:
             nonce = self.w3.eth.get_transaction_count(sender, "pending")
             params: TxParams = {
                 "from": sender,
@@ -57,12 +79,33 @@ class Transactor:
                 "chainId": chain_id,
             }
             tx = call.build_transaction(params)
-            signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
-            tx_hash = self.w3.eth.send_raw_transaction(signed.raw_transaction)
-        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120)
+            hashes = [self._broadcast(tx)]
+        for _ in range(MAX_REPLACEMENTS):
+            try:
+                return self._receipt(hashes[-1])
+            except TimeExhausted:
+                tx = _bumped(tx)
+                hashes.append(self._broadcast(tx))
+        return self._receipt(hashes[-1])
+
+    def _broadcast(self, tx: TxParams) -> bytes:
+        signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
+        return bytes(self.w3.eth.send_raw_transaction(signed.raw_transaction))
+
+    def _receipt(self, tx_hash: bytes) -> TxReceipt:
+        receipt = self.w3.eth.wait_for_transaction_receipt(HexBytes(tx_hash), timeout=self.receipt_timeout_s)
         if receipt["status"] != 1:
-            raise ContractRevert("Reverted", {}, f"transaction {tx_hash.hex()} reverted on-chain")
+            raise ContractRevert("Reverted", {}, f"transaction 0x{tx_hash.hex()} reverted on-chain")
         return receipt
+
+
+def _bumped(tx: TxParams) -> TxParams:
+    """The same transaction (same nonce) with its fees raised by FEE_BUMP, to replace it in the pool."""
+    fees = ("maxFeePerGas", "maxPriorityFeePerGas") if "maxFeePerGas" in tx else ("gasPrice",)
+    bumped = dict(tx)
+    for name in fees:
+        bumped[name] = Wei(int(int(tx[name]) * FEE_BUMP) + 1)  # type: ignore[literal-required]
+    return bumped  # type: ignore[return-value]
 
 
 def call_view(call: ContractFunction) -> Any:

@@ -11,7 +11,7 @@ from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 
-from coordinator.api import audits, batches, disputes, files, health, metrics, miners, prices, sessions
+from coordinator.api import audits, batches, disputes, docs, files, health, metrics, miners, prices, sessions
 from coordinator.api.auth import NonceStore, SessionKeys
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
@@ -46,7 +46,14 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
         sync_redis.close()
         database.dispose()
 
-    app = FastAPI(title="batchmarket coordinator", version="1", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="batchmarket coordinator",
+        version="1",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served by coordinator.api.docs, from a package instead of a CDN
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.database = database
     app.state.redis = redis
@@ -73,5 +80,6 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     )
     for router in routers:
         app.include_router(router)
+    docs.install(app)
     app.add_middleware(BodyGuard, max_bytes=lambda: app.state.settings.max_body_bytes)
     return app

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Path
 from coordinator.api.auth import Caller
 from coordinator.api.deps import DbSession
 from coordinator.api.miners import Chain
+from coordinator.api.schemas import CONFLICT, ERRORS
 from coordinator.services import audits
 
-router = APIRouter(prefix="/v1/audits", tags=["disputes"])
+router = APIRouter(prefix="/v1/audits", tags=["disputes"], responses=ERRORS | CONFLICT)
 TaskId = Annotated[int, Path(ge=1, lt=2**63, description="On-chain task id.")]
 
 

@@ -18,7 +18,8 @@ from typing import Annotated
 
 import anyio
 from eth_utils.address import is_checksum_address
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader
 from redis.asyncio import Redis
 
 from client_sdk.auth import AuthError, parse_header, verify
@@ -86,7 +87,17 @@ def _mac(key: bytes, claim: str) -> str:
     return hmac.new(key, claim.encode(), hashlib.sha256).hexdigest()
 
 
-async def caller(request: Request) -> str:
+WALLET = APIKeyHeader(
+    name="Authorization",
+    scheme_name="Wallet",
+    auto_error=False,
+    description="`Wallet address=..., nonce=..., expiry=..., signature=...`: the caller's wallet signs the "
+    "method, path, query and body (client_sdk.auth.sign_request); or, for reads (GET), `Bearer <token>` "
+    "from POST /v1/auth/session.",
+)
+
+
+async def caller(request: Request, _header: Annotated[str | None, Security(WALLET)] = None) -> str:
     """The checksum address that signed this request, or that a read's session token was issued to; 401
     otherwise. Reads (and caches) the body, which the signature covers (BodyGuard has bounded its size and
     depth already)."""

@@ -12,10 +12,11 @@ from client_sdk.chain.types import TaskStatus
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.api.miners import Chain
+from coordinator.api.schemas import ERRORS, BatchList, BatchObject
 from coordinator.services import batches
 from coordinator.services.pages import page_object
 
-router = APIRouter(prefix="/v1/batches", tags=["batches"])
+router = APIRouter(prefix="/v1/batches", tags=["batches"], responses=ERRORS)
 
 
 class CreateBatch(BaseModel):
@@ -35,7 +36,11 @@ class CreateBatch(BaseModel):
     )
 
 
-@router.post("", summary="Create a batch from an uploaded file and its funded on-chain task")
+@router.post(
+    "",
+    summary="Create a batch from an uploaded file and its funded on-chain task",
+    response_model=BatchObject,
+)
 def create(
     body: CreateBatch, owner: Caller, db: DbSession, settings: AppSettings, chain: Chain
 ) -> dict[str, Any]:
@@ -60,13 +65,13 @@ def create(
     return batches.batch_object(batch)
 
 
-@router.get("/{batch_id}", summary="Retrieve one of your batches")
+@router.get("/{batch_id}", summary="Retrieve one of your batches", response_model=BatchObject)
 def retrieve(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.get_batch(db, owner, batch_id)
     return batches.batch_object(batch, batches.usages(db, [batch.id]).get(batch.id, (0, 0)))
 
 
-@router.get("", summary="List your batches, newest first")
+@router.get("", summary="List your batches, newest first", response_model=BatchList)
 def list_(
     owner: Caller,
     db: DbSession,
@@ -79,7 +84,9 @@ def list_(
 
 
 @router.post(
-    "/{batch_id}/cancel", summary="Cancel a batch: finished requests are kept and paid, the rest refunded"
+    "/{batch_id}/cancel",
+    summary="Cancel a batch: finished requests are kept and paid, the rest refunded",
+    response_model=BatchObject,
 )
 def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))

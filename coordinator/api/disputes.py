@@ -12,9 +12,10 @@ from pydantic import BaseModel, Field
 from coordinator.api.auth import Caller
 from coordinator.api.deps import DbSession
 from coordinator.api.miners import Chain
+from coordinator.api.schemas import CONFLICT, ERRORS
 from coordinator.services import disputes
 
-router = APIRouter(prefix="/v1/disputes", tags=["disputes"])
+router = APIRouter(prefix="/v1/disputes", tags=["disputes"], responses=ERRORS | CONFLICT)
 DisputeId = Annotated[int, Path(ge=1, lt=2**63, description="On-chain dispute id.")]
 
 

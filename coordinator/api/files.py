@@ -15,11 +15,12 @@ from starlette.datastructures import UploadFile
 
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
+from coordinator.api.schemas import ERRORS, FileDeleted, FileList, FileObject
 from coordinator.services import files
 from coordinator.services.errors import InvalidInput
 from coordinator.services.pages import page_object
 
-router = APIRouter(prefix="/v1/files", tags=["files"])
+router = APIRouter(prefix="/v1/files", tags=["files"], responses=ERRORS)
 
 UPLOAD_FORM = {
     "requestBody": {
@@ -40,7 +41,9 @@ UPLOAD_FORM = {
 }
 
 
-@router.post("", summary="Upload a batch input file (JSONL)", openapi_extra=UPLOAD_FORM)
+@router.post(
+    "", summary="Upload a batch input file (JSONL)", openapi_extra=UPLOAD_FORM, response_model=FileObject
+)
 async def upload(request: Request, owner: Caller) -> dict[str, Any]:
     # the form is read from the body the signature check already cached, so it is parsed by hand here
     settings = request.app.state.settings
@@ -61,7 +64,7 @@ async def upload(request: Request, owner: Caller) -> dict[str, Any]:
     return await run_in_threadpool(ingest)
 
 
-@router.get("", summary="List your files, newest first")
+@router.get("", summary="List your files, newest first", response_model=FileList)
 def list_(
     owner: Caller,
     db: DbSession,
@@ -74,13 +77,17 @@ def list_(
     return page_object([files.file_object(f, settings) for f in rows], has_more)
 
 
-@router.delete("/{file_id}", summary="Delete one of your files (not while a batch still needs it)")
+@router.delete(
+    "/{file_id}",
+    summary="Delete one of your files (not while a batch still needs it)",
+    response_model=FileDeleted,
+)
 def delete(file_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     files.delete_file(db, owner, file_id)
     return {"id": file_id, "object": "file", "deleted": True}
 
 
-@router.get("/{file_id}", summary="Retrieve one of your files")
+@router.get("/{file_id}", summary="Retrieve one of your files", response_model=FileObject)
 def retrieve(file_id: str, owner: Caller, db: DbSession, settings: AppSettings) -> dict[str, Any]:
     return files.file_object(files.get_file(db, owner, file_id), settings)
 

@@ -13,14 +13,15 @@ from sqlalchemy.orm import Session
 from client_sdk.device import DeviceProfile
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
+from coordinator.api.schemas import CONFLICT, ERRORS
 from coordinator.chain import CoordinatorChain
 from coordinator.nudge import Nudger
-from coordinator.services import acceptances, dispatch, miners, signing
+from coordinator.services import acceptances, dispatch, lifecycle, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
 from coordinator.services.miners import Joining
 
-router = APIRouter(prefix="/v1/miners", tags=["miners"])
+router = APIRouter(prefix="/v1/miners", tags=["miners"], responses=ERRORS | CONFLICT)
 MAX_UNIT_RESULTS = 4096
 MAX_OUTPUT_TOKENS = 1 << 20
 
@@ -122,10 +123,12 @@ def join(
 
 
 @router.post("/heartbeat", summary="Report per-layer latency, RTTs and queue depth; keeps the miner live")
-def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live, settings: AppSettings) -> dict[str, str]:
+def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live, settings: AppSettings) -> dict[str, Any]:
+    """Keeps the miner live and the leases of the units it serves; `lost`: the units it named that are no
+    longer its to serve (it should drop them)."""
     miners.heartbeat(db, live, miner, Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms))
-    dispatch.renew_leases(db, miner, body.units, int(time.time()), settings.work_lease_s)
-    return {"status": "ok"}
+    lost = dispatch.renew_leases(db, miner, body.units, int(time.time()), settings.work_lease_s)
+    return {"status": "ok", "lost": lost}
 
 
 @router.get("/assignment", summary="This miner's stage in the active plan (null while it has none)")
@@ -195,6 +198,30 @@ def sign(
     signing.accept(db, chain, miner, batch_id, body.signature, int(time.time()))
     _nudge(request, db, batch_id)
     return {"status": "ok"}
+
+
+class Unrecorded(BaseModel):
+    lines: list[Annotated[int, Field(ge=0, lt=2**31)]] = Field(min_length=1, max_length=MAX_UNIT_RESULTS * 16)
+
+
+@router.post(
+    "/signing/{batch_id}/unrecorded",
+    summary="Name the lines credited to this miner that it has no record of serving: they are served again",
+)
+def unrecorded(
+    batch_id: str,
+    body: Unrecorded,
+    request: Request,
+    miner: Caller,
+    db: DbSession,
+    chain: Chain,
+    live: Live,
+    settings: AppSettings,
+) -> dict[str, int]:
+    ctx = lifecycle.Context(settings, chain, live)
+    again = signing.disown(db, ctx, miner, batch_id, body.lines, int(time.time()))
+    _nudge(request, db, batch_id)
+    return {"served_again": again}
 
 
 def _nudge(request: Request, db: Session, batch_id: str) -> None:

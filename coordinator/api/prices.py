@@ -7,8 +7,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from coordinator.api.deps import AppSettings
+from coordinator.api.schemas import ERRORS
 
-router = APIRouter(prefix="/v1/prices", tags=["batches"])
+router = APIRouter(prefix="/v1/prices", tags=["batches"], responses=ERRORS)
 
 
 class Prices(BaseModel):

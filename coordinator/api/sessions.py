@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
 from coordinator.api.auth import Caller, SessionKeys
+from coordinator.api.schemas import ERRORS
 
-router = APIRouter(prefix="/v1/auth", tags=["auth"])
+router = APIRouter(prefix="/v1/auth", tags=["auth"], responses=ERRORS)
 
 
 class Session(BaseModel):

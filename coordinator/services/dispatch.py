@@ -150,22 +150,26 @@ def headed_by(session: Session, miner: str, *, active_only: bool) -> list[int]:
     return [p.id for p in session.scalars(query) if p.head == miner]
 
 
-def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> None:
+def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> list[int]:
     """A live head keeps the units it says it is serving: its heartbeat pushes their leases forward, so a
     lease runs out only when the head goes silent or forgets the unit (a claim whose answer it never got), or
     when a miner of the unit's pipeline restarted after the lease began: the head cannot tell that the work
-    died with that stage, but the coordinator can."""
+    died with that stage, but the coordinator can. Returns the units named that are no longer the head's to
+    serve (done, taken back, or leased to another), which the head gives up at once."""
     if not unit_ids:
-        return
+        return []
     heads = headed_by(session, miner, active_only=False)  # a re-plan does not take a unit from its head
     units = session.scalars(
         select(WorkUnit).where(
             WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"
         )
     )
+    kept = set()
     for unit in units:
         if not _restarted_since(session, unit.pipeline_id, unit.leased_at or 0):
             unit.leased_until = now + lease_s
+            kept.add(unit.id)
+    return sorted(set(unit_ids) - kept)
 
 
 def break_leases_of(session: Session, miner: str, now: int) -> int:

@@ -305,11 +305,9 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     if batch.commitment is None:
         _write_outputs(session, ctx, batch, now)
         return  # miners sign from here on; the next step commits
-    signatures = {
-        s.miner: s for s in session.scalars(select(Signature).where(Signature.batch_id == batch.id))
-    }
     commitment = commitment_of(batch)
     miners = batch.miners or []
+    signatures = _valid_signatures(session, ctx, batch, commitment, miners)
     missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
     if missing:
         _await_signers(session, ctx, batch, missing, now)
@@ -322,6 +320,22 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
         )
     batch.status_detail = None
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+
+
+def _valid_signatures(
+    session: Session, ctx: Context, batch: Batch, commitment: ResultCommitment, miners: list[str]
+) -> dict[str, Signature]:
+    """The batch's signatures that are their miner's over this commitment; any other (one that raced a
+    change of the commitment, or whose miner has since changed its signer) is deleted, to be given again."""
+    valid = {}
+    for signature in session.scalars(select(Signature).where(Signature.batch_id == batch.id)):
+        served_root = commitment.served_roots[miners.index(signature.miner)]
+        raw = hex_bytes(signature.signature)
+        if ctx.chain.check_signature(signature.miner, raw, commitment, served_root):
+            valid[signature.miner] = signature
+        else:
+            session.delete(signature)
+    return valid
 
 
 def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[str], now: int) -> None:
@@ -339,17 +353,30 @@ def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[s
 
 
 def reserve_without(session: Session, ctx: Context, batch: Batch, gone: list[str], now: int) -> int:
-    """Sends the batch back to in_progress with the lines whose pipeline includes a miner of `gone` dropped
-    and queued again on the live pipelines, and the written outputs, commitment and signatures discarded;
-    returns how many lines are served again. Those miners are then paid nothing and vouch for nothing."""
-    dropped = [
-        r
+    """Serves again the lines whose pipeline includes a miner of `gone`, on pipelines without them; returns
+    how many. Those miners are then paid nothing and vouch for nothing."""
+    lines = [
+        r.line_index
         for r in session.scalars(select(Result).where(Result.batch_id == batch.id, Result.ok))
         if set(r.pipeline) & set(gone)
     ]
+    reason = f"miner(s) {', '.join(gone)} served them but are gone and cannot sign"
+    return serve_again(session, ctx, batch, lines, set(gone), reason, now)
+
+
+def serve_again(
+    session: Session, ctx: Context, batch: Batch, lines: list[int], avoid: set[str], reason: str, now: int
+) -> int:
+    """Sends the batch back to in_progress with the results of `lines` dropped and those lines queued again
+    on the live pipelines (those without a miner of `avoid` when there are any), and the written outputs,
+    commitment and signatures discarded; returns how many lines are served again."""
+    dropped = list(
+        session.scalars(select(Result).where(Result.batch_id == batch.id, Result.line_index.in_(lines)))
+    )
     for result in dropped:
         session.delete(result)
-    batch.completed_count = Batch.completed_count - len(dropped)
+    batch.completed_count = Batch.completed_count - sum(r.ok for r in dropped)
+    batch.failed_count = Batch.failed_count - sum(not r.ok for r in dropped)
     for file_id in (batch.output_file_id, batch.error_file_id):
         file = session.get(File, file_id) if file_id else None
         if file is not None:
@@ -359,18 +386,16 @@ def reserve_without(session: Session, ctx: Context, batch: Batch, gone: list[str
     batch.output_file_id = batch.error_file_id = batch.results_root = None
     batch.commitment = None
     session.flush()
-    usable = [p for p in _usable_pipelines(session, ctx, batch, now) if not set(p.miners) & set(gone)]
+    usable = _usable_pipelines(session, ctx, batch, now)
+    preferred = [p for p in usable if not set(p.miners) & avoid] or usable
     # with no live pipeline yet, the units wait on the batch's last one, and reroute moves them once one is
     # planned (a unit queued on a pipeline that is not usable is rerouted)
     last = session.scalar(select(WorkUnit.pipeline_id).where(WorkUnit.batch_id == batch.id).limit(1))
-    targets = usable or [p for p in [session.get(PipelineRecord, last)] if p is not None]
+    targets = preferred or [p for p in [session.get(PipelineRecord, last)] if p is not None]
     indices = sorted(r.line_index for r in dropped)
     if indices:
         dispatch.create_units(session, ctx.live, batch, targets, ctx.settings.work_unit_size, now, indices)
-    batch.status_detail = (
-        f"serving {len(indices)} line(s) again: miner(s) {', '.join(gone)} served them but are gone and "
-        "cannot sign"
-    )
+    batch.status_detail = f"serving {len(indices)} line(s) again: {reason}"
     _set(batch, "in_progress", now)
     return len(indices)
 

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from client_sdk.encoding import hex_bytes
 from client_sdk.results import ResultTrees
 from coordinator.chain import CoordinatorChain
-from coordinator.db.models import Batch, Signature
+from coordinator.db.models import Batch, Result, Signature
 from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from coordinator.services.lifecycle import commitment_of, miner_weights, result_trees
+from coordinator.services.lifecycle import Context, commitment_of, miner_weights, result_trees, serve_again
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
@@ -79,7 +79,7 @@ def usage_witness(trees: ResultTrees) -> dict[str, Any]:
 def accept(
     session: Session, chain: CoordinatorChain, miner: str, batch_id: str, signature: str, now: int
 ) -> None:
-    batch = session.get(Batch, batch_id)
+    batch = session.get(Batch, batch_id, with_for_update=True)  # against a commitment changing meanwhile
     if batch is None or miner not in (batch.miners or []):
         raise NotFound("batch", batch_id)
     if batch.status != "finalizing" or batch.commitment is None:
@@ -94,3 +94,26 @@ def accept(
         raise InvalidInput("the signature is not your registered signer's over this commitment", "signature")
     if session.get(Signature, (batch_id, miner)) is None:
         session.add(Signature(batch_id=batch_id, miner=miner, signature="0x" + raw.hex(), created_at=now))
+
+
+def disown(session: Session, ctx: Context, miner: str, batch_id: str, lines: list[int], now: int) -> int:
+    """A miner asked to sign has no record of serving `lines` (it crashed after a line left it but before it
+    journaled the line): those lines are served again, on pipelines without it where there are any, and the
+    commitment is made afresh. Only lines the commitment credits to this miner can be disowned. Returns how
+    many lines are served again."""
+    batch = session.get(Batch, batch_id, with_for_update=True)
+    if batch is None or miner not in (batch.miners or []):
+        raise NotFound("batch", batch_id)
+    if batch.status != "finalizing" or batch.commitment is None:
+        raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
+    credited = {
+        r.line_index: r.pipeline
+        for r in session.scalars(
+            select(Result).where(Result.batch_id == batch_id, Result.line_index.in_(lines))
+        )
+    }
+    for index in lines:
+        if miner not in credited.get(index, []):
+            raise InvalidInput(f"line {index} of batch {batch_id} is not credited to {miner}", "lines")
+    reason = f"miner {miner} has no record of serving them (it restarted before it journaled them)"
+    return serve_again(session, ctx, batch, sorted(set(lines)), {miner}, reason, now)

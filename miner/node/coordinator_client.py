@@ -13,9 +13,10 @@ from client_sdk.protocol.envelope import read_error
 
 
 class CoordinatorError(UserError):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.code = code  # the error envelope's code, e.g. "lease_lost"
 
 
 class CoordinatorClient:
@@ -40,7 +41,9 @@ class CoordinatorClient:
             except ValueError:  # not JSON, or too deep
                 error = None
             raise CoordinatorError(
-                response.status_code, error[0] if error else f"HTTP {response.status_code}"
+                response.status_code,
+                error[0] if error else f"HTTP {response.status_code}",
+                error[1] if error else None,
             )
         return json_of(response)
 
@@ -59,14 +62,17 @@ class CoordinatorClient:
 
     def heartbeat(
         self, layer_latency_ms: float, queue_depth: int, units: list[int], rtt_ms: dict[str, float]
-    ) -> None:
+    ) -> list[int]:
+        """Beats; returns the units of `units` that are no longer ours to serve."""
         body = {
             "layer_latency_ms": layer_latency_ms,
             "queue_depth": queue_depth,
             "units": units,
             "rtt_ms": rtt_ms,
         }
-        self._call("POST", "/v1/miners/heartbeat", body)
+        answer = self._call("POST", "/v1/miners/heartbeat", body)
+        lost = answer.get("lost", []) if isinstance(answer, dict) else []
+        return [int(u) for u in lost if isinstance(u, int)]
 
     def assignment(self) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call("GET", "/v1/miners/assignment")
@@ -97,6 +103,10 @@ class CoordinatorClient:
 
     def sign(self, batch_id: str, signature: bytes) -> None:
         self._call("POST", f"/v1/miners/signing/{batch_id}", {"signature": "0x" + signature.hex()})
+
+    def unrecorded(self, batch_id: str, lines: list[int]) -> None:
+        """Names the lines of the batch we were credited with but hold no record of: they are served again."""
+        self._call("POST", f"/v1/miners/signing/{batch_id}/unrecorded", {"lines": lines})
 
     def close(self) -> None:
         self.http.close()

@@ -20,7 +20,7 @@ from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
 from miner.node.links import tcp_rtt_ms
 from miner.node.requests import SCRATCH_IDS, task_and_line
-from miner.node.signer import RefusedToSign, check_and_sign
+from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
 from miner.pipeline.ledger import RequestRecord
 
@@ -69,6 +69,9 @@ class Node:
         self.declined: set[tuple[str, int]] = set()  # proposals (batch, expiry) our consent policy refused
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
+        # units the coordinator took back while we served them (a stage of our pipeline restarted, so their
+        # requests died with it): the loop gives them up instead of waiting for tokens that never come
+        self.lost: set[int] = set()
 
     def run(self, stop: threading.Event) -> None:
         keys = self.host.settings.link_keys
@@ -101,7 +104,8 @@ class Node:
                     driver = self.host.driver
                     queued = driver.pending if driver is not None else 0  # requests in flight at the head
                     rtt = self._measure_link()
-                    client.heartbeat(self.device.layer_latency_ms, queued, list(self.serving), rtt)
+                    units = list(self.serving)
+                    self.lost.update(client.heartbeat(self.device.layer_latency_ms, queued, units, rtt))
                     self._report_progress(client)
                     latest = client.assignment()
                     self.wanted = StageAssignment.from_json(latest) if latest is not None else None
@@ -127,6 +131,8 @@ class Node:
                 client.progress(unit_id, lines)
             except CoordinatorError as exc:  # e.g. the unit's results just went in: nothing left to resume
                 log.warning("progress of unit %s: %s", unit_id, exc)
+                if exc.code == "lease_lost":
+                    self.lost.add(unit_id)
 
     def _measure_link(self) -> dict[str, float]:
         """The round trip to the stage this node sends to, by miner address (the router's link latency)."""
@@ -156,6 +162,10 @@ class Node:
         self.host.check()
         if self.wanted != self.host.assignment:
             raise Reassigned("the coordinator changed this node's assignment")
+        taken = self.lost & set(self.serving)
+        self.lost -= self.lost - set(self.serving)  # forget units no longer in hand
+        if taken:
+            raise Reassigned(f"the coordinator took back units {sorted(taken)}")
 
     def _serve_units(self) -> bool:
         """Keeps UNITS_IN_FLIGHT units at the head (so the pipeline does not drain at a unit's end), and
@@ -182,6 +192,7 @@ class Node:
             log.warning("gave up units %s: %s", sorted(self.serving), exc)
             self.in_flight.clear()
             self.serving.clear()
+            self.lost.clear()
             self.host.stop()  # the pipeline's state is unknown: the next loop builds it afresh
             return True
         self.in_flight.popleft()
@@ -244,6 +255,14 @@ class Node:
                     self.config.chain_id,
                     self.config.task_registry,
                 )
+            except Unrecorded as exc:  # the coordinator serves them again and asks anew
+                log.warning(
+                    "not signing batch %s yet: %s; asking for them to be served again",
+                    request["batch_id"],
+                    exc,
+                )
+                self.client.unrecorded(request["batch_id"], exc.lines)
+                continue
             except (RefusedToSign, KeyError, ValueError) as exc:
                 log.error("not signing batch %s: %s", request["batch_id"], exc)
                 self.refused.add(request["batch_id"])

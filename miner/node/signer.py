@@ -32,6 +32,17 @@ class RefusedToSign(Exception):
     """A line we served does not match what the coordinator wants signed."""
 
 
+class Unrecorded(RefusedToSign):
+    """Lines the coordinator credits to us that our journal does not hold (a line can leave this node before
+    it is journaled, and a crash in between loses the record): we cannot vouch for them, and say which, so
+    that they are served again."""
+
+    def __init__(self, task_id: int, lines: list[int]) -> None:
+        shown = ", ".join(map(str, lines[:8])) + (" ..." if len(lines) > 8 else "")
+        super().__init__(f"task {task_id}: we have no record of serving {len(lines)} line(s): {shown}")
+        self.lines = lines
+
+
 def check_line(
     task_id: int,
     item: dict[str, Any],
@@ -124,11 +135,14 @@ def check_and_sign(
     except (KeyError, TypeError, ValueError):
         raise RefusedToSign(f"task {task_id}: the usage witness is malformed") from None
     check_proof(task_id, leaf, witness["proof"], committed, count)
+    unrecorded = [
+        int(item["index"]) for item in request["lines"] if (task_id, int(item["index"])) not in served
+    ]
+    if unrecorded:
+        raise Unrecorded(task_id, unrecorded)
     hashes: dict[int, bytes] = {}
     for item in request["lines"]:
-        mine = served.get((task_id, int(item["index"])))
-        if mine is None:
-            raise RefusedToSign(f"task {task_id} line {item['index']}: we have no record of serving it")
+        mine = served[(task_id, int(item["index"]))]
         leaf = check_line(task_id, item, mine, reader, account.address, committed, count)
         hashes[leaf.request_index] = leaf.hash()
     check_share(request, commitment, account.address, _work(request, served), reader.config.num_layers)

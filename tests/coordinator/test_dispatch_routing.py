@@ -145,22 +145,23 @@ def test_a_restarted_stage_ends_its_pipelines_leases_and_the_head_cannot_renew_t
         assert claimed is not None
         unit = session.get(WorkUnit, claimed["unit_id"])
         assert unit is not None
-        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 10, 60)
+        assert dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 10, 60) == []
         assert unit.leased_until == NOW + 70
 
         miners.join(
             session, registry, live, tail, joining, model_id_of(MODEL), NOW + 20
         )  # the tail's node restarted
         assert unit.leased_until == NOW + 20
-        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 25, 60)
+        lost = dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 25, 60)
         assert unit.leased_until == NOW + 20, "the head's heartbeat renewed work that died with the tail"
+        assert lost == [unit.id]  # the head is told, and gives the unit up instead of waiting on it
         assert dispatch.reroute(session, live, batch, [stuck, spare], NOW + 26) == 1
         assert (unit.pipeline_id, unit.status) == (spare.id, "queued")
 
         unit.pipeline_id = stuck.id  # leased again to the restarted pipeline: renewed as usual
         claimed = dispatch.claim(session, stuck.head, NOW + 30, 60)
         assert claimed is not None and claimed["unit_id"] == unit.id
-        dispatch.renew_leases(session, stuck.head, [unit.id], NOW + 40, 60)
+        assert dispatch.renew_leases(session, stuck.head, [unit.id, 10**9], NOW + 40, 60) == [10**9]
         assert unit.leased_until == NOW + 100
 
 

@@ -20,6 +20,9 @@ def test_an_unmigrated_database_is_reported_not_crashed_on(settings: Settings, t
         assert health.json()["database"] == (
             f"not migrated (at nothing, needs {head_revision()}): run `coordinator db upgrade`"
         )
+        assert (health.json()["redis"], health.json()["chain"]) == ("ok", "ok")
+        assert alice.get("/readyz", auth=None).json() == health.json()
+        assert alice.get("/livez", auth=None).json() == {"status": "ok"}  # the process itself is up
         listing = alice.get("/v1/batches")
         assert listing.status_code == 503
         assert listing.json()["error"] == {

@@ -1,7 +1,8 @@
 """Failures mid-batch: a miner killed (its units go to the other miner; restarted, it still signs what it
 served before, from its journal), a head killed mid-unit after reporting its lines' progress (the other
 pipeline resumes them from their output tokens so far), a stage of a 2-stage pipeline killed (the coordinator
-re-plans over the survivors), a stage killed for good (the lines it served are served again without it, and
+re-plans over the survivors), a stage that lost its record of lines it served (they are served again), a
+stage killed for good (the lines it served are served again without it, and
 the others commit without its signature, paying it nothing), and the API and the worker restarted. Either way
 the batch completes and every custom_id appears exactly once in the verified output."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -156,6 +158,28 @@ def test_a_killed_stage_of_a_pipeline_loses_no_line(staged: LocalSystem) -> None
     wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
     staged.start_miner(victim)  # back, it signs the lines it served as a stage before the crash
     assert_exactly_once(client, batch_id, "stage")
+
+
+def test_a_stage_that_lost_its_record_of_lines_has_them_served_again(staged: LocalSystem) -> None:
+    """A line can leave the last stage before the stage journals it, so a crash in between loses the stage's
+    record of a line the coordinator credits to it. Here the stage is killed mid-batch and three of its
+    journaled lines are removed before it restarts: asked to sign, it names the lines it cannot vouch for,
+    they are served again, and the batch completes instead of waiting for its signature for ever. (The head
+    also gives up at once the units that died with the stage, told so by its heartbeat's answer.)"""
+    client = staged.client()
+    batch_id = submit(client, "unrecorded")
+    wait_for(lambda: completed(client, batch_id) >= 16, poll=0.1)
+    addresses = [m.address for m in staged.miner_accounts]
+    victim = addresses.index(active_stages(staged)[1])
+    staged.stop(f"miner{victim}", kill=True)
+    journal = staged.workdir / f"miner{victim}-state" / "served.jsonl"
+    task_id = client.batches.retrieve(batch_id).task_id
+    rows = journal.read_text().splitlines()
+    forgotten = [row for row in rows if json.loads(row)["task_id"] == task_id][:3]
+    assert len(forgotten) == 3
+    journal.write_text("".join(row + "\n" for row in rows if row not in forgotten))
+    staged.start_miner(victim)
+    assert_exactly_once(client, batch_id, "unrecorded")
 
 
 def test_a_stage_gone_for_good_is_left_out_and_paid_nothing(staged: LocalSystem) -> None:

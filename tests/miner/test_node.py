@@ -32,7 +32,7 @@ from miner.node.journal import Journal, Served
 from miner.node.links import tcp_rtt_ms
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
-from miner.node.signer import RefusedToSign, check_and_sign
+from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
 from miner.node.stage_host import HostSettings
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
@@ -311,8 +311,9 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
             check_and_sign(
                 SECOND, signing_request(reader, served, tamper), journal.served, reader, CHAIN_ID, REGISTRY
             )
-    with pytest.raises(RefusedToSign, match="line 0: we have no record of serving it"):
+    with pytest.raises(Unrecorded, match=f"task {TASK}: we have no record of serving") as unrecorded:
         check_and_sign(SECOND, honest, {}, reader, CHAIN_ID, REGISTRY)
+    assert unrecorded.value.lines == [int(item["index"]) for item in honest["lines"]]
     with pytest.raises(RefusedToSign, match="line 0: its leaf does not name us"):
         check_and_sign(Account.create(), honest, journal.served, reader, CHAIN_ID, REGISTRY)
 
