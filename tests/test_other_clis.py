@@ -117,3 +117,14 @@ def test_market_faucet_mints_test_tokens_and_gas_on_a_devnet(
     )
     bad = CliRunner().invoke(market_app, ["faucet", "5", "--to", "0x12"], env=admin)
     assert bad.exit_code == 1 and bad.stderr.strip() == "error: '0x12' is not an address"
+
+
+def test_the_installed_arbitration_command_has_every_command_of_the_sdks() -> None:
+    """`arbitration` (miner.verify.cli) is the SDK's arbitration app plus `verify`: none may be left out."""
+    from client_sdk.arbitration_cli import app as sdk_app
+    from miner.verify.cli import app as installed
+
+    def names(app: typer.Typer) -> set[str]:
+        return {c.name or "" for c in app.registered_commands} | {g.name or "" for g in app.registered_groups}
+
+    assert names(installed) == names(sdk_app) | {"verify"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from client_sdk.arbitration_cli import dispute_app, exit_verifier, status, withdraw_stake
+from client_sdk.arbitration_cli import dispute_app, exit_verifier, refute_usage, status, withdraw_stake
 from miner.verify.command import verify
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app.command("verify")(verify)
 app.command("status")(status)
 app.command("exit")(exit_verifier)
 app.command("withdraw-stake")(withdraw_stake)
+app.command("refute-usage")(refute_usage)
 
 
 if __name__ == "__main__":
