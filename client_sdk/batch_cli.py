@@ -71,8 +71,13 @@ def _print(batch: Batch, as_json: bool) -> None:
     table = Table(show_header=False, title=f"batch {batch.id}")
     for key, value in _summary(batch).items():
         table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    if batch.usage is not None:
+        table.add_row("tokens", f"{batch.usage.input_tokens} in, {batch.usage.output_tokens} out")
     if batch.status_detail:
         table.add_row("why", batch.status_detail)
+    for error in batch.errors.data if batch.errors else []:
+        where = f" (line {error.line})" if error.line is not None else ""
+        table.add_row("failed because", f"{error.message}{where}")
     console.print(table)
 
 

@@ -70,6 +70,19 @@ class Usage(ApiObject):
     total_tokens: int
 
 
+class BatchError(ApiObject):
+    """Why a batch failed (the whole batch, before any line ran): a code, a message, the parameter or line."""
+
+    code: str | None = None
+    message: str
+    param: str | None = None
+    line: int | None = None
+
+
+class BatchErrors(ApiObject):
+    data: list[BatchError]
+
+
 class Batch(ApiObject):
     id: str
     object: str
@@ -87,6 +100,7 @@ class Batch(ApiObject):
     results_root: str | None = None
     status_detail: str | None = None  # why the batch is waiting, when it is
     usage: Usage | None = None
+    errors: BatchErrors | None = None
 
 
 class BatchPage(ApiObject):

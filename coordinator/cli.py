@@ -101,7 +101,9 @@ def deploy_command(
 ClusterOption = Annotated[
     Path, typer.Option("--cluster", help="Cluster file (JSON: gpus and optional rtt_ms).")
 ]
-ModelOption = Annotated[Path, typer.Option("--model", help="The model's Hugging Face config.json.")]
+ModelOption = Annotated[
+    Path, typer.Option("--model-config", help="The model's Hugging Face config.json (a file).")
+]
 StrategyOption = Annotated[str, typer.Option("--strategy", help=f"One of: {', '.join(STRATEGIES)}.")]
 DtypeOption = Annotated[
     str | None,
@@ -186,7 +188,7 @@ def _plan(
     try:
         cluster_spec = Cluster.from_dict(_read_json(cluster, "--cluster"))
         model_spec = ModelSpec.from_hf_config(
-            _read_json(model, "--model"), dtype, name=model.parent.name or "model"
+            _read_json(model, "--model-config"), dtype, name=model.parent.name or "model"
         )
         plan = make_plan(strategy, cluster_spec, model_spec, kv_reserve)
     except SchedulingError as err:

@@ -156,7 +156,7 @@ def register_with_cli(rpc_url: str, deployment_file: Path, miner: LocalAccount, 
         "--stake", format_amount(config.miner_stake),
         "--gpu", "RTX4090-24GB", "--vram-gb", "24", "--region", "eu-west-1",
         "--endpoint", f"tcp://miner-{miner.address[2:8].lower()}.example:5555",
-        "--model", MODEL,
+        "--model", MODEL,  # a known model's name; a checkpoint directory would go with --model-dir
     ]
     # fmt: on
     subprocess.run(command, env=cli_env(rpc_url, deployment_file, miner), check=True, capture_output=True)

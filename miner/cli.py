@@ -29,7 +29,7 @@ from client_sdk.cli_support import (
 from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
-from client_sdk.protocol.model_identity import describe, model_id_of
+from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
 from client_sdk.units import format_amount, parse_amount
 from miner.node import command as node_command
 
@@ -52,12 +52,15 @@ def register(
         str, typer.Option(help="Where the previous pipeline stage reaches this miner, e.g. tcp://HOST:5555.")
     ],
     model: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
-            help="A model this miner serves: its checkpoint directory, its 0x model hash or a known model's "
-            "name; repeat for several."
+            help="A model this miner serves, by its 0x model hash or a known model's name; repeatable."
         ),
-    ],
+    ] = None,
+    model_dir: Annotated[
+        list[Path] | None,
+        typer.Option(help="A checkpoint directory this miner serves (registered as its hash); repeatable."),
+    ] = None,
     gpu_count: Annotated[int, typer.Option(min=1, max=65535, help="Number of GPUs.")] = 1,
     price_floor: Annotated[str, typer.Option(help="Lowest price per million tokens you accept.")] = "0",
     signer: Annotated[
@@ -84,7 +87,7 @@ def register(
         region=short_string(region),
         price_floor=parse_amount(price_floor),
         endpoint=endpoint,
-        model_ids=tuple(model_id_of(value) for value in model),
+        model_ids=_model_ids(model or [], model_dir or []),
     )
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
@@ -94,6 +97,17 @@ def register(
         market.token.allow(me, market.registry.address, amount)
     market.registry.register(profile, amount)
     console.print(f"registered {me} with a stake of {format_amount(amount)}")
+
+
+def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
+    """The registered model ids: each --model's (hash or known name) and each --model-dir's hash."""
+    for directory in directories:
+        if not (directory / "config.json").is_file():
+            raise UserError(f"{directory} is not a checkpoint directory (it has no config.json)")
+    ids = tuple(model_id_of(value) for value in names) + tuple(model_hash(d) for d in directories)
+    if not ids:
+        raise UserError("name the models this miner serves: --model NAME_OR_HASH or --model-dir CHECKPOINT")
+    return ids
 
 
 def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> None:
@@ -281,9 +295,7 @@ def run_local(
     model_dir: Annotated[
         Path,
         typer.Option(
-            "--model-dir",
-            "--model",
-            help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer.",
+            "--model-dir", help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer."
         ),
     ],
     input_file: Annotated[

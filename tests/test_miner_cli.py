@@ -225,16 +225,12 @@ def test_an_endpoint_no_stage_can_dial_is_refused_before_any_transaction(
 @pytest.mark.parametrize(
     ("model", "reason"),
     [
-        (
-            "Qwen/Qwen3-0.6B",
-            "'Qwen/Qwen3-0.6B' is neither a checkpoint directory, a 0x model hash nor a known",
-        ),
+        ("Qwen/Qwen3-0.6B", "'Qwen/Qwen3-0.6B' is neither a 0x model hash nor a known model"),
         ("0x1234", "0x1234 is not a 32-byte model hash"),
+        (".", "'.' is a checkpoint directory: pass it with --model-dir"),
     ],
 )
-def test_a_model_that_is_no_checkpoint_hash_or_known_name_is_refused(
-    run: Invoke, model: str, reason: str
-) -> None:
+def test_a_model_that_is_no_hash_or_known_name_is_refused(run: Invoke, model: str, reason: str) -> None:
     assert reason in one_line_error(run(*register_with("--model", model), "--stake", "100"))
 
 
@@ -243,8 +239,11 @@ def test_a_checkpoint_directory_registers_its_hash(
 ) -> None:
     checkpoint = build_checkpoint("llama", tmp_path / "llama")
     admin_market.token.mint(miner.address, 150 * 10**6)
-    assert run(*register_with("--model", str(checkpoint)), "--stake", "100").exit_code == 0
-    assert admin_market.registry.profile_of(miner.address).model_ids[0] == model_hash(checkpoint)
+    assert one_line_error(run(*REGISTER, "--model-dir", str(tmp_path), "--stake", "100")) == (
+        f"error: {tmp_path} is not a checkpoint directory (it has no config.json)"
+    )
+    assert run(*REGISTER, "--model-dir", str(checkpoint), "--stake", "100").exit_code == 0
+    assert admin_market.registry.profile_of(miner.address).model_ids[-1] == model_hash(checkpoint)
 
 
 def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(

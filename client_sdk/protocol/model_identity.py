@@ -94,10 +94,10 @@ def _tensor_digest(tensor: Any) -> str:
 
 
 def model_id_of(value: str) -> bytes:
-    """The model id a person means by `value`: a checkpoint directory (its hash), a 0x-prefixed hash, or the
-    name of a known model."""
+    """The model id a person means by `value` (a `--model` option): a 0x-prefixed hash, or the name of a known
+    model. A checkpoint directory is `--model-dir`'s, hashed by `model_hash`."""
     if Path(value).is_dir():
-        return model_hash(Path(value))
+        raise UserError(f"{value!r} is a checkpoint directory: pass it with --model-dir")
     if value.startswith("0x"):
         raw = parse_model_hash(value)
         if raw is None:
@@ -106,7 +106,7 @@ def model_id_of(value: str) -> bytes:
     known = known_hash(value)
     if known is None:
         raise UserError(
-            f"{value!r} is neither a checkpoint directory, a 0x model hash nor a known model "
-            f"({', '.join(KNOWN_MODELS)})"
+            f"{value!r} is neither a 0x model hash nor a known model ({', '.join(KNOWN_MODELS)}); a "
+            "checkpoint directory goes with --model-dir"
         )
     return known

@@ -7,10 +7,12 @@ from pathlib import Path
 import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
+from typer.testing import CliRunner
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
+from client_sdk.cli import app as market_app
 from client_sdk.client import Client
 from coordinator.db.models import Batch
 from demo.lifecycle import DemoConfig, create_task
@@ -230,3 +232,26 @@ def test_a_batchs_input_file_cannot_be_deleted(api: ApiServer, admin_market: Mar
         "param": "file_id",
         "code": "file_in_use",
     }
+
+
+def test_market_status_says_why_a_batch_failed(
+    api: ApiServer, admin_market: Market, chain: Anvil, deployment_file: Path
+) -> None:
+    alice = api.client(ALICE)
+    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
+    with api.app.state.database.session() as session:
+        stored = session.get(Batch, batch["id"])
+        stored.status = "failed"
+        reason = "task 9: the input root does not match the batch"
+        stored.errors = [{"code": "invalid_task", "message": reason, "param": None, "line": None}]
+    env = {
+        "BATCHMARKET_COORDINATOR_URL": api.url,
+        "BATCHMARKET_RPC_URL": chain.rpc_url,
+        "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+        "BATCHMARKET_PRIVATE_KEY": ALICE.key.to_0x_hex(),
+    }
+    shown = CliRunner().invoke(market_app, ["status", batch["id"]], env=env, terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    [line] = [row for row in shown.stdout.splitlines() if "failed because" in row]
+    assert "task 9: the input root does not match the batch" in line
+    assert "tokens" in shown.stdout and "0 in, 0 out" in shown.stdout

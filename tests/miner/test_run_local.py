@@ -173,7 +173,7 @@ def test_bad_lines_become_error_lines_and_the_others_run(model: Path, tmp_path: 
     ]
     bad.write_text("\n".join(rows) + "\n")
     out = tmp_path / "out.jsonl"
-    result = invoke("--model", str(model), "--input", str(bad), "--output", str(out), "--stages", "1")
+    result = invoke("--model-dir", str(model), "--input", str(bad), "--output", str(out), "--stages", "1")
     assert result.exit_code == 0, result.output
     assert [line["custom_id"] for line in read_jsonl(out)] == [LINES[0]["custom_id"]]
     errors = {

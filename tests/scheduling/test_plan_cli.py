@@ -48,7 +48,7 @@ def check_schema(document: Any, strategy: str, gpus: set[str], layers: int) -> N
 @pytest.mark.parametrize("index", range(len(CLUSTERS)))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_plan_json_validates_for_every_strategy(files: dict[str, Path], index: int, strategy: str) -> None:
-    args = ["plan", "--cluster", str(files[f"cluster{index}"]), "--model", str(files["model"])]
+    args = ["plan", "--cluster", str(files[f"cluster{index}"]), "--model-config", str(files["model"])]
     result = CliRunner().invoke(app, [*args, "--strategy", strategy, "--json"])
     cluster = list(CLUSTERS.values())[index]
     if strategy == "hypercluster" and len(cluster["gpus"]) > QWEN3_32B["num_hidden_layers"]:
@@ -61,7 +61,7 @@ def test_plan_json_validates_for_every_strategy(files: dict[str, Path], index: i
 
 
 def test_plan_table_and_simulate(files: dict[str, Path], tmp_path: Path) -> None:
-    args = ["--cluster", str(files["cluster0"]), "--model", str(files["model"])]
+    args = ["--cluster", str(files["cluster0"]), "--model-config", str(files["model"])]
     shown = CliRunner().invoke(app, ["plan", *args])
     assert shown.exit_code == 0 and "pipeline" in shown.stdout
     workload = tmp_path / "workload.json"
@@ -93,7 +93,7 @@ def test_bad_cluster_gets_one_line_naming_the_field(
 ) -> None:
     path = tmp_path / "cluster.json"
     path.write_text(cluster if isinstance(cluster, str) else json.dumps(cluster))
-    result = CliRunner().invoke(app, ["plan", "--cluster", str(path), "--model", str(files["model"])])
+    result = CliRunner().invoke(app, ["plan", "--cluster", str(path), "--model-config", str(files["model"])])
     assert result.exit_code == 1
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
     assert "not valid JSON" in result.stderr or not message.endswith("--cluster: ")
@@ -108,19 +108,19 @@ def test_bad_cluster_gets_one_line_naming_the_field(
     ],
 )
 def test_bad_options(files: dict[str, Path], extra: list[str], message: str) -> None:
-    args = ["plan", "--cluster", str(files["cluster0"]), "--model", str(files["model"]), *extra]
+    args = ["plan", "--cluster", str(files["cluster0"]), "--model-config", str(files["model"]), *extra]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and result.stderr.startswith(message) and result.stderr.count("\n") == 1
 
 
 def test_missing_files_and_bad_model(files: dict[str, Path], tmp_path: Path) -> None:
     missing = CliRunner().invoke(
-        app, ["plan", "--cluster", str(tmp_path / "nope.json"), "--model", str(files["model"])]
+        app, ["plan", "--cluster", str(tmp_path / "nope.json"), "--model-config", str(files["model"])]
     )
     assert missing.exit_code == 1 and missing.stderr.startswith("error: --cluster: cannot read ")
     model = tmp_path / "config.json"
     model.write_text(json.dumps({**QWEN3_32B, "hidden_size": -1}))
-    bad = CliRunner().invoke(app, ["plan", "--cluster", str(files["cluster0"]), "--model", str(model)])
+    bad = CliRunner().invoke(app, ["plan", "--cluster", str(files["cluster0"]), "--model-config", str(model)])
     assert bad.exit_code == 1 and bad.stderr.startswith(
         "error: model.hidden_size: must be at least 1, got -1"
     )
@@ -130,7 +130,7 @@ def test_missing_files_and_bad_model(files: dict[str, Path], tmp_path: Path) -> 
         "simulate",
         "--cluster",
         str(files["cluster0"]),
-        "--model",
+        "--model-config",
         str(files["model"]),
         "--workload",
         str(workload),
