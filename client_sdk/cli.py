@@ -1,5 +1,5 @@
 """`market`: the user's command line: submit batches, follow them, download verified results, cancel; inspect
-tasks on-chain, see and withdraw balances."""
+tasks on-chain, reclaim one past its deadline, see and withdraw balances."""
 
 from __future__ import annotations
 
@@ -126,6 +126,38 @@ def withdraw(
         raise UserError("nothing to withdraw")
     market.escrow.withdraw()
     console.print(f"withdrew {format_amount(owed)}")
+
+
+@app.command()
+@one_line_errors
+def reclaim(
+    task_id: Annotated[int, typer.Argument(help="On-chain task id.")],
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Get a task's whole escrow back once its deadline passed without results (anyone may call it; the
+    refund goes to the task's owner, who withdraws it with `market withdraw`)."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    record = market.tasks.get_task(task_id)
+    if record.status == TaskStatus.NONE:
+        raise UserError(f"there is no task {task_id}")
+    if record.status not in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
+        raise UserError(
+            f"task {task_id} is {record.status.name.lower()}: only a task with no results committed can be "
+            "reclaimed (committed results settle after the challenge window, refunding the unused budget)"
+        )
+    now = market.chain_time()
+    if now <= record.deadline:
+        raise UserError(
+            f"task {task_id} can be reclaimed after its deadline, in {record.deadline - now + 1} s; before "
+            "that, `market cancel` stops its batch and refunds what was not served"
+        )
+    market.tasks.expire_task(task_id)
+    console.print(
+        f"task {task_id} expired: {format_amount(record.max_price)} back to its owner {record.owner} "
+        "(`market withdraw` takes it out)"
+    )
 
 
 for command in (batch_cli.submit, batch_cli.status, batch_cli.results, batch_cli.cancel):

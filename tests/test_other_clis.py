@@ -67,6 +67,34 @@ def test_market_task_shows_the_on_chain_record(
     assert missing.stderr.strip() == "error: there is no task 999"
 
 
+def test_market_reclaim_refunds_an_assigned_task_past_its_deadline_and_nothing_else(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """An owner whose coordinator never committed gets the whole escrow back, and the miners their stake,
+    once the deadline has passed; before that, and for a task that is no longer open, it explains why not."""
+    user, miner = accounts[2], accounts[3]
+    task_id = assigned_task(admin_market, accounts[1], user, [miner])
+    task = admin_market.tasks.get_task(task_id)
+    env = {"BATCHMARKET_PRIVATE_KEY": accounts[8].key.to_0x_hex()}  # anyone may call it
+    args = ["reclaim", str(task_id), "--rpc-url", chain.rpc_url, "--deployment", str(deployment_file)]
+    early = CliRunner().invoke(market_app, args, env=env, terminal_width=200)
+    shown = " ".join(early.stderr.split())
+    assert early.exit_code == 1 and f"task {task_id} can be reclaimed after its deadline, in " in shown
+    before = admin_market.escrow.balance_of(user.address)
+    chain.advance_time(task.deadline - admin_market.chain_time() + 1)
+    done = CliRunner().invoke(market_app, args, env=env, terminal_width=200)
+    assert done.exit_code == 0, done.output
+    assert " ".join(done.stdout.split()) == (  # the console wraps at 80 columns
+        f"task {task_id} expired: 50.000000 back to its owner {user.address} (`market withdraw` takes it out)"
+    )
+    assert admin_market.escrow.balance_of(user.address) == before + task.max_price
+    stake = admin_market.registry.stake_of(miner.address)
+    assert stake.locked == 0 and admin_market.escrow.balance_of(miner.address) == 0
+    again = CliRunner().invoke(market_app, args, env=env, terminal_width=200)
+    refused = " ".join(again.stderr.split())
+    assert again.exit_code == 1 and refused.startswith(f"error: task {task_id} is expired: only a task")
+
+
 def test_market_withdraw_pays_out_a_cancelled_escrow(
     admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
 ) -> None:
