@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Client
 from client_sdk.errors import UserError
+from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from coordinator.db.models import PipelineRecord
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -203,7 +204,7 @@ def _final(client: Client, batch_id: str) -> object:
         batch = client.batches.retrieve(batch_id)
     except (UserError, httpx.HTTPError):
         return None
-    return batch if batch.status in ("completed", "failed", "expired", "cancelled") else None
+    return batch if batch.status in FINAL_BATCH_STATUSES else None
 
 
 def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:

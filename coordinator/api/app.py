@@ -10,12 +10,14 @@ from fastapi.exceptions import RequestValidationError
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coordinator.api import audits, batches, disputes, docs, files, health, metrics, miners, prices, sessions
 from coordinator.api.auth import NonceStore, SessionKeys
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
     database_down_handler,
+    http_error_handler,
     service_error_handler,
     unstorable_value_handler,
     validation_error_handler,
@@ -65,6 +67,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.nudge = Nudger(settings.redis_url)
     app.add_exception_handler(ServiceError, service_error_handler)
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, http_error_handler)
     app.add_exception_handler(DataError, unstorable_value_handler)
     app.add_exception_handler(OperationalError, database_down_handler)
     app.add_exception_handler(ProgrammingError, database_down_handler)

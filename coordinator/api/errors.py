@@ -8,6 +8,7 @@ from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from client_sdk.protocol.envelope import error_body
 from coordinator.services.errors import Conflict, InvalidInput, NotFound, ServiceError, TooLarge
@@ -43,6 +44,18 @@ async def database_down_handler(_request: Request, exc: Exception) -> JSONRespon
     log.error("database error: %s", exc)
     message = "the database is unavailable or not migrated: see /healthz"
     return JSONResponse(error_body("server_error", message, "database_unavailable", None), 503)
+
+
+async def http_error_handler(_request: Request, exc: Exception) -> JSONResponse:
+    """Errors Starlette raises itself (a multipart form with too many fields, an unknown route, a wrong
+    method) in the same envelope as ours, with their status code."""
+    assert isinstance(exc, StarletteHTTPException)
+    kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+    code = "not_found" if exc.status_code == 404 else "invalid_request"
+    response = JSONResponse(error_body(kind, str(exc.detail), code, None), exc.status_code)
+    for name, value in (exc.headers or {}).items():  # e.g. Allow on a 405
+        response.headers[name] = value
+    return response
 
 
 async def validation_error_handler(_request: Request, exc: Exception) -> JSONResponse:

@@ -32,7 +32,7 @@ def test_a_signature_for_another_path_is_refused(api: ApiServer) -> None:
 
 def test_health_needs_no_signature(api: ApiServer) -> None:
     response = api.client(ALICE).get("/healthz", auth=None)
-    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok", "chain": "ok"}
 
 
 def test_metrics_count_requests_by_route_and_batches_by_status(api: ApiServer) -> None:

@@ -61,3 +61,24 @@ def test_bodies_over_the_limit_are_refused_declared_or_streamed(api: ApiServer) 
     )
     assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "request_too_large"
     assert _healthy(api)
+
+
+def test_errors_starlette_raises_itself_come_in_the_error_envelope(api: ApiServer) -> None:
+    """A multipart form with too many fields (Starlette's own limit), an unknown route, a wrong method: each
+    answers in the same envelope as every other error, not as {"detail": ...}."""
+    alice = api.client(ALICE)
+    fields = {f"extra{i}": "x" for i in range(5)} | {"purpose": "batch"}
+    crowded = alice.post("/v1/files", files={"file": ("in.jsonl", b"{}\n")}, data=fields)
+    assert crowded.status_code == 400
+    assert crowded.json() == {
+        "error": {
+            "message": "Too many fields. Maximum number of fields is 4.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_request",
+        }
+    }
+    missing = alice.get("/v1/nothing-here", auth=None)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    wrong = alice.put("/v1/batches", auth=None)
+    assert wrong.status_code == 405 and "POST" in wrong.headers["allow"] and wrong.json()["error"]["message"]

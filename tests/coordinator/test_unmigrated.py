@@ -20,7 +20,8 @@ def test_an_unmigrated_database_is_reported_not_crashed_on(settings: Settings, t
         assert health.json()["database"] == (
             f"not migrated (at nothing, needs {head_revision()}): run `coordinator db upgrade`"
         )
-        assert (health.json()["redis"], health.json()["chain"]) == ("ok", "ok")
+        assert health.json()["redis"] == "ok"
+        assert health.json()["chain"].startswith("not configured")  # no chain here: reported, not failing
         assert alice.get("/readyz", auth=None).json() == health.json()
         assert alice.get("/livez", auth=None).json() == {"status": "ok"}  # the process itself is up
         listing = alice.get("/v1/batches")
