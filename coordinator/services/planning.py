@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from coordinator.config import ServedModel
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.scheduling.cluster import Cluster
+from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Pipeline
@@ -32,9 +33,11 @@ def active_pipelines(session: Session, model: str) -> list[PipelineRecord]:
 
 
 def cluster_of(miners: list[Miner]) -> Cluster:
-    """The miners as the scheduling library sees them: their joined profiles and regions."""
+    """The miners as the scheduling library sees them: their joined profiles and regions, with the round
+    trips between regions from the AWS table (`rtts_for`)."""
     return Cluster.from_dict(
         {
+            "rtt_ms": rtts_for({m.region for m in miners}),
             "gpus": [
                 {
                     "id": m.address,
@@ -46,9 +49,25 @@ def cluster_of(miners: list[Miner]) -> Cluster:
                     "layer_latency_ms": m.layer_latency_ms,
                 }
                 for m in miners
-            ]
+            ],
         }
     )
+
+
+def rtts_for(regions: set[str]) -> dict[str, dict[str, float]]:
+    """The round-trip table over the AWS regions and `regions`. A region the table does not know (a miner
+    may name its region freely, e.g. "home-berlin") is priced pessimistically rather than refused: the
+    table's shortest round trip within it, and its longest to every other region. Without this, one such
+    miner made every plan fail, and the batch waited saying no miner could hold the model."""
+    known = default_rtt_ms()
+    table = {a: dict(row) for a, row in known.items()}
+    within = min(row[a] for a, row in known.items() if a in row)
+    across = max(ms for row in known.values() for ms in row.values())
+    for region in sorted(regions - set(known)):
+        for other in table:
+            table[other][region] = across
+        table[region] = dict.fromkeys(table, across) | {region: within}
+    return table
 
 
 def ensure_plan(

@@ -13,7 +13,7 @@ from coordinator.db.models import Miner
 from coordinator.db.session import Database
 from coordinator.scheduling.strategies import make_plan
 from coordinator.services.lifecycle import committed_miners, made_of
-from coordinator.services.planning import STRATEGY, cluster_of, ensure_plan, model_spec
+from coordinator.services.planning import STRATEGY, cluster_of, ensure_plan, model_spec, rtts_for
 from tests.coordinator.conftest import MODEL_NAME
 from tests.coordinator.helpers import running_batch
 
@@ -30,9 +30,9 @@ def db(database_url: str) -> Iterator[Database]:
     database.dispose()
 
 
-def miner(address: str) -> Miner:
+def miner(address: str, region: str = "us-east-1") -> Miner:
     return Miner(
-        address=address, model=MODEL_NAME, endpoint="tcp://127.0.0.1:1", region="us-east-1", gpu="RTX4090",
+        address=address, model=MODEL_NAME, endpoint="tcp://127.0.0.1:1", region=region, gpu="RTX4090",
         memory_gb=HALF_THE_MODEL_GB, tflops=82.6, mem_bandwidth_gb_s=1008.0, layer_latency_ms=1.0,
         joined_at=NOW,
     )  # fmt: skip
@@ -77,3 +77,22 @@ def test_a_task_whose_live_miners_cannot_hold_the_model_alone_is_planned_with_ev
         session.add_all(live)
         pipelines = ensure_plan(session, served_model, live, NOW, frozenset({HEAD, TAIL}))
         assert [p.miners for p in pipelines] == [[HEAD, NEWCOMER]]
+
+
+def test_a_miner_in_a_region_the_table_does_not_know_is_planned(
+    db: Database, served_model: ServedModel
+) -> None:
+    """A miner names its region freely ("local", "home-berlin"): it is planned, priced as far from every
+    other region as the table's farthest pair, instead of failing every plan (which left batches waiting with
+    "cannot hold a replica")."""
+    far = [miner(a, region="home-berlin") for a in (HEAD, TAIL)]
+    with db.session() as session:
+        session.add_all(far)
+        pipelines = ensure_plan(session, served_model, far, NOW)
+        assert [p.miners for p in pipelines] == [[HEAD, TAIL]]
+    table = rtts_for({"home-berlin"})
+    assert (
+        table["home-berlin"]["us-east-1"]
+        == table["us-east-1"]["home-berlin"]
+        == max(ms for region, row in table.items() if region != "home-berlin" for ms in row.values())
+    )
