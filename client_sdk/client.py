@@ -309,8 +309,12 @@ class Batches:
         hours = _window_hours(completion_window)
         market = self._client.market
         owner = self._client.account.address
-        if market.token.balance_of(owner) < max_price:
-            raise UserError(f"the wallet {owner} holds less than the max price {max_price}")
+        held = market.token.balance_of(owner)
+        if held < max_price:
+            raise UserError(
+                f"the wallet {owner} holds {format_amount(held)}, less than the max price "
+                f"{format_amount(max_price)}"
+            )
         check_value_cap(market, max_price)
         prices = prices or self.asking_prices()
         market.token.allow(owner, market.escrow.address, max_price)

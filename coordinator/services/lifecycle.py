@@ -31,6 +31,7 @@ from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
+from client_sdk.units import format_amount
 from coordinator.chain import CoordinatorChain
 from coordinator.config import ServedModel, Settings
 from coordinator.db.models import (
@@ -196,7 +197,8 @@ def _assign_with_consent(
                     "code": "value_cap",
                     "message": (
                         f"the max price leaves room for the stake locks of {room} miner(s), but a pipeline "
-                        f"needs more: a task may put at most {terms.max_value_at_risk} base units at stake "
+                        f"needs more: a task may put at most {format_amount(terms.max_value_at_risk)} tokens "
+                        "at stake "
                         "(max price plus every miner's stake lock); lower the max price or split the batch"
                     ),
                     "param": "max_price",

@@ -14,6 +14,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
 from client_sdk.cli import app as market_app
 from client_sdk.client import Client
+from client_sdk.errors import UserError
 from coordinator.db.models import Batch
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
@@ -211,6 +212,11 @@ def test_cancelling_before_assignment_refunds_the_whole_escrow(
     admin_market.token.mint(ALICE.address, max_price)
     client = Client(api.url, key=ALICE, rpc_url=chain.rpc_url, deployment=deployment_file)
     file = client.files.create(file=batch_file(3))
+    with pytest.raises(UserError) as short:  # amounts in tokens, not base units
+        client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=max_price + 1)
+    assert str(short.value) == (
+        f"the wallet {ALICE.address} holds 7.654321, less than the max price 7.654322"
+    )
     batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=max_price)
     assert admin_market.token.balance_of(ALICE.address) == 0
     cancelled = client.batches.cancel(batch.id)
