@@ -152,7 +152,7 @@ def _allow_bond(market: Market, payer: str, bond: int, what: str) -> None:
     """Checks that `payer` holds the bond and lets the escrow pull it."""
     balance = market.token.balance_of(payer)
     if balance < bond:
-        raise UserError(f"the {what} is {format_amount(bond)} but {payer} holds {format_amount(balance)}")
+        raise UserError(f"the {what} is {market.amount(bond)} but {payer} holds {market.amount(balance)}")
     market.token.allow(payer, market.escrow.address, bond)
 
 
@@ -206,7 +206,7 @@ def open_dispute(
     phase = record.terms.phase
     console.print(
         f"dispute {dispute_id} opened on task {record.task_id}, line {record.request_index} (custom_id "
-        f"{custom_id!r}): bond {format_amount(record.bond)} posted, evidence published; a jury of "
+        f"{custom_id!r}): bond {market.amount(record.bond)} posted, evidence published; a jury of "
         f"{record.terms.base_jury} is drawn from the next block, then commits and reveals its votes "
         f"({phase // 3600} h {phase % 3600 // 60} min per phase)",
         markup=False,
@@ -333,7 +333,7 @@ def appeal(
     market.arbitration.appeal(dispute_id)
     seats = market.arbitration.round_of(dispute_id, record.round + 1).seats
     console.print(
-        f"dispute {dispute_id} appealed: round {record.round + 1}, {seats} seats, bond {format_amount(bond)} "
+        f"dispute {dispute_id} appealed: round {record.round + 1}, {seats} seats, bond {market.amount(bond)} "
         "posted (back to you if your side wins)",
         soft_wrap=True,
     )
@@ -431,8 +431,8 @@ def refute_usage(
         task = client.market.tasks.get_task(task_id)
         console.print(
             f"task {task_id}: usage refuted with line {wrong.leaf.request_index}; its owner {task.owner} "
-            f"gets the escrow of {format_amount(task.max_price)} back and every miner's stake lock of "
-            f"{format_amount(task.stake_lock)}, as escrow balances (`market withdraw` takes them)",
+            f"gets the escrow of {client.market.amount(task.max_price)} back and every miner's stake lock of "
+            f"{client.market.amount(task.stake_lock)}, as escrow balances (`market withdraw` takes them)",
             soft_wrap=True,
         )
         return
@@ -474,7 +474,7 @@ def status(
             else f"exiting: no new juries; stake withdrawable from {_when(record.release_at)}"
         )
         console.print(
-            f"{me}: {format_amount(record.stake)} staked, {format_amount(record.locked)} of it held by jury "
+            f"{me}: {market.amount(record.stake)} staked, {market.amount(record.locked)} of it held by jury "
             f"seats; {state}",
             soft_wrap=True,
         )
@@ -522,7 +522,7 @@ def withdraw_stake(
     if market.chain_time() < record.release_at:
         raise UserError(f"the unbonding period ends at {_when(record.release_at)}")
     if record.locked:
-        held = format_amount(record.locked)
+        held = market.amount(record.locked)
         raise UserError(f"{held} is still held by jury seats: wait for those disputes to end")
     market.verifiers.withdraw()
-    console.print(f"withdrew {format_amount(record.stake)} of verifier stake")
+    console.print(f"withdrew {market.amount(record.stake)} of verifier stake")

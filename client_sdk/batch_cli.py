@@ -35,7 +35,7 @@ from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchFormatError, parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.model_identity import describe
-from client_sdk.units import format_amount, parse_amount
+from client_sdk.units import parse_amount
 
 DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
 
@@ -155,13 +155,14 @@ def submit(
             model_hash=model_hash,
         )
     if not as_json:
-        escrowed = format_amount(parse_amount(max_price))
+        market = client.market
+        escrowed = market.amount(parse_amount(max_price))
         task_model = client.market.tasks.get_task(batch.task_id).model_id
         console.print(
             f"batch {batch.id} (task {batch.task_id}, model {describe(task_model)}) with {escrowed} in "
             "escrow, paying "
-            f"{format_amount(prices.input_per_million)} per million input and "
-            f"{format_amount(prices.output_per_million)} per million output tokens"
+            f"{market.amount(prices.input_per_million)} per million input and "
+            f"{market.amount(prices.output_per_million)} per million output tokens"
         )
     if wait:
         batch = _wait(client, batch, quiet=as_json)

@@ -75,8 +75,8 @@ def balance(
     """Show your wallet balance and what the escrow owes you (refunds, payments)."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
-    console.print(f"wallet        {format_amount(market.token.balance_of(me))}")
-    console.print(f"withdrawable  {format_amount(market.escrow.balance_of(me))}")
+    console.print(f"wallet        {market.amount(market.token.balance_of(me))}")
+    console.print(f"withdrawable  {market.amount(market.escrow.balance_of(me))}")
 
 
 ANVIL_CHAIN_ID = 31337
@@ -109,7 +109,7 @@ def faucet(
     w3 = market.w3
     if w3.eth.chain_id == ANVIL_CHAIN_ID and w3.eth.get_balance(receiver) < 10**18:
         w3.provider.make_request("anvil_setBalance", [receiver, hex(GAS_MONEY)])  # type: ignore[arg-type]
-    console.print(f"minted {format_amount(value)} to {receiver}")
+    console.print(f"minted {market.amount(value)} to {receiver}")
 
 
 @app.command()
@@ -125,7 +125,7 @@ def withdraw(
     if owed == 0:
         raise UserError("nothing to withdraw")
     market.escrow.withdraw()
-    console.print(f"withdrew {format_amount(owed)}")
+    console.print(f"withdrew {market.amount(owed)}")
 
 
 @app.command()
@@ -155,7 +155,7 @@ def reclaim(
         )
     market.tasks.expire_task(task_id)
     console.print(
-        f"task {task_id} expired: {format_amount(record.max_price)} back to its owner {record.owner} "
+        f"task {task_id} expired: {market.amount(record.max_price)} back to its owner {record.owner} "
         "(`market withdraw` takes it out)"
     )
 

@@ -96,7 +96,7 @@ def register(
     if approve:
         market.token.allow(me, market.registry.address, amount)
     market.registry.register(profile, amount)
-    console.print(f"registered {me} with a stake of {format_amount(amount)}")
+    console.print(f"registered {me} with a stake of {market.amount(amount)}")
 
 
 def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
@@ -110,6 +110,10 @@ def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
     return ids
 
 
+def _utc(timestamp: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(timestamp))
+
+
 def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> None:
     """The common reasons a registration would revert, each as its own clear sentence."""
     if market.registry.is_registered(me):
@@ -117,19 +121,19 @@ def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> 
     minimum = market.registry.min_stake()
     if amount < minimum:
         raise UserError(
-            f"stake {format_amount(amount)} is below the minimum stake of {format_amount(minimum)}"
+            f"stake {market.amount(amount)} is below the minimum stake of {market.amount(minimum)}"
         )
     balance = market.token.balance_of(me)
     if balance < amount:
         raise UserError(
-            f"insufficient token balance: {me} holds {format_amount(balance)}, "
-            f"the stake is {format_amount(amount)}"
+            f"insufficient token balance: {me} holds {market.amount(balance)}, "
+            f"the stake is {market.amount(amount)}"
         )
     allowance = market.token.allowance(me, market.registry.address)
     if not approve and allowance < amount:
         raise UserError(
-            f"insufficient allowance: the registry may take {format_amount(allowance)}, the stake is "
-            f"{format_amount(amount)}; approve it or drop --no-approve"
+            f"insufficient allowance: the registry may take {market.amount(allowance)}, the stake is "
+            f"{market.amount(amount)}; approve it or drop --no-approve"
         )
 
 
@@ -160,9 +164,10 @@ def status(
         "stake_free": format_amount(stake.free),
         "stake_locked": format_amount(stake.locked),
         "stake_unbonding": format_amount(stake.unbonding),
-        "unbonding_release_at": stake.unbonding_release_at,
+        "unbonding_release_at": _utc(stake.unbonding_release_at) if stake.unbonding else None,
         "earnings_withdrawable": format_amount(market.escrow.balance_of(me)),
         "wallet_balance": format_amount(market.token.balance_of(me)),
+        "token": market.token.symbol,
     }
     if as_json:
         console.print_json(json.dumps(report))
@@ -196,14 +201,14 @@ def stake(
     balance = market.token.balance_of(me)
     if balance < value:
         raise UserError(
-            f"insufficient token balance: {me} holds {format_amount(balance)}, asked to stake "
-            f"{format_amount(value)}"
+            f"insufficient token balance: {me} holds {market.amount(balance)}, asked to stake "
+            f"{market.amount(value)}"
         )
     if approve:
         market.token.allow(me, market.registry.address, value)
     market.registry.add_stake(value)
     free = market.registry.stake_of(me).free
-    console.print(f"staked {format_amount(value)} more; {format_amount(free)} of the stake is free")
+    console.print(f"staked {market.amount(value)} more; {market.amount(free)} of the stake is free")
 
 
 @app.command()
@@ -251,13 +256,10 @@ def unstake(
     if value == 0:
         raise UserError("no free stake to unstake (locked stake is released when its tasks settle)")
     if value > free:
-        raise UserError(f"cannot unstake {format_amount(value)}: only {format_amount(free)} is free")
+        raise UserError(f"cannot unstake {market.amount(value)}: only {market.amount(free)} is free")
     market.registry.request_unstake(value)
     release = market.registry.stake_of(me).unbonding_release_at
-    console.print(
-        f"unbonding {format_amount(value)}; withdraw after "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(release))}"
-    )
+    console.print(f"unbonding {market.amount(value)}; withdraw after {_utc(release)}")
 
 
 @app.command()
@@ -276,17 +278,17 @@ def withdraw(
     stake_ready = stake.unbonding > 0 and now >= stake.unbonding_release_at
     if earnings == 0 and not stake_ready:
         waiting = (
-            f"; {format_amount(stake.unbonding)} unbonds at {stake.unbonding_release_at}"
+            f"; {market.amount(stake.unbonding)} unbonds at {_utc(stake.unbonding_release_at)}"
             if stake.unbonding
             else ""
         )
         raise UserError(f"nothing to withdraw yet{waiting}")
     if earnings:
         market.escrow.withdraw()
-        console.print(f"withdrew earnings of {format_amount(earnings)}")
+        console.print(f"withdrew earnings of {market.amount(earnings)}")
     if stake_ready:
         market.registry.withdraw_stake()
-        console.print(f"withdrew unbonded stake of {format_amount(stake.unbonding)}")
+        console.print(f"withdrew unbonded stake of {market.amount(stake.unbonding)}")
 
 
 @app.command("run-local")

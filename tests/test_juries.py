@@ -180,7 +180,8 @@ def test_a_juror_reads_its_duty_in_plain_words(
 
     idle = cli("status")
     assert idle.exit_code == 0, idle.output
-    assert f"{verifier.address}: 500.000000 staked, 0.000000 of it held by jury seats; active" in idle.stdout
+    shown = f"{verifier.address}: 500.000000 mUSD staked, 0.000000 mUSD of it held by jury seats; active"
+    assert shown in idle.stdout
 
     task = committed_task(admin_market, coordinator, user, miners)
     task_id, leaves, trees = task.task_id, task.leaves, task.trees
@@ -196,7 +197,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert seats == 5, "the only verifier: all five seats, one seat stake each"
 
     due = cli("status")
-    assert "500.000000 of it held by jury seats" in due.stdout
+    assert "500.000000 mUSD of it held by jury seats" in due.stdout
     assert f"dispute {dispute_id} round 0: 5 seat(s), 500.000000 locked; phase commit until " in due.stdout
     assert due.stdout.rstrip().endswith("needs: commit your vote")
     sealed = mine.arbitration.vote_commitment(dispute_id, 0, verifier.address, Vote.MINERS_CORRECT, bytes(32))
@@ -213,7 +214,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
     chain.advance_time(admin_market.verifiers.unbonding_period())
     still = cli("withdraw-stake")
     assert still.stderr.strip() == (
-        "error: 500.000000 is still held by jury seats: wait for those disputes to end"
+        "error: 500.000000 mUSD is still held by jury seats: wait for those disputes to end"
     )
 
 
@@ -274,14 +275,14 @@ def test_draw_appeal_and_resolve_from_the_command_line(
             winner = cli(user, "appeal")
             assert (
                 winner.stderr.strip()
-                == f"error: the appeal bond is 10.000000 but {user.address} holds 0.000000"
+                == f"error: the appeal bond is 10.000000 mUSD but {user.address} holds 0.000000 mUSD"
             )
             admin_market.token.mint(miners[0].address, 2 * bond)
             appealed = cli(miners[0], "appeal")
             assert appealed.exit_code == 0, appealed.output
             assert appealed.stdout.strip() == (
-                f"dispute {dispute_id} appealed: round 1, 11 seats, bond 10.000000 posted (back to you if "
-                "your side wins)"
+                f"dispute {dispute_id} appealed: round 1, 11 seats, bond 10.000000 mUSD posted (back to you "
+                "if your side wins)"
             )
     early_resolve = cli(user, "resolve")
     assert early_resolve.stderr.startswith(

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +30,10 @@ REGISTER = [
 ]  # fmt: skip
 
 Invoke = Callable[..., Result]
+
+
+def utc(timestamp: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(timestamp))
 
 
 def register_with(option: str, value: str) -> list[str]:
@@ -74,7 +79,7 @@ def test_register_stakes_and_status_reports_it(
     admin_market.token.mint(miner.address, 150 * 10**6)
     result = run(*REGISTER, "--stake", "120.5", "--gpu-count", "2")
     assert result.exit_code == 0, result.output
-    assert f"registered {miner.address} with a stake of 120.500000" in result.stdout
+    assert f"registered {miner.address} with a stake of 120.500000 mUSD" in " ".join(result.stdout.split())
 
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.locked, stake.unbonding) == (120_500_000, 0, 0)
@@ -104,12 +109,13 @@ def test_stake_adds_to_a_registered_miners_free_stake(
     assert run(*REGISTER, "--stake", "100").exit_code == 0
     added = run("stake", "12.5")
     assert added.exit_code == 0, added.output
-    assert added.stdout.strip() == "staked 12.500000 more; 112.500000 of the stake is free"
+    assert added.stdout.strip() == "staked 12.500000 mUSD more; 112.500000 mUSD of the stake is free"
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.locked, stake.unbonding) == (112_500_000, 0, 0)
     assert admin_market.token.balance_of(miner.address) == 37_500_000
     assert one_line_error(run("stake", "40")) == (
-        f"error: insufficient token balance: {miner.address} holds 37.500000, asked to stake 40.000000"
+        f"error: insufficient token balance: {miner.address} holds 37.500000 mUSD, asked to stake "
+        "40.000000 mUSD"
     )
     assert one_line_error(run("stake", "0")) == "error: the amount to stake must be more than 0"
 
@@ -150,7 +156,7 @@ def test_already_registered(admin_market: Market, run: Invoke, miner: LocalAccou
 def test_stake_below_minimum(admin_market: Market, run: Invoke, miner: LocalAccount) -> None:
     admin_market.token.mint(miner.address, 300 * 10**6)
     error = one_line_error(run(*REGISTER, "--stake", "99.999999"))
-    assert error == f"error: stake 99.999999 is below the minimum stake of {MIN_STAKE / 10**6:.6f}"
+    assert error == f"error: stake 99.999999 mUSD is below the minimum stake of {MIN_STAKE / 10**6:.6f} mUSD"
     assert not admin_market.registry.is_registered(miner.address)
 
 
@@ -158,8 +164,8 @@ def test_insufficient_balance(admin_market: Market, run: Invoke, miner: LocalAcc
     admin_market.token.mint(miner.address, 40 * 10**6)
     error = one_line_error(run(*REGISTER, "--stake", "100"))
     assert (
-        error
-        == f"error: insufficient token balance: {miner.address} holds 40.000000, the stake is 100.000000"
+        error == f"error: insufficient token balance: {miner.address} holds 40.000000 mUSD, the stake is "
+        "100.000000 mUSD"
     )
 
 
@@ -168,7 +174,7 @@ def test_insufficient_allowance(admin_market: Market, run: Invoke, miner: LocalA
     admin_market.as_account(miner).token.approve(admin_market.registry.address, 10 * 10**6)
     error = one_line_error(run(*REGISTER, "--stake", "100", "--no-approve"))
     assert error == (
-        "error: insufficient allowance: the registry may take 10.000000, the stake is 100.000000; "
+        "error: insufficient allowance: the registry may take 10.000000 mUSD, the stake is 100.000000 mUSD; "
         "approve it or drop --no-approve"
     )
     # with approval handled by the CLI the same registration goes through
@@ -288,18 +294,19 @@ def test_unstake_waits_for_unbonding_then_withdraws(
     assert run(*REGISTER, "--stake", "250").exit_code == 0
     assert run("unstake", "--amount", "50").exit_code == 0
     assert one_line_error(run("unstake", "--amount", "500")) == (
-        "error: cannot unstake 500.000000: only 200.000000 is free"
+        "error: cannot unstake 500.000000 mUSD: only 200.000000 mUSD is free"
     )
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.unbonding) == (200 * 10**6, 50 * 10**6)
 
     early = one_line_error(run("withdraw"))
-    assert early == f"error: nothing to withdraw yet; 50.000000 unbonds at {stake.unbonding_release_at}"
+    release = utc(stake.unbonding_release_at)
+    assert early == f"error: nothing to withdraw yet; 50.000000 mUSD unbonds at {release}"
 
     chain.advance_time(UNBONDING_PERIOD)
     done = run("withdraw")
     assert done.exit_code == 0, done.output
-    assert "withdrew unbonded stake of 50.000000" in done.stdout
+    assert "withdrew unbonded stake of 50.000000 mUSD" in done.stdout
     assert admin_market.token.balance_of(miner.address) == 50 * 10**6
     assert admin_market.registry.stake_of(miner.address).unbonding == 0
 

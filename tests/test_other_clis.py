@@ -85,7 +85,8 @@ def test_market_reclaim_refunds_an_assigned_task_past_its_deadline_and_nothing_e
     done = CliRunner().invoke(market_app, args, env=env, terminal_width=200)
     assert done.exit_code == 0, done.output
     assert " ".join(done.stdout.split()) == (  # the console wraps at 80 columns
-        f"task {task_id} expired: 50.000000 back to its owner {user.address} (`market withdraw` takes it out)"
+        f"task {task_id} expired: 50.000000 mUSD back to its owner {user.address} "
+        "(`market withdraw` takes it out)"
     )
     assert admin_market.escrow.balance_of(user.address) == before + task.max_price
     stake = admin_market.registry.stake_of(miner.address)
@@ -113,7 +114,7 @@ def test_market_withdraw_pays_out_a_cancelled_escrow(
     admin_market.as_account(user).tasks.cancel_task(created)
     result = CliRunner().invoke(market_app, ["withdraw"], env=env)
     assert result.exit_code == 0, result.output
-    assert "withdrew 50.000000" in result.stdout
+    assert "withdrew 50.000000 mUSD" in result.stdout
     assert admin_market.token.balance_of(user.address) == 50 * 10**6
 
 
@@ -132,7 +133,7 @@ def test_market_faucet_mints_test_tokens_and_gas_on_a_devnet(
     admin = {**env, "BATCHMARKET_PRIVATE_KEY": accounts[0].key.to_0x_hex()}
     result = CliRunner().invoke(market_app, ["faucet", "1000", "--to", newcomer], env=admin)
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == f"minted 1000.000000 to {newcomer}"
+    assert result.stdout.strip() == f"minted 1000.000000 mUSD to {newcomer}"
     assert admin_market.token.balance_of(newcomer) == 1_000 * 10**6
     assert chain.w3.eth.get_balance(newcomer) == 10**20  # gas money on anvil
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import astuple
 from pathlib import Path
@@ -35,6 +36,7 @@ from client_sdk.chain.types import (
 from client_sdk.eip712 import Acceptance, ResultCommitment
 from client_sdk.errors import ChainError, UserError
 from client_sdk.results import ResultLeaf
+from client_sdk.units import format_amount
 
 
 class _Bound:
@@ -57,6 +59,11 @@ class Token(_Bound):
 
     def balance_of(self, account: str) -> int:
         return int(self.contract.functions.balanceOf(account).call())
+
+    @functools.cached_property
+    def symbol(self) -> str:
+        """The token's symbol, e.g. mUSD, as the contract states it (at most 16 characters are shown)."""
+        return str(self.contract.functions.symbol().call())[:16]
 
     def allowance(self, owner: str, spender: str) -> int:
         return int(self.contract.functions.allowance(owner, spender).call())
@@ -458,6 +465,10 @@ class Market:
         if self.transactor is None:
             raise UserError("this action needs a key: set BATCHMARKET_PRIVATE_KEY or pass --keystore")
         return self.transactor.address
+
+    def amount(self, base_units: int) -> str:
+        """An amount of the payment token for people: six decimals and the token's symbol."""
+        return f"{format_amount(base_units)} {self.token.symbol}"
 
     def chain_time(self) -> int:
         """The latest block's timestamp, which deadlines, windows and unbonding periods are measured in."""

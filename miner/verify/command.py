@@ -25,7 +25,7 @@ from client_sdk.cli_support import (
 )
 from client_sdk.errors import UserError
 from client_sdk.http import coordinator_client
-from client_sdk.units import format_amount, parse_amount
+from client_sdk.units import parse_amount
 from miner.model.dtypes import dtype_named
 from miner.verify.daemon import LineJudge, Verifier
 
@@ -44,16 +44,16 @@ def ensure_registered(market: Market, stake: int | None) -> None:
     minimum = verifiers.min_stake()
     amount = minimum if stake is None else stake
     if amount < minimum:
-        raise UserError(f"the verifier stake must be at least {format_amount(minimum)}")
+        raise UserError(f"the verifier stake must be at least {market.amount(minimum)}")
     balance = market.token.balance_of(me)
     if balance < amount:
         raise UserError(
-            f"staking {format_amount(amount)} needs that much; {me} holds {format_amount(balance)}"
+            f"staking {market.amount(amount)} needs that much; {me} holds {market.amount(balance)}"
         )
     market.token.allow(me, verifiers.address, amount)
     verifiers.register(amount)
     console.print(
-        f"registered {me} as a verifier with {format_amount(amount)} staked: "
+        f"registered {me} as a verifier with {market.amount(amount)} staked: "
         f"{amount // minimum} seat(s) of weight in jury draws"
     )
 

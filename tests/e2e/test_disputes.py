@@ -80,7 +80,7 @@ def test_refusals_before_any_dispute(system: LocalSystem, batches: Batches) -> N
         poor = refusal(arbitration(system, "open", "--batch", a.id, "--custom-id", "a-1"))
     finally:
         system.market.token.transfer(system.user.address, held - bond + 1)
-    assert poor == f"error: the dispute bond is 5.000000 but {system.user.address} holds 4.999999"
+    assert poor == f"error: the dispute bond is 5.000000 mUSD but {system.user.address} holds 4.999999 mUSD"
 
 
 def test_a_line_the_coordinator_altered_is_not_in_the_committed_root(
