@@ -1,5 +1,5 @@
-"""`miner`: register a GPU machine on-chain with a stake, inspect it, change its endpoint, add stake, unstake
-and withdraw; run a batch through a local multi-process pipeline."""
+"""`miner`: register a GPU machine on-chain with a stake, inspect it, change its endpoint, manage the stake
+(`miner stake add/withdraw/show`), withdraw earnings; run a batch through a local multi-process pipeline."""
 
 from __future__ import annotations
 
@@ -34,11 +34,15 @@ from client_sdk.units import format_amount, parse_amount
 from miner.node import command as node_command
 
 app = typer.Typer(
-    help="Run a miner: register your GPUs on-chain with a stake, check them, unstake and withdraw earnings; "
-    "run a batch through a local pipeline.",
+    help="Run a miner: register your GPUs on-chain with a stake, check them, manage the stake, withdraw "
+    "earnings; run a batch through a local pipeline.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+stake_app = typer.Typer(
+    help="Your stake: add to it, take it out (unbonding first), show it.", no_args_is_help=True
+)
+app.add_typer(stake_app, name="stake")
 
 
 @app.command()
@@ -181,7 +185,34 @@ def status(
 
 @app.command()
 @one_line_errors
-def stake(
+def update(
+    endpoint: Annotated[
+        str, typer.Option(help="The new address the previous pipeline stage dials, e.g. tcp://HOST:5555.")
+    ],
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+) -> None:
+    """Change this miner's registered endpoint (restart `miner serve` for it to take effect)."""
+    try:
+        check_stage_endpoint(endpoint)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    old = market.registry.profile_of(me).endpoint
+    if old == endpoint:
+        console.print(f"the endpoint is already {endpoint}; nothing to change")
+        return
+    market.registry.set_endpoint(endpoint)
+    console.print(f"endpoint changed from {old} to {endpoint}; restart `miner serve` to use it")
+
+
+@stake_app.command("add")
+@one_line_errors
+def stake_add(
     amount: Annotated[str, typer.Argument(help="Tokens to add to the stake, e.g. 50 or 12.5.")],
     approve: Annotated[
         bool, typer.Option(help="Approve the registry to take them first (--no-approve: already done).")
@@ -211,55 +242,78 @@ def stake(
     console.print(f"staked {market.amount(value)} more; {market.amount(free)} of the stake is free")
 
 
-@app.command()
+@stake_app.command("withdraw")
 @one_line_errors
-def update(
-    endpoint: Annotated[
-        str, typer.Option(help="The new address the previous pipeline stage dials, e.g. tcp://HOST:5555.")
-    ],
+def stake_withdraw(
+    amount: Annotated[
+        str | None, typer.Option(help="Start unbonding this much of the free stake, e.g. 50.")
+    ] = None,
+    all_free: Annotated[bool, typer.Option("--all", help="Start unbonding all of the free stake.")] = False,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Change this miner's registered endpoint (restart `miner serve` for it to take effect)."""
-    try:
-        check_stage_endpoint(endpoint)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered; run `miner register` first")
-    old = market.registry.profile_of(me).endpoint
-    if old == endpoint:
-        console.print(f"the endpoint is already {endpoint}; nothing to change")
-        return
-    market.registry.set_endpoint(endpoint)
-    console.print(f"endpoint changed from {old} to {endpoint}; restart `miner serve` to use it")
-
-
-@app.command()
-@one_line_errors
-def unstake(
-    amount: Annotated[str | None, typer.Option(help="Tokens to unstake (default: all free stake).")] = None,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
-) -> None:
-    """Start unbonding free stake; `miner withdraw` returns it after the unbonding period."""
+    """Take stake out in two steps: with --amount or --all, start unbonding free stake; once the unbonding
+    period has passed, without them, move the unbonded stake to your wallet."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
     if not market.registry.is_registered(me):
         raise UserError(f"{me} is not registered")
-    free = market.registry.stake_of(me).free
-    value = free if amount is None else parse_amount(amount)
+    stake = market.registry.stake_of(me)
+    if amount is None and not all_free:
+        if stake.unbonding == 0:
+            raise UserError("nothing is unbonding: start with `miner stake withdraw --amount X` (or --all)")
+        if market.chain_time() < stake.unbonding_release_at:
+            raise UserError(
+                f"{market.amount(stake.unbonding)} unbonds at {_utc(stake.unbonding_release_at)}; "
+                "withdraw it then"
+            )
+        market.registry.withdraw_stake()
+        console.print(f"withdrew unbonded stake of {market.amount(stake.unbonding)} to your wallet")
+        return
+    value = stake.free if all_free else parse_amount(amount or "0")
     if value == 0:
-        raise UserError("no free stake to unstake (locked stake is released when its tasks settle)")
-    if value > free:
-        raise UserError(f"cannot unstake {market.amount(value)}: only {market.amount(free)} is free")
+        raise UserError("no free stake to unbond (locked stake is released when its tasks settle)")
+    if value > stake.free:
+        raise UserError(f"cannot unbond {market.amount(value)}: only {market.amount(stake.free)} is free")
     market.registry.request_unstake(value)
     release = market.registry.stake_of(me).unbonding_release_at
-    console.print(f"unbonding {market.amount(value)}; withdraw after {_utc(release)}")
+    console.print(
+        f"unbonding {market.amount(value)}; `miner stake withdraw` moves it to your wallet after "
+        f"{_utc(release)}"
+    )
+
+
+@stake_app.command("show")
+@one_line_errors
+def stake_show(
+    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
+    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
+    keystore: KeystoreOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show this miner's stake: free (tasks can lock it), locked by tasks, unbonding and when."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    stake = market.registry.stake_of(me)
+    report = {
+        "free": format_amount(stake.free),
+        "locked": format_amount(stake.locked),
+        "unbonding": format_amount(stake.unbonding),
+        "unbonded_at": _utc(stake.unbonding_release_at) if stake.unbonding else None,
+        "minimum": format_amount(market.registry.min_stake()),
+        "token": market.token.symbol,
+    }
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    table = Table(title=f"stake of {me} ({market.token.symbol})", show_header=False)
+    for key, value in report.items():
+        if key != "token":
+            table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    console.print(table)
 
 
 @app.command()
@@ -269,26 +323,14 @@ def withdraw(
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Withdraw earnings and any stake whose unbonding period has passed."""
+    """Withdraw your earnings (what the escrow owes you); stake comes out with `miner stake withdraw`."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
-    now = market.chain_time()
-    stake = market.registry.stake_of(me)
     earnings = market.escrow.balance_of(me)
-    stake_ready = stake.unbonding > 0 and now >= stake.unbonding_release_at
-    if earnings == 0 and not stake_ready:
-        waiting = (
-            f"; {market.amount(stake.unbonding)} unbonds at {_utc(stake.unbonding_release_at)}"
-            if stake.unbonding
-            else ""
-        )
-        raise UserError(f"nothing to withdraw yet{waiting}")
-    if earnings:
-        market.escrow.withdraw()
-        console.print(f"withdrew earnings of {market.amount(earnings)}")
-    if stake_ready:
-        market.registry.withdraw_stake()
-        console.print(f"withdrew unbonded stake of {market.amount(stake.unbonding)}")
+    if earnings == 0:
+        raise UserError("no earnings to withdraw yet (stake comes out with `miner stake withdraw`)")
+    market.escrow.withdraw()
+    console.print(f"withdrew earnings of {market.amount(earnings)}")
 
 
 @app.command("run-local")

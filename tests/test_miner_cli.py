@@ -102,22 +102,32 @@ def test_stake_adds_to_a_registered_miners_free_stake(
     admin_market: Market, run: Invoke, miner: LocalAccount
 ) -> None:
     assert (
-        one_line_error(run("stake", "10"))
+        one_line_error(run("stake", "add", "10"))
         == f"error: {miner.address} is not registered; run `miner register` first"
     )
     admin_market.token.mint(miner.address, 150 * 10**6)
     assert run(*REGISTER, "--stake", "100").exit_code == 0
-    added = run("stake", "12.5")
+    added = run("stake", "add", "12.5")
     assert added.exit_code == 0, added.output
     assert added.stdout.strip() == "staked 12.500000 mUSD more; 112.500000 mUSD of the stake is free"
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.locked, stake.unbonding) == (112_500_000, 0, 0)
     assert admin_market.token.balance_of(miner.address) == 37_500_000
-    assert one_line_error(run("stake", "40")) == (
+    assert one_line_error(run("stake", "add", "40")) == (
         f"error: insufficient token balance: {miner.address} holds 37.500000 mUSD, asked to stake "
         "40.000000 mUSD"
     )
-    assert one_line_error(run("stake", "0")) == "error: the amount to stake must be more than 0"
+    assert one_line_error(run("stake", "add", "0")) == "error: the amount to stake must be more than 0"
+    shown = run("stake", "show", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == {
+        "free": "112.500000",
+        "locked": "0.000000",
+        "unbonding": "0.000000",
+        "unbonded_at": None,
+        "minimum": f"{MIN_STAKE / 10**6:.6f}",
+        "token": "mUSD",
+    }
 
 
 def test_update_changes_the_registered_endpoint_and_refuses_one_no_stage_can_dial(
@@ -287,26 +297,33 @@ def test_keystore_key_and_wrong_password(
     assert admin_market.registry.is_registered(miner.address)
 
 
-def test_unstake_waits_for_unbonding_then_withdraws(
+def test_stake_withdraw_unbonds_then_moves_the_stake_to_the_wallet(
     admin_market: Market, chain: Anvil, run: Invoke, miner: LocalAccount
 ) -> None:
     admin_market.token.mint(miner.address, 250 * 10**6)
     assert run(*REGISTER, "--stake", "250").exit_code == 0
-    assert run("unstake", "--amount", "50").exit_code == 0
-    assert one_line_error(run("unstake", "--amount", "500")) == (
-        "error: cannot unstake 500.000000 mUSD: only 200.000000 mUSD is free"
+    assert one_line_error(run("stake", "withdraw")) == (
+        "error: nothing is unbonding: start with `miner stake withdraw --amount X` (or --all)"
+    )
+    assert run("stake", "withdraw", "--amount", "50").exit_code == 0
+    assert one_line_error(run("stake", "withdraw", "--amount", "500")) == (
+        "error: cannot unbond 500.000000 mUSD: only 200.000000 mUSD is free"
     )
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.unbonding) == (200 * 10**6, 50 * 10**6)
+    assert json.loads(run("stake", "show", "--json").stdout)["unbonded_at"] == utc(stake.unbonding_release_at)
 
-    early = one_line_error(run("withdraw"))
+    early = one_line_error(run("stake", "withdraw"))
     release = utc(stake.unbonding_release_at)
-    assert early == f"error: nothing to withdraw yet; 50.000000 mUSD unbonds at {release}"
+    assert early == f"error: 50.000000 mUSD unbonds at {release}; withdraw it then"
+    assert one_line_error(run("withdraw")) == (
+        "error: no earnings to withdraw yet (stake comes out with `miner stake withdraw`)"
+    )
 
     chain.advance_time(UNBONDING_PERIOD)
-    done = run("withdraw")
+    done = run("stake", "withdraw")
     assert done.exit_code == 0, done.output
-    assert "withdrew unbonded stake of 50.000000 mUSD" in done.stdout
+    assert "withdrew unbonded stake of 50.000000 mUSD to your wallet" in " ".join(done.stdout.split())
     assert admin_market.token.balance_of(miner.address) == 50 * 10**6
     assert admin_market.registry.stake_of(miner.address).unbonding == 0
 
