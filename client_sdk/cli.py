@@ -79,7 +79,6 @@ def balance(
     console.print(f"withdrawable  {market.amount(market.escrow.balance_of(me))}")
 
 
-ANVIL_CHAIN_ID = 31337
 GAS_MONEY = 10**20  # wei a faucet gives a wallet on a local anvil chain, when it has less than 1 ether
 
 
@@ -92,10 +91,13 @@ def faucet(
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
 ) -> None:
-    """Devnet only: mint test tokens of the deployment's mock token (with the minter's key: the deployer's),
-    and give the receiver gas money on a local anvil chain."""
+    """Devnet only (a local anvil node): mint test tokens of the deployment's mock token (with the minter's
+    key: the deployer's), and give the receiver gas money."""
     value = parse_amount(amount)
     market = open_market(rpc_url, deployment, keystore, signing=True)
+    node = str(market.w3.client_version)
+    if not node.lower().startswith("anvil"):  # a devnet's own tokens only: never on a shared chain
+        raise UserError(f"the faucet is for a local anvil devnet; the node at {rpc_url} is {node[:60]}")
     try:
         receiver = market.w3.to_checksum_address(to or market.address)
     except ValueError:
@@ -107,7 +109,7 @@ def faucet(
         )
     market.token.mint(receiver, value)
     w3 = market.w3
-    if w3.eth.chain_id == ANVIL_CHAIN_ID and w3.eth.get_balance(receiver) < 10**18:
+    if w3.eth.get_balance(receiver) < 10**18:
         w3.provider.make_request("anvil_setBalance", [receiver, hex(GAS_MONEY)])  # type: ignore[arg-type]
     console.print(f"minted {market.amount(value)} to {receiver}")
 
