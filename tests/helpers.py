@@ -7,11 +7,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
+from eth_utils.crypto import keccak
 from web3.contract.contract import ContractFunction
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import MinerProfile, Vote
+from client_sdk.chain.types import MinerProfile, TaskPrices, Vote
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import short_string
 from client_sdk.inputs import input_tree
@@ -43,6 +44,21 @@ def register_miner(admin: Market, miner: LocalAccount, stake: int) -> Market:
     mine.token.approve(mine.registry.address, stake)
     mine.registry.register(profile_for(miner), stake)
     return mine
+
+
+def demo_task_for(market: Market, input_name: str, deadline: int) -> int:
+    """A task created by `market`'s account with the demo parameters, over an input root named `input_name`
+    (the account has approved the escrow already)."""
+    config = DemoConfig()
+    return market.tasks.create_task(
+        model_id=model_id_of(MODEL),
+        input_root=keccak(text=input_name),
+        request_count=config.requests,
+        params_hash=keccak(text="{}"),
+        max_price=config.max_price,
+        deadline=deadline,
+        prices=TaskPrices(config.price_per_million_tokens, config.price_per_million_tokens),
+    )
 
 
 def assigned_task(

@@ -9,13 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
-from eth_utils.crypto import keccak
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.transactions import Transactor
-from client_sdk.chain.types import TaskPrices
-from client_sdk.protocol.model_identity import model_id_of
-from demo.lifecycle import MODEL, DemoConfig
+from demo.lifecycle import DemoConfig
+from tests.helpers import demo_task_for
 
 
 def test_twenty_concurrent_task_creations_from_one_wallet_all_succeed(
@@ -28,15 +26,7 @@ def test_twenty_concurrent_task_creations_from_one_wallet_all_succeed(
     before, deadline = admin_market.tasks.task_count(), admin_market.chain_time() + 86_400
 
     def submit(line: int) -> int:
-        return admin_market.as_account(user).tasks.create_task(
-            model_id=model_id_of(MODEL),
-            input_root=keccak(text=f"input file {line}"),
-            request_count=config.requests,
-            params_hash=keccak(text="{}"),
-            max_price=config.max_price,
-            deadline=deadline,
-            prices=TaskPrices(config.price_per_million_tokens, config.price_per_million_tokens),
-        )
+        return demo_task_for(admin_market.as_account(user), f"input file {line}", deadline)
 
     with ThreadPoolExecutor(max_workers=20) as pool:
         task_ids = list(pool.map(submit, range(20)))

@@ -15,10 +15,9 @@ from redis import Redis
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market, connect
-from client_sdk.chain.types import TaskPrices
-from client_sdk.protocol.model_identity import model_id_of
 from coordinator.chain import redis_sending_lock
-from demo.lifecycle import MODEL, DemoConfig
+from demo.lifecycle import DemoConfig
+from tests.helpers import demo_task_for
 
 PROCESSES, EACH = 3, 4
 
@@ -27,20 +26,11 @@ def create_tasks(
     rpc_url: str, deployment_file: str, key: str, redis_url: str, tag: int, deadline: int
 ) -> int:
     """In a fresh process: EACH task creations from the wallet `key`, sends locked in Redis."""
-    config = DemoConfig()
     market = connect(
         rpc_url, Path(deployment_file), Account.from_key(key), redis_sending_lock(Redis.from_url(redis_url))
     )
     for i in range(EACH):
-        market.tasks.create_task(
-            model_id=model_id_of(MODEL),
-            input_root=keccak(text=f"process {tag} file {i}"),
-            request_count=config.requests,
-            params_hash=keccak(text="{}"),
-            max_price=config.max_price,
-            deadline=deadline,
-            prices=TaskPrices(config.price_per_million_tokens, config.price_per_million_tokens),
-        )
+        demo_task_for(market, f"process {tag} file {i}", deadline)
     return EACH
 
 
