@@ -10,7 +10,8 @@ import typer
 from rich.table import Table
 
 from client_sdk import batch_cli
-from client_sdk.chain.types import TaskStatus
+from client_sdk.chain.contracts import Market
+from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.cli_support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
@@ -41,9 +42,7 @@ def task(
 ) -> None:
     """Show a task as recorded on-chain."""
     market = open_market(rpc_url, deployment, None, signing=False)
-    record = market.tasks.get_task(task_id)
-    if record.status == TaskStatus.NONE:
-        raise UserError(f"there is no task {task_id}")
+    record = _existing_task(market, task_id)
     report = {
         "task": task_id,
         "status": record.status.name.lower(),
@@ -141,9 +140,7 @@ def reclaim(
     """Get a task's whole escrow back once its deadline passed without results (anyone may call it; the
     refund goes to the task's owner, who withdraws it with `market withdraw`)."""
     market = open_market(rpc_url, deployment, keystore, signing=True)
-    record = market.tasks.get_task(task_id)
-    if record.status == TaskStatus.NONE:
-        raise UserError(f"there is no task {task_id}")
+    record = _existing_task(market, task_id)
     if record.status not in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
         raise UserError(
             f"task {task_id} is {record.status.name.lower()}: only a task with no results committed can be "
@@ -160,6 +157,13 @@ def reclaim(
         f"task {task_id} expired: {market.amount(record.max_price)} back to its owner {record.owner} "
         "(`market withdraw` takes it out)"
     )
+
+
+def _existing_task(market: Market, task_id: int) -> Task:
+    record = market.tasks.get_task(task_id)
+    if record.status == TaskStatus.NONE:
+        raise UserError(f"there is no task {task_id}")
+    return record
 
 
 for command in (batch_cli.submit, batch_cli.status, batch_cli.results, batch_cli.cancel):

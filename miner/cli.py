@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -114,6 +114,27 @@ def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
     return ids
 
 
+def _registered(rpc_url: str, deployment: Path, keystore: Path | None) -> tuple[Market, str]:
+    """The market, signing as this miner, and its address; a one-line error unless it is registered."""
+    market = open_market(rpc_url, deployment, keystore, signing=True)
+    me = market.address
+    if not market.registry.is_registered(me):
+        raise UserError(f"{me} is not registered; run `miner register` first")
+    return market, me
+
+
+def _show(report: dict[str, Any], title: str, as_json: bool) -> None:
+    """A report as JSON, or as a table for people (a list one item per line, nothing as "-")."""
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    table = Table(title=title, show_header=False)
+    for key, value in report.items():
+        shown = "-" if value is None else "\n".join(value) if isinstance(value, list) else str(value)
+        table.add_row(key.replace("_", " "), shown)
+    console.print(table)
+
+
 def _utc(timestamp: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(timestamp))
 
@@ -150,10 +171,7 @@ def status(
     as_json: JsonOption = False,
 ) -> None:
     """Show this miner's registration, stake and withdrawable earnings."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered; run `miner register` first")
+    market, me = _registered(rpc_url, deployment, keystore)
     profile = market.registry.profile_of(me)
     stake = market.registry.stake_of(me)
     report = {
@@ -173,14 +191,7 @@ def status(
         "wallet_balance": format_amount(market.token.balance_of(me)),
         "token": market.token.symbol,
     }
-    if as_json:
-        console.print_json(json.dumps(report))
-        return
-    table = Table(title=f"miner {me}", show_header=False)
-    for key, value in report.items():
-        shown = "\n".join(value) if isinstance(value, list) else str(value)
-        table.add_row(key.replace("_", " "), shown)
-    console.print(table)
+    _show(report, f"miner {me}", as_json)
 
 
 @app.command()
@@ -198,10 +209,7 @@ def update(
         check_stage_endpoint(endpoint)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered; run `miner register` first")
+    market, me = _registered(rpc_url, deployment, keystore)
     old = market.registry.profile_of(me).endpoint
     if old == endpoint:
         console.print(f"the endpoint is already {endpoint}; nothing to change")
@@ -223,10 +231,7 @@ def stake_add(
 ) -> None:
     """Add tokens to this miner's stake (free at once: more tasks can lock it), approval included."""
     value = parse_amount(amount)
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered; run `miner register` first")
+    market, me = _registered(rpc_url, deployment, keystore)
     if value == 0:
         raise UserError("the amount to stake must be more than 0")
     balance = market.token.balance_of(me)
@@ -255,10 +260,7 @@ def stake_withdraw(
 ) -> None:
     """Take stake out in two steps: with --amount or --all, start unbonding free stake; once the unbonding
     period has passed, without them, move the unbonded stake to your wallet."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered")
+    market, me = _registered(rpc_url, deployment, keystore)
     stake = market.registry.stake_of(me)
     if amount is None and not all_free:
         if stake.unbonding == 0:
@@ -293,10 +295,7 @@ def stake_show(
     as_json: JsonOption = False,
 ) -> None:
     """Show this miner's stake: free (tasks can lock it), locked by tasks, unbonding and when."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    me = market.address
-    if not market.registry.is_registered(me):
-        raise UserError(f"{me} is not registered; run `miner register` first")
+    market, me = _registered(rpc_url, deployment, keystore)
     stake = market.registry.stake_of(me)
     report = {
         "free": format_amount(stake.free),
@@ -306,14 +305,7 @@ def stake_show(
         "minimum": format_amount(market.registry.min_stake()),
         "token": market.token.symbol,
     }
-    if as_json:
-        console.print_json(json.dumps(report))
-        return
-    table = Table(title=f"stake of {me} ({market.token.symbol})", show_header=False)
-    for key, value in report.items():
-        if key != "token":
-            table.add_row(key.replace("_", " "), "-" if value is None else str(value))
-    console.print(table)
+    _show(report, f"stake of {me}", as_json)
 
 
 @app.command()

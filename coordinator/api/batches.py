@@ -68,7 +68,7 @@ def create(
 @router.get("/{batch_id}", summary="Retrieve one of your batches", response_model=BatchObject)
 def retrieve(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.get_batch(db, owner, batch_id)
-    return batches.batch_object(batch, batches.usages(db, [batch.id]).get(batch.id, (0, 0)))
+    return batches.batch_view(db, batch)
 
 
 @router.get("", summary="List your batches, newest first", response_model=BatchList)
@@ -90,7 +90,7 @@ def list_(
 )
 def cancel(batch_id: str, owner: Caller, db: DbSession) -> dict[str, Any]:
     batch = batches.cancel_batch(db, owner, batch_id, int(time.time()))
-    return batches.batch_object(batch, batches.usages(db, [batch.id]).get(batch.id, (0, 0)))
+    return batches.batch_view(db, batch)
 
 
 @router.get("/{batch_id}/commitment", summary="The result commitment and every miner's signature over it")

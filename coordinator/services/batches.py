@@ -168,6 +168,11 @@ def usages(session: Session, batch_ids: list[str]) -> dict[str, tuple[int, int]]
     return {batch_id: (int(inputs or 0), int(outputs or 0)) for batch_id, inputs, outputs in rows}
 
 
+def batch_view(session: Session, batch: Batch) -> dict[str, Any]:
+    """`batch_object` of one batch, with its usage so far."""
+    return batch_object(batch, usages(session, [batch.id]).get(batch.id, (0, 0)))
+
+
 def batch_object(batch: Batch, tokens: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     """The batch in OpenAI's shape, with `tokens` (input, output) served so far as its usage, plus our
     extensions: task_id, model, results_root, commit_tx and status_detail (why a batch is waiting, when it

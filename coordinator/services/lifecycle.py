@@ -309,11 +309,14 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
         return  # miners sign from here on; the next step commits
     commitment = commitment_of(batch)
     miners = batch.miners or []
-    signatures = _valid_signatures(session, ctx, batch, commitment, miners)
+    stored = session.scalars(select(Signature).where(Signature.batch_id == batch.id))
+    signatures = {s.miner: s for s in stored}
     missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
     if missing:
         _await_signers(session, ctx, batch, missing, now)
         return
+    if _drop_stale(session, ctx, commitment, miners, signatures):
+        return  # the next step waits for their miners to sign this commitment
     task = ctx.chain.task(batch.task_id)
     if task.status == TaskStatus.ASSIGNED:
         # an empty signature stands for a miner paid nothing that vouches for nothing (the contract's rule)
@@ -324,20 +327,26 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
 
 
-def _valid_signatures(
-    session: Session, ctx: Context, batch: Batch, commitment: ResultCommitment, miners: list[str]
-) -> dict[str, Signature]:
-    """The batch's signatures that are their miner's over this commitment; any other (one that raced a
-    change of the commitment, or whose miner has since changed its signer) is deleted, to be given again."""
-    valid = {}
-    for signature in session.scalars(select(Signature).where(Signature.batch_id == batch.id)):
-        served_root = commitment.served_roots[miners.index(signature.miner)]
-        raw = hex_bytes(signature.signature)
-        if ctx.chain.check_signature(signature.miner, raw, commitment, served_root):
-            valid[signature.miner] = signature
-        else:
-            session.delete(signature)
-    return valid
+def _drop_stale(
+    session: Session,
+    ctx: Context,
+    commitment: ResultCommitment,
+    miners: list[str],
+    signatures: dict[str, Signature],
+) -> bool:
+    """Deletes, right before the commit, every signature that is not its miner's over this commitment (one
+    that raced a change of the commitment, or whose miner has since changed its signer), to be given again;
+    whether there was one. Checked once here rather than on every step while signatures come in."""
+    stale = [
+        s
+        for s in signatures.values()
+        if not ctx.chain.check_signature(
+            s.miner, hex_bytes(s.signature), commitment, commitment.served_roots[miners.index(s.miner)]
+        )
+    ]
+    for signature in stale:
+        session.delete(signature)
+    return bool(stale)
 
 
 def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[str], now: int) -> None:

@@ -34,10 +34,12 @@ def active_pipelines(session: Session, model: str) -> list[PipelineRecord]:
 
 def cluster_of(miners: list[Miner]) -> Cluster:
     """The miners as the scheduling library sees them: their joined profiles and regions, with the round
-    trips between regions from the AWS table (`rtts_for`)."""
+    trips between regions from the AWS table, extended by `rtts_for` only when a region is not in it."""
+    regions = {m.region for m in miners}
+    extended = {"rtt_ms": rtts_for(regions)} if regions - set(default_rtt_ms()) else {}
     return Cluster.from_dict(
-        {
-            "rtt_ms": rtts_for({m.region for m in miners}),
+        extended
+        | {
             "gpus": [
                 {
                     "id": m.address,

@@ -79,11 +79,7 @@ def usage_witness(trees: ResultTrees) -> dict[str, Any]:
 def accept(
     session: Session, chain: CoordinatorChain, miner: str, batch_id: str, signature: str, now: int
 ) -> None:
-    batch = session.get(Batch, batch_id, with_for_update=True)  # against a commitment changing meanwhile
-    if batch is None or miner not in (batch.miners or []):
-        raise NotFound("batch", batch_id)
-    if batch.status != "finalizing" or batch.commitment is None:
-        raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
+    batch = _signing(session, miner, batch_id)
     try:
         raw = hex_bytes(signature)
     except ValueError as exc:
@@ -101,11 +97,7 @@ def disown(session: Session, ctx: Context, miner: str, batch_id: str, lines: lis
     journaled the line): those lines are served again, on pipelines without it where there are any, and the
     commitment is made afresh. Only lines the commitment credits to this miner can be disowned. Returns how
     many lines are served again."""
-    batch = session.get(Batch, batch_id, with_for_update=True)
-    if batch is None or miner not in (batch.miners or []):
-        raise NotFound("batch", batch_id)
-    if batch.status != "finalizing" or batch.commitment is None:
-        raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
+    batch = _signing(session, miner, batch_id)
     credited = {
         r.line_index: r.pipeline
         for r in session.scalars(
@@ -117,3 +109,14 @@ def disown(session: Session, ctx: Context, miner: str, batch_id: str, lines: lis
             raise InvalidInput(f"line {index} of batch {batch_id} is not credited to {miner}", "lines")
     reason = f"miner {miner} has no record of serving them (it restarted before it journaled them)"
     return serve_again(session, ctx, batch, sorted(set(lines)), {miner}, reason, now)
+
+
+def _signing(session: Session, miner: str, batch_id: str) -> Batch:
+    """The batch, locked (against its commitment changing meanwhile), if `miner` is assigned to it and it
+    waits for signatures."""
+    batch = session.get(Batch, batch_id, with_for_update=True)
+    if batch is None or miner not in (batch.miners or []):
+        raise NotFound("batch", batch_id)
+    if batch.status != "finalizing" or batch.commitment is None:
+        raise Conflict(f"batch {batch_id} is not waiting for signatures", "not_signing")
+    return batch
