@@ -3,9 +3,12 @@
 With a LinkSecurity both ends speak CURVE (see miner.transport.security): the inbox takes messages only from
 allowed keys and tells, for each, which key sent it; the outbox talks only to the holder of the key it was
 given.
-Without one (a local pipeline of processes on one machine) the links are plain TCP. An Outbox can hold every
-message for a fixed one-way latency before it leaves, to emulate a far link in benchmarks (off by default). An
-Inbox drops and logs malformed messages and keeps serving.
+A stage behind NAT takes its peers' messages through a relay (miner.transport.relay): its inbox also dials
+the relay, and an outbox given the relay's address sends there, sealed for the receiver, which checks the seal
+before it takes the message.
+Without a LinkSecurity (a local pipeline of processes on one machine) the links are plain TCP. An Outbox can
+hold every message for a fixed one-way latency before it leaves, to emulate a far link in benchmarks (off by
+default). An Inbox drops and logs malformed messages and keeps serving.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch
 import zmq
 
 from miner.transport.frames import DEFAULT_LIMITS, FrameError, Header, Limits, decode, encode
+from miner.transport.relay import ENVELOPE_BYTES, HELLO, HELLO_S, TO, RelayAddress
 from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
@@ -34,7 +38,8 @@ class Received(NamedTuple):
 
 
 class Outbox:
-    """Pushes to the inbox at `endpoint`; on a secured link, only if that inbox holds `server_key`."""
+    """Pushes to the inbox at `endpoint`; on a secured link, only if that inbox holds `server_key`. Given a
+    `relay`, it sends through the relay instead, sealed for the holder of `server_key` (`endpoint` unused)."""
 
     def __init__(
         self,
@@ -43,14 +48,19 @@ class Outbox:
         latency_ms: float = 0.0,
         security: LinkSecurity | None = None,
         server_key: bytes | None = None,
+        relay: RelayAddress | None = None,
     ) -> None:
-        self._socket = context.socket(zmq.PUSH)
+        self._socket = context.socket(zmq.PUSH if relay is None else zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 1_000)
+        self._security = security
+        self._receiver = server_key if relay is not None else None
         if security is not None:
             if server_key is None:
                 raise ValueError("a secured link needs the key of the inbox it connects to")
-            security.client(self._socket, server_key)
-        self._socket.connect(endpoint)
+            security.client(self._socket, server_key if relay is None else relay.key)
+        elif relay is not None:
+            raise ValueError("only a secured link can go through a relay")
+        self._socket.connect(endpoint if relay is None else relay.endpoint)
         self.latency_s = latency_ms / 1_000
         self._queue: deque[tuple[float, list[bytes]]] = deque()
         self._wake = threading.Condition()
@@ -63,6 +73,9 @@ class Outbox:
 
     def send(self, header: Header, tensor: torch.Tensor) -> None:
         frames = encode(header, tensor)
+        if self._receiver is not None:
+            assert self._security is not None
+            frames = [TO, self._receiver, *self._security.seals.seal(self._receiver, frames), *frames]
         if self._sender is None:
             self._socket.send_multipart(frames)
             return
@@ -96,12 +109,16 @@ class Outbox:
 
 
 class Inbox:
+    """Takes the messages sent to `endpoint` and, given a `relay`, those its peers send through the relay (a
+    stage behind NAT binds `endpoint` where only its own driver reaches it)."""
+
     def __init__(
         self,
         context: Context,
         endpoint: str,
         limits: Limits = DEFAULT_LIMITS,
         security: LinkSecurity | None = None,
+        relay: RelayAddress | None = None,
     ) -> None:
         self._socket = context.socket(zmq.PULL)
         self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes)
@@ -112,30 +129,86 @@ class Inbox:
         self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self.limits = limits
         self.rejected = 0
+        self._poller = zmq.Poller()
+        self._poller.register(self._socket, zmq.POLLIN)
+        self._relay: zmq.Socket[bytes] | None = None
+        self._hello_at = 0.0
+        if relay is not None:
+            if security is None:
+                raise ValueError("only a secured inbox can take messages through a relay")
+            self._relay = context.socket(zmq.DEALER)
+            self._relay.setsockopt(
+                zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes + ENVELOPE_BYTES
+            )
+            self._relay.setsockopt(zmq.LINGER, 0)
+            security.client(self._relay, relay.key)
+            self._relay.connect(relay.endpoint)
+            self._poller.register(self._relay, zmq.POLLIN)
+            self._say_hello()
+
+    def _say_hello(self) -> None:
+        """Tells the relay (again) that this inbox takes its peers' messages, and from which keys."""
+        assert self._relay is not None and self._security is not None
+        peers = self._security.allowed - {self._security.keys.public}  # its own driver sends directly
+        self._relay.send_multipart([HELLO, *sorted(peers)])
+        self._hello_at = time.monotonic()
 
     def receive(self, timeout_ms: int) -> Received | None:
         """The next well-formed message and who sent it, or None if none arrives in time. Malformed ones are
         logged, counted and skipped."""
         deadline = time.monotonic() + timeout_ms / 1_000
         while (remaining := deadline - time.monotonic()) > 0:
-            if not self._socket.poll(int(remaining * 1_000) + 1):
-                return None
-            frames = self._socket.recv_multipart(copy=False)
-            sender = None
-            if self._security is not None:
-                # the key the handshake authenticated (ZAP's User-Id), set on every frame of the connection
-                sender = frames[0].get("User-Id").encode()
-                if not self._security.admits(sender):
-                    self.rejected += 1
-                    log.warning("dropped a message on %s from a peer not in the assignment", self.endpoint)
-                    continue
-            try:
-                header, tensor = decode([frame.bytes for frame in frames], self.limits)
-                return Received(header, tensor, sender)
-            except FrameError as exc:
-                self.rejected += 1
-                log.warning("dropped a malformed message on %s: %s", self.endpoint, exc)
+            if self._relay is not None and time.monotonic() - self._hello_at > HELLO_S:
+                self._say_hello()
+            ready = dict(self._poller.poll(int(min(remaining, HELLO_S) * 1_000) + 1))
+            if self._socket in ready:
+                got = self._direct()
+            elif self._relay is not None and self._relay in ready:
+                got = self._relayed(self._relay)
+            else:
+                continue
+            if got is not None:
+                return got
         return None
 
+    def _direct(self) -> Received | None:
+        frames = self._socket.recv_multipart(copy=False)
+        sender = None
+        if self._security is not None:
+            # the key the handshake authenticated (ZAP's User-Id), set on every frame of the connection
+            sender = str(frames[0].get("User-Id")).encode()
+            if not self._security.admits(sender):
+                return self._reject("a message from a peer not in the assignment")
+        return self._decoded([frame.bytes for frame in frames], sender)
+
+    def _relayed(self, relay: zmq.Socket[bytes]) -> Received | None:
+        """A message through the relay: [sender's key, stamp, seal, *frames], taken only if its sender is in
+        the assignment and sealed it for this inbox."""
+        assert self._security is not None
+        frames = [frame.bytes for frame in relay.recv_multipart(copy=False)]
+        if len(frames) < 4:
+            return self._reject("a malformed message through the relay")
+        sender, stamp, seal, body = frames[0], frames[1], frames[2], frames[3:]
+        if not self._security.admits(sender):
+            return self._reject("a message through the relay from a peer not in the assignment")
+        refused = self._security.seals.check(sender, stamp, seal, body)
+        if refused is not None:
+            return self._reject(f"a message through the relay with {refused}")
+        return self._decoded(body, sender)
+
+    def _decoded(self, frames: list[bytes], sender: bytes | None) -> Received | None:
+        try:
+            header, tensor = decode(frames, self.limits)
+        except FrameError as exc:
+            return self._reject(f"a malformed message: {exc}")
+        return Received(header, tensor, sender)
+
+    def _reject(self, what: str) -> Received | None:
+        self.rejected += 1
+        log.warning("dropped %s on %s", what, self.endpoint)
+        return None  # typed as a result so that callers can `return self._reject(...)`
+
     def close(self) -> None:
+        if self._relay is not None:
+            self._relay.close(linger=0)
         self._socket.close(linger=0)

@@ -25,6 +25,7 @@ from zmq.auth import CURVE_ALLOW_ANY
 from zmq.auth.thread import ThreadAuthenticator
 
 from client_sdk.protocol.link_keys import is_link_key
+from miner.transport.seal import Seals
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class LinkSecurity:
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], keys: LinkKeys) -> None:
         self.keys = keys
+        self.seals = Seals(keys.public, keys.secret)  # for messages through a relay
         self._allowed: frozenset[bytes] = frozenset({keys.public})
         self._lock = threading.Lock()
         self._authenticator = ThreadAuthenticator(context)
@@ -75,6 +77,12 @@ class LinkSecurity:
         """From now on, take messages from these public keys and our own."""
         with self._lock:
             self._allowed = frozenset({self.keys.public, *peers})
+
+    @property
+    def allowed(self) -> frozenset[bytes]:
+        """The keys whose messages are taken now (a relayed inbox names them to its relay)."""
+        with self._lock:
+            return self._allowed
 
     def admits(self, sender: bytes) -> bool:
         """Whether a message from the holder of `sender` is taken."""

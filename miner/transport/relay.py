@@ -1,0 +1,145 @@
+"""A relay for stages that accept no inbound connection (behind NAT): they dial out to it, and their peers
+send to them through it.
+
+One ZeroMQ ROUTER socket, a CURVE server under the relay's own key; everyone dials it with a DEALER socket:
+- a relayed stage sends `[HELLO, key of each peer it takes messages from...]` on connecting and every
+  `HELLO_S` after; the relay then delivers to it, by the key its CURVE handshake proved, what those peers
+  send it, and nothing else;
+- a sending stage sends `[TO, receiver's key, stamp, seal, *frames]`; the relay delivers `[sender's key,
+  stamp, seal, *frames]` to the receiver, naming the sender by the key its own handshake proved.
+The frames pass through as they came: the relay never decodes them. Everything else is dropped and logged:
+a message from a key the receiver does not take, for a receiver not connected, or malformed. The seal (see
+miner.transport.seal) lets the receiver check end to end that the sender made the message, so a relay that
+misbehaves can drop or delay messages but not forge, alter or replay them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import zmq
+
+from client_sdk.protocol.link_keys import is_link_key
+from miner.transport.frames import DEFAULT_LIMITS, Limits
+from miner.transport.security import LinkKeys, LinkSecurity
+
+log = logging.getLogger(__name__)
+
+HELLO = b"hello"
+TO = b"to"
+HELLO_S = 2.0  # how often a relayed stage says hello (it also re-registers it after a relay restart)
+FORGET_S = 5 * HELLO_S  # a relayed stage silent this long is no longer delivered to
+MAX_PEERS = 64  # keys one hello may name
+SEND_TIMEOUT_MS = 5_000  # a receiver that takes nothing for this long loses the message, not the relay
+ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
+
+
+@dataclass(frozen=True)
+class RelayAddress:
+    """Where a relay listens and the CURVE key it proves it holds there."""
+
+    endpoint: str
+    key: bytes
+
+
+@dataclass
+class _Relayed:
+    routing_id: bytes
+    senders: frozenset[bytes]
+    seen: float
+
+
+@dataclass
+class RelayCounters:
+    forwarded: int = 0
+    dropped: int = 0
+    relayed: int = 0  # stages connected now
+    drops: dict[str, int] = field(default_factory=dict)  # by reason
+
+
+class Relay:
+    """Forwards sealed stage messages to relayed stages until `stop` is called (see the module)."""
+
+    def __init__(self, keys: LinkKeys, listen: str, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self._security = LinkSecurity(self._context, keys)
+        self._socket = self._context.socket(zmq.ROUTER)
+        self._socket.setsockopt(
+            zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes + ENVELOPE_BYTES
+        )
+        self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an undeliverable message raises, so it is logged
+        self._socket.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._security.serve(self._socket)
+        self._socket.bind(listen)
+        self.address = RelayAddress(self._socket.getsockopt_string(zmq.LAST_ENDPOINT), keys.public)
+        self._relayed: dict[bytes, _Relayed] = {}
+        self.counters = RelayCounters()
+        self._stop = threading.Event()
+
+    def serve(self, now: Callable[[], float] = time.monotonic) -> None:
+        """Forwards messages until `stop`."""
+        while not self._stop.is_set():
+            if not self._socket.poll(100):
+                continue
+            frames = self._socket.recv_multipart(copy=False)
+            if len(frames) < 2:
+                self._drop("an empty message")
+                continue
+            routing_id, kind = frames[0].bytes, frames[1].bytes
+            sender = str(frames[1].get("User-Id")).encode()  # the key its CURVE handshake proved
+            if kind == HELLO:
+                self._hello(sender, routing_id, [f.bytes for f in frames[2:]], now())
+            elif kind == TO and len(frames) >= 6:
+                self._forward(sender, frames[2].bytes, frames[3:], now())
+            else:
+                self._drop("a message that is neither a hello nor a sealed message", sender)
+            self.counters.relayed = len(self._relayed)
+
+    def _hello(self, sender: bytes, routing_id: bytes, peers: list[bytes], now: float) -> None:
+        if len(peers) > MAX_PEERS or not all(is_link_key(p) for p in peers):
+            self._drop("a hello that does not name link keys", sender)
+            return
+        if sender not in self._relayed:
+            log.info("relaying to %s", sender.decode())
+        self._relayed[sender] = _Relayed(routing_id, frozenset(peers), now)
+
+    def _forward(self, sender: bytes, receiver: bytes, rest: list[zmq.Frame], now: float) -> None:
+        target = self._relayed.get(receiver)
+        if target is not None and now - target.seen > FORGET_S:
+            del self._relayed[receiver]
+            target = None
+        if target is None:
+            self._drop("a message for a stage not connected to this relay", sender, receiver)
+            return
+        if sender not in target.senders:
+            self._drop("a message from a peer its receiver does not take", sender, receiver)
+            return
+        try:
+            self._socket.send_multipart([target.routing_id, sender, *rest], copy=False)
+        except zmq.ZMQError:  # gone (EHOSTUNREACH) or taking nothing (EAGAIN after the timeout)
+            self._drop("a message its receiver could not take", sender, receiver)
+            return
+        self.counters.forwarded += 1
+
+    def _drop(self, reason: str, sender: bytes | None = None, receiver: bytes | None = None) -> None:
+        self.counters.dropped += 1
+        self.counters.drops[reason] = self.counters.drops.get(reason, 0) + 1
+        log.warning(
+            "relay dropped %s (from %s to %s)",
+            reason,
+            sender.decode() if sender else "unknown",
+            receiver.decode(errors="replace") if receiver else "-",
+        )
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._socket.close(linger=0)
+        self._security.stop()
+        self._context.term()

@@ -1,0 +1,222 @@
+"""Stage messages through a relay: delivered exactly, with their true sender, to the one inbox they were
+sealed for; everything an attacker can send is dropped and logged, never delivered. The attackers are real
+sockets: a peer with no CURVE key, a stranger with a key of its own, a peer its receiver does not take, and a
+relay that forges, alters, replays and misdirects."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import torch
+import zmq
+
+from miner.transport import frames
+from miner.transport.frames import Header
+from miner.transport.link import Context, Inbox, Outbox, Received
+from miner.transport.relay import HELLO, TO, Relay, RelayAddress
+from miner.transport.security import LinkKeys, LinkSecurity
+
+LOCAL = "tcp://127.0.0.1:*"
+
+
+@pytest.fixture
+def relay() -> Iterator[Relay]:
+    running = Relay(LinkKeys.generate(), LOCAL)
+    thread = threading.Thread(target=running.serve, daemon=True)
+    thread.start()
+    yield running
+    running.stop()
+    thread.join()
+    running.close()
+
+
+class Node:
+    """One stage's secured context: its keys and the keys it takes messages from."""
+
+    def __init__(self, takes: tuple[Node, ...] = ()) -> None:
+        self.keys = LinkKeys.generate()
+        self.context: Context = zmq.Context()
+        self.security = LinkSecurity(self.context, self.keys)
+        self.security.allow(n.keys.public for n in takes)
+
+    def close(self) -> None:
+        self.security.stop()
+        self.context.destroy(linger=0)
+
+    def inbox(self, relay: RelayAddress) -> Inbox:
+        return Inbox(self.context, LOCAL, security=self.security, relay=relay)
+
+    def outbox(self, to: Node, relay: RelayAddress) -> Outbox:
+        return Outbox(self.context, "", security=self.security, server_key=to.keys.public, relay=relay)
+
+
+def message(microbatch: int) -> tuple[Header, torch.Tensor]:
+    return frames.message(
+        "activations",
+        microbatch,
+        request_ids=(7, 8),
+        token_ids=(5, 6),
+        route=("a", "b"),
+        tensor=torch.randn(2, 16),
+    )
+
+
+def received(inbox: Inbox, count: int, timeout_ms: int = 5_000) -> list[Received]:
+    got = []
+    for _ in range(count):
+        one = inbox.receive(timeout_ms)
+        assert one is not None, f"only {len(got)} of {count} messages arrived"
+        got.append(one)
+    return got
+
+
+def connected(relay: Relay, count: int) -> None:
+    """Waits until `count` relayed inboxes said hello."""
+    deadline = time.monotonic() + 5
+    while relay.counters.relayed < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert relay.counters.relayed >= count
+
+
+def test_messages_through_the_relay_arrive_exactly_in_order_with_their_sender(
+    relay: Relay,
+) -> None:
+    sender = Node()
+    receiver = Node(takes=(sender,))
+    inbox = receiver.inbox(relay.address)
+    connected(relay, 1)
+    outbox = sender.outbox(receiver, relay.address)
+    sent = [message(m) for m in range(5)]
+    try:
+        for header, tensor in sent:
+            outbox.send(header, tensor)
+        got = received(inbox, 5)
+        assert [g.header for g in got] == [h for h, _ in sent]
+        assert all(torch.equal(g.tensor, t) for g, (_, t) in zip(got, sent, strict=True))
+        assert {g.sender for g in got} == {sender.keys.public}
+        assert relay.counters.forwarded == 5 and inbox.rejected == 0
+    finally:
+        outbox.close()
+        inbox.close()
+        for node in (sender, receiver):
+            node.close()
+
+
+def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay(
+    relay: Relay, caplog: pytest.LogCaptureFixture
+) -> None:
+    sender, stranger = Node(), Node()
+    receiver = Node(takes=(sender,))
+    inbox = receiver.inbox(relay.address)
+    connected(relay, 1)
+    plain = sender.context.socket(zmq.DEALER)  # no CURVE at all: its handshake never completes
+    plain.connect(relay.address.endpoint)
+    outboxes = [stranger.outbox(receiver, relay.address), sender.outbox(receiver, relay.address)]
+    try:
+        with caplog.at_level(logging.WARNING):
+            plain.send_multipart([TO, receiver.keys.public, b"\0" * 8, b"\0" * 32, b"header", b"payload"])
+            outboxes[0].send(*message(1))  # a key the receiver's assignment does not name
+            outboxes[1].send(*message(2))
+            (only,) = received(inbox, 1)
+            assert only.header.microbatch == 2 and only.sender == sender.keys.public
+            assert inbox.receive(timeout_ms=300) is None
+        assert relay.counters.drops == {"a message from a peer its receiver does not take": 1}
+        assert relay.counters.forwarded == 1
+        assert f"from {stranger.keys.public.decode()} to {receiver.keys.public.decode()}" in caplog.text
+    finally:
+        plain.close(linger=0)
+        for outbox in outboxes:
+            outbox.close()
+        inbox.close()
+        for node in (sender, stranger, receiver):
+            node.close()
+
+
+def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(relay: Relay) -> None:
+    """A sender taken by both B and C addresses B; the relay delivers to B only, and C, which takes the same
+    sender, sees nothing."""
+    sender = Node()
+    first, second = Node(takes=(sender,)), Node(takes=(sender,))
+    inboxes = [first.inbox(relay.address), second.inbox(relay.address)]
+    connected(relay, 2)
+    outbox = sender.outbox(first, relay.address)
+    try:
+        outbox.send(*message(3))
+        assert received(inboxes[0], 1)[0].header.microbatch == 3
+        assert inboxes[1].receive(timeout_ms=300) is None
+    finally:
+        outbox.close()
+        for inbox in inboxes:
+            inbox.close()
+        for node in (sender, first, second):
+            node.close()
+
+
+class HostileRelay:
+    """A relay that misbehaves: it proves its key like any relay (the inbox dials it as its relay), records
+    what senders send it, and delivers whatever it likes to the inbox that said hello."""
+
+    def __init__(self) -> None:
+        self.keys = LinkKeys.generate()
+        self.context: Context = zmq.Context()
+        self.security = LinkSecurity(self.context, self.keys)
+        self.socket = self.context.socket(zmq.ROUTER)
+        self.security.serve(self.socket)
+        self.socket.bind(LOCAL)
+        self.address = RelayAddress(self.socket.getsockopt_string(zmq.LAST_ENDPOINT), self.keys.public)
+
+    def next(self) -> list[bytes]:
+        assert self.socket.poll(5_000)
+        return self.socket.recv_multipart()
+
+    def close(self) -> None:
+        self.socket.close(linger=0)
+        self.security.stop()
+        self.context.destroy(linger=0)
+
+
+def test_a_hostile_relay_cannot_forge_alter_replay_or_misdirect(caplog: pytest.LogCaptureFixture) -> None:
+    hostile = HostileRelay()
+    sender = Node()
+    receiver, other = Node(takes=(sender,)), Node(takes=(sender,))
+    inbox, other_inbox = receiver.inbox(hostile.address), other.inbox(hostile.address)
+    outbox = sender.outbox(receiver, hostile.address)
+    try:
+        hellos = {}
+        for _ in range(2):
+            routing, kind, *peers = hostile.next()
+            assert kind == HELLO and peers == [sender.keys.public]
+            hellos[len(hellos)] = routing
+        outbox.send(*message(4))
+        routing, kind, target, stamp, seal, *body = hostile.next()
+        assert (kind, target) == (TO, receiver.keys.public)
+        genuine = [sender.keys.public, stamp, seal, *body]
+        header, tensor = message(5)
+        forged = [sender.keys.public, stamp, b"\0" * 32, *frames.encode(header, tensor)]
+        altered = [*genuine[:3], body[0], bytes(len(body[1]))]
+        with caplog.at_level(logging.WARNING):
+            for routing_id in hellos.values():  # deliver everything to both inboxes
+                for bad in (forged, altered):
+                    hostile.socket.send_multipart([routing_id, *bad])
+            assert inbox.receive(timeout_ms=500) is None and other_inbox.receive(timeout_ms=300) is None
+            for routing_id in hellos.values():
+                hostile.socket.send_multipart([routing_id, *genuine])
+            (taken,) = [g for g in (inbox.receive(2_000), other_inbox.receive(300)) if g is not None]
+            assert taken.header.microbatch == 4 and taken.sender == sender.keys.public
+            for routing_id in hellos.values():  # the genuine message again: a replay
+                hostile.socket.send_multipart([routing_id, *genuine])
+            assert inbox.receive(timeout_ms=500) is None and other_inbox.receive(timeout_ms=300) is None
+        assert inbox.rejected == 3  # forged, altered, replayed
+        assert other_inbox.rejected == 4  # forged, altered, and twice sealed for another stage
+        assert "a seal that does not match" in caplog.text and "a replayed message" in caplog.text
+    finally:
+        outbox.close()
+        inbox.close()
+        other_inbox.close()
+        for node in (sender, receiver, other):
+            node.close()
+        hostile.close()
