@@ -6,7 +6,9 @@ waits until all are ready, and talks to the first stage over ZeroMQ like any oth
 a shutdown down the pipeline, collects each stage's report (counters and per-request token records) and
 makes sure no process outlives the driver. With `secured`, the links speak CURVE as miner nodes' do: each
 stage makes a key pair and reports its public key with its endpoint, and the wiring names every peer's key;
-the driver controls the first stage and each stage the next (the shutdown travels down the pipeline).
+the driver controls the first stage and each stage the next (the shutdown travels down the pipeline). The
+stages named in `relayed` act as if behind NAT: their inbox listens on a port no peer is told, and dials a
+relay that the driver runs, through which their peers send to them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +37,7 @@ from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver, Request
 from miner.pipeline.head import Completion
 from miner.pipeline.stage import CacheSettings, Links, PeerKeys, StageWorker
+from miner.transport.relay import Relay, RelayAddress
 from miner.transport.security import LinkKeys, LinkSecurity
 
 
@@ -59,6 +63,11 @@ class StageSpec:
     attention: str = "auto"
     threads: int = 1  # torch threads of the stage (StageProcesses gives each its share of the cores)
     secured: bool = False  # CURVE links
+    relay: tuple[str, bytes] | None = None  # (endpoint, key) of the relay this stage takes messages through
+
+
+def _relay(address: list[Any] | tuple[str, bytes] | None) -> RelayAddress | None:
+    return RelayAddress(str(address[0]), bytes(address[1])) if address is not None else None
 
 
 def stage_process(spec: StageSpec, conn: Connection) -> None:
@@ -74,7 +83,7 @@ def stage_process(spec: StageSpec, conn: Connection) -> None:
         return
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     security = LinkSecurity(context, LinkKeys.generate()) if spec.secured else None
-    worker = StageWorker(shard, spec.cache, context, security=security)
+    worker = StageWorker(shard, spec.cache, context, security=security, relay=_relay(spec.relay))
     try:
         key = security.keys.public if security is not None else None
         conn.send_bytes(msgpack.packb({"endpoint": worker.inbox.endpoint, "key": key}))
@@ -82,7 +91,8 @@ def stage_process(spec: StageSpec, conn: Connection) -> None:
         keys = PeerKeys(**wiring["keys"]) if wiring["keys"] is not None else None
         if security is not None and keys is not None:
             security.allow(keys.senders())
-        worker.connect(Links(**{**wiring, "route": tuple(wiring["route"]), "keys": keys}))
+        relays = {link: _relay(wiring[link]) for link in ("next_relay", "first_relay")}
+        worker.connect(Links(**{**wiring, **relays, "route": tuple(wiring["route"]), "keys": keys}))
         conn.send_bytes(msgpack.packb({"ready": True}))
         worker.serve(keep_going=lambda: not conn.poll())  # the driver closing the pipe stops us too
         conn.send_bytes(msgpack.packb(worker.report()))
@@ -107,6 +117,8 @@ class StageProcesses:
     device: str = "cpu"
     attention: str = "auto"
     secured: bool = False  # CURVE links, as between miner nodes
+    relayed: frozenset[int] = frozenset()  # stages behind NAT, reached through a relay (needs `secured`)
+    relay_latency_ms: float = 0.0  # injected at the relay, on top of `latency_ms` (a far relay)
     threads: int | None = None  # torch threads per stage; None: the machine's cores split between the stages
     start_timeout_s: float = 120.0
     reports: list[dict[str, Any]] = field(default_factory=list, init=False)
@@ -121,11 +133,14 @@ class StageProcesses:
 
     def start(self) -> None:
         # forkserver: each stage forks from a server that imported torch once, without torch's threads running
+        if self.relayed and not self.secured:
+            raise UserError("only a secured pipeline can reach stages through a relay")
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["miner.pipeline.local"])
         self._processes: list[BaseProcess] = []
         self._pipes: list[Connection] = []
-        for start, end in self.splits:
+        self._start_relay()
+        for index, (start, end) in enumerate(self.splits):
             spec = StageSpec(
                 str(self.model_dir),
                 start,
@@ -136,6 +151,7 @@ class StageProcesses:
                 self.attention,
                 threads=self.threads or stage_threads(len(self.splits)),
                 secured=self.secured,
+                relay=self._relay_of(index),
             )
             parent, child = context.Pipe()
             process = context.Process(target=stage_process, args=(spec, child), daemon=True)
@@ -159,6 +175,8 @@ class StageProcesses:
                     "route": endpoints,
                     "latency_ms": self.latency_ms,
                     "keys": self._peer_keys(keys, i) if self._security is not None else None,
+                    "next_relay": self._relay_of(i + 1) if i < last else None,
+                    "first_relay": self._relay_of(0) if i == last and last > 0 else None,
                 }
                 pipe.send_bytes(msgpack.packb(links))
             for i in range(len(self._pipes)):
@@ -171,6 +189,21 @@ class StageProcesses:
             self._security.allow([keys[0]])
         self._driver.connect(endpoints[0], keys[0])
         self._started = True
+
+    def _start_relay(self) -> None:
+        self.relay: Relay | None = None
+        if not self.relayed:
+            return
+        self.relay = Relay(LinkKeys.generate(), "tcp://127.0.0.1:*", latency_ms=self.relay_latency_ms)
+        self._relay_thread = threading.Thread(target=self.relay.serve, daemon=True, name="relay")
+        self._relay_thread.start()
+
+    def _relay_of(self, stage: int) -> tuple[str, bytes] | None:
+        """(endpoint, key) of the relay stage `stage` takes its messages through; None if it takes them
+        directly."""
+        if self.relay is None or stage not in self.relayed:
+            return None
+        return self.relay.address.endpoint, self.relay.address.key
 
     def _peer_keys(self, keys: list[bytes], i: int) -> dict[str, bytes | None]:
         """Stage i's peers' keys, as the wiring sends them; its controller is the driver (the first stage) or
@@ -261,6 +294,11 @@ class StageProcesses:
         if self._security is not None:
             self._security.stop()
         self._zmq.term()
+        if self.relay is not None:
+            self.relay.stop()
+            self._relay_thread.join()
+            self.relay.close()
+            self.relay = None
 
 
 def stage_threads(stages: int) -> int:

@@ -28,6 +28,7 @@ from miner.pipeline.head import Head, params_of
 from miner.pipeline.ledger import RequestRecord, StageLedger
 from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
 from miner.transport.link import Context, Inbox, Outbox
+from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class PeerKeys:
 class Links:
     """Where this stage sends: the next stage (absent on the last), the first stage (the ring, on the last
     stage of a multi-stage pipeline) and the driver (on the first stage); on secured links, the peers'
-    keys."""
+    keys, and the relay of a peer that takes its messages through one (behind NAT)."""
 
     next_stage: str | None = None
     first_stage: str | None = None
@@ -72,6 +73,8 @@ class Links:
     route: tuple[str, ...] = ()
     latency_ms: float = 0.0  # injected on the links between stages, for benchmarks
     keys: PeerKeys | None = None
+    next_relay: RelayAddress | None = None
+    first_relay: RelayAddress | None = None
 
 
 FinishedSink = Callable[[int, RequestRecord], None]
@@ -79,7 +82,8 @@ FinishedSink = Callable[[int, RequestRecord], None]
 
 class StageWorker:
     """`finished_sink`, when given, receives each finished request's record, which the stage then forgets
-    (a long-running stage must not keep every request it ever served)."""
+    (a long-running stage must not keep every request it ever served). Given a `relay`, the stage also takes
+    its peers' messages through it (it is behind NAT: `bind` is where only its own driver reaches it)."""
 
     def __init__(
         self,
@@ -89,6 +93,7 @@ class StageWorker:
         bind: str = "tcp://127.0.0.1:*",
         finished_sink: FinishedSink | None = None,
         security: LinkSecurity | None = None,
+        relay: RelayAddress | None = None,
     ) -> None:
         self.shard = shard
         self.security = security
@@ -115,7 +120,7 @@ class StageWorker:
             else None
         )
         self._context = context
-        self.inbox = Inbox(context, bind, security=security)
+        self.inbox = Inbox(context, bind, security=security, relay=relay)
         self._keys: PeerKeys | None = None
         self._next: Outbox | None = None
         self._ring: Outbox | None = None
@@ -145,22 +150,27 @@ class StageWorker:
         if not self.shard.is_last:
             if links.next_stage is None:
                 raise ValueError("a stage before the last needs the next stage's endpoint")
-            self._next = self._outbox(links.next_stage, links.latency_ms, keys.next_stage if keys else None)
+            self._next = self._outbox(
+                links.next_stage, links.latency_ms, keys.next_stage if keys else None, links.next_relay
+            )
         if self.head is None:
             if self.shard.is_last:
                 if links.first_stage is None:
                     raise ValueError("the last stage needs the first stage's endpoint")
                 self._ring = self._outbox(
-                    links.first_stage, links.latency_ms, keys.first_stage if keys else None
+                    links.first_stage, links.latency_ms, keys.first_stage if keys else None, links.first_relay
                 )
         else:
             if links.driver is None:
                 raise ValueError("the first stage needs the driver's endpoint")
             self._driver = self._outbox(links.driver, 0.0, keys.own if keys else None)
             self.head.route = links.route
+        self.inbox.announce()  # behind a relay: the peers just named may send from now on
 
-    def _outbox(self, endpoint: str, latency_ms: float, server_key: bytes | None) -> Outbox:
-        return Outbox(self._context, endpoint, latency_ms, self.security, server_key)
+    def _outbox(
+        self, endpoint: str, latency_ms: float, server_key: bytes | None, relay: RelayAddress | None = None
+    ) -> Outbox:
+        return Outbox(self._context, endpoint, latency_ms, self.security, server_key, relay)
 
     def serve(self, keep_going: Callable[[], bool] = lambda: True, poll_ms: int = 100) -> None:
         """Runs until a shutdown message has gone through (or `keep_going` says no)."""

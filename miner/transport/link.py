@@ -27,6 +27,7 @@ from miner.transport.relay import ENVELOPE_BYTES, HELLO, HELLO_S, TO, RelayAddre
 from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
+RELAY_ANSWER_S = 5.0  # how long a relayed inbox waits for the relay to take its hello
 
 Context = zmq.Context[zmq.Socket[bytes]]
 
@@ -133,6 +134,8 @@ class Inbox:
         self._poller.register(self._socket, zmq.POLLIN)
         self._relay: zmq.Socket[bytes] | None = None
         self._hello_at = 0.0
+        self._answered = False
+        self._early: deque[Received] = deque()
         if relay is not None:
             if security is None:
                 raise ValueError("only a secured inbox can take messages through a relay")
@@ -144,7 +147,24 @@ class Inbox:
             security.client(self._relay, relay.key)
             self._relay.connect(relay.endpoint)
             self._poller.register(self._relay, zmq.POLLIN)
-            self._say_hello()
+            self.announce()
+
+    def announce(self) -> None:
+        """Tells the relay (if any) which keys this inbox takes messages from now, and waits for its answer,
+        so that what those peers send from now on is delivered. Without an answer in time it logs and goes
+        on: the periodic hello tries again."""
+        if self._relay is None:
+            return
+        self._say_hello()
+        self._answered = False
+        deadline = time.monotonic() + RELAY_ANSWER_S
+        while not self._answered and (remaining := deadline - time.monotonic()) > 0:
+            if self._relay.poll(int(remaining * 1_000) + 1):
+                got = self._relayed(self._relay)
+                if got is not None:  # a message that overtook the answer: kept, in order
+                    self._early.append(got)
+        if not self._answered:
+            log.warning("the relay did not answer within %.0f s; trying again", RELAY_ANSWER_S)
 
     def _say_hello(self) -> None:
         """Tells the relay (again) that this inbox takes its peers' messages, and from which keys."""
@@ -156,6 +176,8 @@ class Inbox:
     def receive(self, timeout_ms: int) -> Received | None:
         """The next well-formed message and who sent it, or None if none arrives in time. Malformed ones are
         logged, counted and skipped."""
+        if self._early:
+            return self._early.popleft()
         deadline = time.monotonic() + timeout_ms / 1_000
         while (remaining := deadline - time.monotonic()) > 0:
             if self._relay is not None and time.monotonic() - self._hello_at > HELLO_S:
@@ -186,6 +208,9 @@ class Inbox:
         the assignment and sealed it for this inbox."""
         assert self._security is not None
         frames = [frame.bytes for frame in relay.recv_multipart(copy=False)]
+        if frames == [HELLO]:  # the relay's answer to a hello
+            self._answered = True
+            return None
         if len(frames) < 4:
             return self._reject("a malformed message through the relay")
         sender, stamp, seal, body = frames[0], frames[1], frames[2], frames[3:]

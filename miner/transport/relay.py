@@ -2,15 +2,18 @@
 send to them through it.
 
 One ZeroMQ ROUTER socket, a CURVE server under the relay's own key; everyone dials it with a DEALER socket:
-- a relayed stage sends `[HELLO, key of each peer it takes messages from...]` on connecting and every
-  `HELLO_S` after; the relay then delivers to it, by the key its CURVE handshake proved, what those peers
-  send it, and nothing else;
+- a relayed stage sends `[HELLO, key of each peer it takes messages from...]` on connecting, whenever its
+  peers change and every `HELLO_S` after; the relay answers `[HELLO]` and from then on delivers to it, by
+  the key its CURVE handshake proved, what those peers send it, and nothing else (messages that come for it
+  before its first hello wait at the relay for a while, as ZeroMQ holds a message for a peer not yet
+  connected);
 - a sending stage sends `[TO, receiver's key, stamp, seal, *frames]`; the relay delivers `[sender's key,
   stamp, seal, *frames]` to the receiver, naming the sender by the key its own handshake proved.
 The frames pass through as they came: the relay never decodes them. Everything else is dropped and logged:
-a message from a key the receiver does not take, for a receiver not connected, or malformed. The seal (see
-miner.transport.seal) lets the receiver check end to end that the sender made the message, so a relay that
-misbehaves can drop or delay messages but not forge, alter or replay them.
+a message from a key the receiver does not take, for a receiver that never connects, or malformed. The seal
+(see miner.transport.seal) lets the receiver check end to end that the sender made the message, so a relay
+that misbehaves can drop or delay messages but not forge, alter or replay them. A relay can hold every message
+for a fixed latency before it goes on, to emulate a far relay in benchmarks (off by default).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,8 +38,11 @@ TO = b"to"
 HELLO_S = 2.0  # how often a relayed stage says hello (it also re-registers it after a relay restart)
 FORGET_S = 5 * HELLO_S  # a relayed stage silent this long is no longer delivered to
 MAX_PEERS = 64  # keys one hello may name
+MAX_RELAYED = 4_096  # stages one relay delivers to (anyone can make a key and say hello)
 SEND_TIMEOUT_MS = 5_000  # a receiver that takes nothing for this long loses the message, not the relay
 ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
+MAX_WAITING = 64  # messages held for one stage not connected yet
+MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,9 @@ class RelayCounters:
 class Relay:
     """Forwards sealed stage messages to relayed stages until `stop` is called (see the module)."""
 
-    def __init__(self, keys: LinkKeys, listen: str, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, keys: LinkKeys, listen: str, limits: Limits = DEFAULT_LIMITS, latency_ms: float = 0.0
+    ) -> None:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._security = LinkSecurity(self._context, keys)
         self._socket = self._context.socket(zmq.ROUTER)
@@ -80,11 +89,20 @@ class Relay:
         self._relayed: dict[bytes, _Relayed] = {}
         self.counters = RelayCounters()
         self._stop = threading.Event()
+        self.latency_s = latency_ms / 1_000
+        self._held: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
+        # per stage not connected yet, its messages (arrival, sender, frames); dropped after FORGET_S
+        self._waiting: dict[bytes, list[tuple[float, bytes, list[zmq.Frame]]]] = {}
+        self._waiting_bytes = 0
 
     def serve(self, now: Callable[[], float] = time.monotonic) -> None:
         """Forwards messages until `stop`."""
         while not self._stop.is_set():
-            if not self._socket.poll(100):
+            while self._held and self._held[0][0] <= now():
+                _, sender, receiver, frames = self._held.popleft()
+                self._deliver(sender, receiver, frames)
+            wait_ms = 100 if not self._held else max(0, int(1_000 * (self._held[0][0] - now())))
+            if not self._socket.poll(wait_ms):
                 continue
             frames = self._socket.recv_multipart(copy=False)
             if len(frames) < 2:
@@ -99,14 +117,30 @@ class Relay:
             else:
                 self._drop("a message that is neither a hello nor a sealed message", sender)
             self.counters.relayed = len(self._relayed)
+            self._expire_waiting(now())
 
     def _hello(self, sender: bytes, routing_id: bytes, peers: list[bytes], now: float) -> None:
         if len(peers) > MAX_PEERS or not all(is_link_key(p) for p in peers):
             self._drop("a hello that does not name link keys", sender)
             return
         if sender not in self._relayed:
+            if len(self._relayed) >= MAX_RELAYED:
+                self._forget_silent(now)
+            if len(self._relayed) >= MAX_RELAYED:
+                self._drop("a hello beyond the stages this relay can take", sender)
+                return
             log.info("relaying to %s", sender.decode())
         self._relayed[sender] = _Relayed(routing_id, frozenset(peers), now)
+        try:
+            self._socket.send_multipart([routing_id, HELLO])
+        except zmq.ZMQError:
+            return  # gone again; its next hello registers it anew
+        for _, waiting_sender, frames in self._take_waiting(sender):
+            self._forward(waiting_sender, sender, frames, now)
+
+    def _forget_silent(self, now: float) -> None:
+        for key in [k for k, relayed in self._relayed.items() if now - relayed.seen > FORGET_S]:
+            del self._relayed[key]
 
     def _forward(self, sender: bytes, receiver: bytes, rest: list[zmq.Frame], now: float) -> None:
         target = self._relayed.get(receiver)
@@ -114,10 +148,20 @@ class Relay:
             del self._relayed[receiver]
             target = None
         if target is None:
-            self._drop("a message for a stage not connected to this relay", sender, receiver)
+            self._wait(sender, receiver, rest, now)
             return
         if sender not in target.senders:
             self._drop("a message from a peer its receiver does not take", sender, receiver)
+            return
+        if self.latency_s > 0:
+            self._held.append((now + self.latency_s, sender, receiver, rest))
+        else:
+            self._deliver(sender, receiver, rest)
+
+    def _deliver(self, sender: bytes, receiver: bytes, rest: list[zmq.Frame]) -> None:
+        target = self._relayed.get(receiver)
+        if target is None:
+            self._drop("a message for a stage not connected to this relay", sender, receiver)
             return
         try:
             self._socket.send_multipart([target.routing_id, sender, *rest], copy=False)
@@ -125,6 +169,31 @@ class Relay:
             self._drop("a message its receiver could not take", sender, receiver)
             return
         self.counters.forwarded += 1
+
+    def _wait(self, sender: bytes, receiver: bytes, frames: list[zmq.Frame], now: float) -> None:
+        """Holds a message for a stage that has not said hello yet, within the bounds."""
+        size = sum(len(f.buffer) for f in frames)
+        queue = self._waiting.get(receiver)
+        if queue is None and len(self._waiting) >= MAX_RELAYED:
+            self._drop("a message for a stage not connected to this relay", sender, receiver)
+            return
+        if (
+            queue is not None and len(queue) >= MAX_WAITING
+        ) or self._waiting_bytes + size > MAX_WAITING_BYTES:
+            self._drop("a message for a stage not connected to this relay", sender, receiver)
+            return
+        self._waiting.setdefault(receiver, []).append((now, sender, frames))
+        self._waiting_bytes += size
+
+    def _take_waiting(self, receiver: bytes) -> list[tuple[float, bytes, list[zmq.Frame]]]:
+        queue = self._waiting.pop(receiver, [])
+        self._waiting_bytes -= sum(len(f.buffer) for _, _, frames in queue for f in frames)
+        return queue
+
+    def _expire_waiting(self, now: float) -> None:
+        for receiver in [r for r, queue in self._waiting.items() if now - queue[0][0] > FORGET_S]:
+            for _, sender, _ in self._take_waiting(receiver):
+                self._drop("a message for a stage not connected to this relay", sender, receiver)
 
     def _drop(self, reason: str, sender: bytes | None = None, receiver: bytes | None = None) -> None:
         self.counters.dropped += 1

@@ -9,12 +9,17 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
 import zmq
 
-from miner.transport import frames
+from miner.engine.sequence import SamplingParams
+from miner.model.config import ModelConfig
+from miner.pipeline.batch import load_tokenizer
+from miner.pipeline.local import StageProcesses, even_split
+from miner.transport import frames, link
 from miner.transport.frames import Header
 from miner.transport.link import Context, Inbox, Outbox, Received
 from miner.transport.relay import HELLO, TO, Relay, RelayAddress
@@ -179,7 +184,10 @@ class HostileRelay:
         self.context.destroy(linger=0)
 
 
-def test_a_hostile_relay_cannot_forge_alter_replay_or_misdirect(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_hostile_relay_cannot_forge_alter_replay_or_misdirect(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(link, "RELAY_ANSWER_S", 0.1)  # this relay never answers a hello
     hostile = HostileRelay()
     sender = Node()
     receiver, other = Node(takes=(sender,)), Node(takes=(sender,))
@@ -220,3 +228,26 @@ def test_a_hostile_relay_cannot_forge_alter_replay_or_misdirect(caplog: pytest.L
         for node in (sender, receiver, other):
             node.close()
         hostile.close()
+
+
+def test_a_pipeline_through_the_relay_serves_the_real_model_exactly_as_a_direct_one(real_model: Path) -> None:
+    """SmolLM2 over three stage processes, greedy: the last stage behind NAT, then every stage behind it
+    (each link relayed, the ring's return included), token for token the direct pipeline's outputs."""
+    tokenizer = load_tokenizer(real_model)
+    prompts = [
+        tokenizer.encode(text) for text in ("The capital of France is", "def fibonacci(n):", "1, 2, 3,")
+    ]
+    requests = [(i, prompt, SamplingParams(max_tokens=12)) for i, prompt in enumerate(prompts)]
+    splits = even_split(ModelConfig.load(real_model).num_layers, 3)
+    outputs = {}
+    for relayed in (frozenset(), frozenset({2}), frozenset({0, 1, 2})):
+        with StageProcesses(real_model, splits, secured=True, relayed=relayed, threads=1) as pipeline:
+            outputs[relayed] = pipeline.run(requests)
+            relay = pipeline.relay
+            forwarded = relay.counters.forwarded if relay is not None else 0
+            dropped = relay.counters.dropped if relay is not None else 0
+        assert dropped == 0 and (forwarded > 0) == bool(relayed)
+        assert all(report["dropped"] == 0 for report in pipeline.reports)
+    direct = outputs[frozenset()]
+    assert all(len(tokens) == 12 for tokens in direct.values())
+    assert outputs[frozenset({2})] == direct and outputs[frozenset({0, 1, 2})] == direct
