@@ -84,9 +84,17 @@ def steady_rate(token_times: list[list[float]]) -> float:
 
 
 def run(
-    model: Path, latency_ms: float, count: int, offload: bool, sequences: int, secured: bool = False
+    model: Path,
+    latency_ms: float,
+    count: int,
+    offload: bool,
+    sequences: int,
+    secured: bool = False,
+    relayed: frozenset[int] = frozenset(),
+    relay_latency_ms: float = 0.0,
 ) -> Outcome:
-    """`sequences` chat questions (bench._chat's, in turn) through the pipeline, `count` microbatches."""
+    """`sequences` chat questions (bench._chat's, in turn) through the pipeline, `count` microbatches; the
+    stages in `relayed` take their messages through a relay that adds `relay_latency_ms` (see StageProcesses)."""
     prompts = chat_prompts(load_tokenizer(model))
     longest = max(map(len, prompts))
     pages = BATCH * -(-(longest + NEW) // PAGE)
@@ -101,7 +109,9 @@ def run(
     )
     requests = [(i, prompts[i % len(prompts)], SamplingParams(max_tokens=NEW)) for i in range(sequences)]
     splits = even_split(ModelConfig.load(model).num_layers, STAGES)
-    with StageProcesses(model, splits, cache, latency_ms, secured=secured) as pipeline:
+    with StageProcesses(
+        model, splits, cache, latency_ms, secured=secured, relayed=relayed, relay_latency_ms=relay_latency_ms
+    ) as pipeline:
         started = time.monotonic()
         outputs = pipeline.run(requests)
         seconds = time.monotonic() - started

@@ -32,6 +32,7 @@ from coordinator.scheduling.plan import Plan
 from coordinator.scheduling.strategies import STRATEGIES, make_plan
 from coordinator.simulate.engine import simulate
 from coordinator.simulate.workload import Workload
+from miner.node import relay_command  # the same relay a miner may run
 
 app = typer.Typer(
     help="Operate a batchmarket coordinator.", no_args_is_help=True, pretty_exceptions_enable=False
@@ -46,6 +47,7 @@ def main() -> None:
 app.add_typer(service_cli.db_app, name="db")
 app.command("serve")(one_line_errors(service_cli.serve))
 app.command("worker")(one_line_errors(service_cli.worker))
+app.command("relay")(one_line_errors(relay_command.relay))
 
 
 @app.command("deploy")

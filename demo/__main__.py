@@ -1,3 +1,5 @@
+import typer
+
 from demo.batch_demo import main
 
-main()
+typer.run(main)

@@ -16,8 +16,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -56,10 +57,13 @@ COMPLETIONS = (
 MAX_TOKENS = 48
 
 
-def real_model_config(miners: int = 2, stages: int = 2) -> SystemConfig:
+def real_model_config(miners: int = 2, stages: int = 2, relayed_miners: tuple[int, ...] = ()) -> SystemConfig:
     """`miners` miners serving SmolLM2-135M-Instruct (its checkpoint made if missing), each lending memory
-    for 1/`stages` of it: pipelines of `stages` miners."""
-    return SystemConfig(miners=miners, stages=stages, model=SMOLLM2.name, model_dir=ensure())
+    for 1/`stages` of it: pipelines of `stages` miners; those in `relayed_miners` behind NAT, reached
+    through the coordinator's relay."""
+    return SystemConfig(
+        miners=miners, stages=stages, model=SMOLLM2.name, model_dir=ensure(), relayed_miners=relayed_miners
+    )
 
 
 def batch_lines(count: int, model: str) -> list[dict[str, object]]:
@@ -132,12 +136,21 @@ class DemoReport:
 
 
 def run_demo(
-    workdir: Path, requests: int = 24, max_price: int = 1 * UNIT, log: Console | None = None
+    workdir: Path,
+    requests: int = 24,
+    max_price: int = 1 * UNIT,
+    log: Console | None = None,
+    behind_relay: bool = False,
 ) -> DemoReport:
-    """Runs the demo in `workdir`: `requests` chat lines in one batch and the completions in another."""
+    """Runs the demo in `workdir`: `requests` chat lines in one batch and the completions in another. With
+    `behind_relay`, the second miner is behind NAT: nothing can dial it, and its peer reaches it through
+    the coordinator's relay."""
     say = (log or Console(quiet=True)).print
     say("starting anvil, the contracts, Redis, the coordinator API and worker, and two miners ...")
-    with LocalSystem(workdir, real_model_config()) as system:
+    if behind_relay:
+        say("miner B is behind NAT: its peer sends to it through the coordinator's relay")
+    config = real_model_config(relayed_miners=(1,) if behind_relay else ())
+    with LocalSystem(workdir, config) as system:
         market = system.market
         parties = [("user", system.user.address), ("coordinator", system.coordinator.address)]
         parties += [(f"miner {chr(65 + i)}", m.address) for i, m in enumerate(system.miner_accounts)]
@@ -246,10 +259,20 @@ def balance_table(report: DemoReport) -> Table:
     return table
 
 
-def main() -> None:
+def main(
+    behind_relay: Annotated[
+        bool,
+        typer.Option(
+            help="Put the second miner behind NAT: it accepts no connection, and its peer reaches it through "
+            "the coordinator's relay (`coordinator relay`)."
+        ),
+    ] = False,
+) -> None:
+    """The main job end to end on one machine: chain, coordinator, a 2-stage pipeline of 2 miners serving
+    SmolLM2; batches submitted, served, verified and paid."""
     console = Console(width=max(Console().width, 110))  # the tables need ~100 columns even when piped
     with tempfile.TemporaryDirectory(prefix="batchmarket-demo-") as scratch:
-        report = run_demo(Path(scratch), log=console)
+        report = run_demo(Path(scratch), log=console, behind_relay=behind_relay)
     console.print(answers_table(report))
     console.print(balance_table(report))
     for task in report.tasks:

@@ -35,6 +35,7 @@ from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from demo.services import PostgresServer, RedisServer, running_postgres, running_redis
 from miner.pipeline.local import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
+from miner.transport.security import LinkKeys
 
 UNIT = 10**6  # one token in base units
 LENT_CPU_NICENESS = 10  # miners' and verifiers' CPU priority below the coordinator's (see LocalSystem._spawn)
@@ -73,6 +74,10 @@ class SystemConfig:
     api_workers: int = 1
     # torch threads of each miner; None: the machine's cores split between them
     miner_threads: int | None = None
+    # miners behind NAT (by index): each registers an endpoint where nothing listens, binds its stage inbox
+    # where no peer is told, and takes its peers' messages through the coordinator's relay (`coordinator
+    # relay`, started when any miner is behind it)
+    relayed_miners: tuple[int, ...] = ()
 
 
 def lent_memory_gb(model_dir: Path, stages: int) -> float:
@@ -145,6 +150,8 @@ class LocalSystem:
             self._register(miner)
         self.start_api()
         self.start_worker()
+        if config.relayed_miners:
+            self.start_relay()
         for index in range(len(self.miner_accounts)):
             self.start_miner(index)
         self.wait_for_miners(len(self.miner_accounts))
@@ -255,6 +262,15 @@ class LocalSystem:
         args = ["coordinator", "worker", "--concurrency", "1", "--sweep-s", str(self.config.sweep_s)]
         self._spawn("worker", args, self.coordinator)
 
+    def start_relay(self) -> None:
+        """The coordinator operator's relay, on a free local port, with its key made here first (so the
+        relayed miners can be told it)."""
+        key_file = self.workdir / "relay.key"
+        self.relay_key = LinkKeys.load_or_create(key_file).public.decode()
+        self.relay_endpoint = f"tcp://127.0.0.1:{free_port()}"
+        args = ["coordinator", "relay", "--listen", self.relay_endpoint, "--key-file", str(key_file)]
+        self._spawn("relay", args)
+
     def start_miner(self, index: int) -> None:
         args = [
             "miner", "serve",
@@ -268,6 +284,8 @@ class LocalSystem:
             "--deployment", str(self.deployment_file),
             "--state-dir", str(self.workdir / f"miner{index}-state"),
         ]  # fmt: skip
+        if index in self.config.relayed_miners:
+            args += ["--relay", self.relay_endpoint, "--relay-key", self.relay_key]
         faulty = (
             {"BATCHMARKET_TEST_CORRUPT": self.config.faulty_miner}
             if index == 0 and self.config.faulty_miner

@@ -32,6 +32,7 @@ from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
 from client_sdk.units import format_amount, parse_amount
 from miner.node import command as node_command
+from miner.node import relay_command
 
 app = typer.Typer(
     help="Run a miner: register your GPUs on-chain with a stake, check them, manage the stake, withdraw "
@@ -439,3 +440,4 @@ def run_local(
 
 
 app.command("serve")(one_line_errors(node_command.serve))
+app.command("relay")(one_line_errors(relay_command.relay))

@@ -1,9 +1,15 @@
-"""A stage's endpoint as miners register it and peers dial it: `tcp://HOST:PORT`."""
+"""A stage's endpoint as miners register it and peers dial it (`tcp://HOST:PORT`), and the one probe every
+party makes of one: a TCP connect (SYN, SYN-ACK), which needs nothing from the peer but a listening socket.
+The coordinator takes it as a reachability check at join, a node as the round trip of its link."""
 
 from __future__ import annotations
 
 import re
+import socket
+import time
+from urllib.parse import urlsplit
 
+PROBE_TIMEOUT_S = 2.0
 _ENDPOINT = re.compile(r"tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(?P<port>[0-9]{1,5})")
 
 
@@ -24,3 +30,22 @@ def check_stage_endpoint(text: str) -> str:
     if host in ("0.0.0.0", "[::]"):
         raise ValueError(f"{text!r} is an address to listen on, not to dial: give this machine's address")
     return text
+
+
+def tcp_connect_ms(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> float | None:
+    """Milliseconds to open a TCP connection to `tcp://host:port`; None if it cannot be reached in time or the
+    endpoint is not TCP."""
+    parts = urlsplit(endpoint)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port out of range
+        return None
+    if parts.scheme != "tcp" or host is None or port is None:
+        return None
+    started = time.perf_counter()
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError:
+        return None
+    return (time.perf_counter() - started) * 1_000

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from client_sdk.device import DeviceProfile
+from client_sdk.protocol.endpoint import tcp_connect_ms
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.api.schemas import CONFLICT, ERRORS
@@ -19,7 +20,7 @@ from coordinator.nudge import Nudger
 from coordinator.services import acceptances, dispatch, lifecycle, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
-from coordinator.services.miners import Joining
+from coordinator.services.miners import Joining, StageRelay
 
 router = APIRouter(prefix="/v1/miners", tags=["miners"], responses=ERRORS | CONFLICT)
 MAX_UNIT_RESULTS = 4096
@@ -50,6 +51,12 @@ class Device(BaseModel):
     layer_latency_ms: float = Field(gt=0)
 
 
+class RelayBody(BaseModel):
+    endpoint: str = Field(max_length=255, description="Where the relay listens: tcp://HOST:PORT.")
+    key: str = Field(min_length=40, max_length=40, description="The relay's public CURVE key (Z85).")
+    region: str = Field(min_length=1, max_length=64, description="The relay's region.")
+
+
 class Join(BaseModel):
     model: str = Field(max_length=255)
     endpoint: str = Field(max_length=255)
@@ -58,6 +65,9 @@ class Join(BaseModel):
     )
     region: str = Field(max_length=64)
     device: Device
+    relay: RelayBody | None = Field(
+        default=None, description="Behind NAT: the relay its peers send through (null: they dial it)."
+    )
 
 
 # Bounded as the database stores them: a value past these is refused (400), never a server error.
@@ -70,6 +80,9 @@ class Beat(BaseModel):
     layer_latency_ms: float = Field(gt=0)
     queue_depth: int = Field(default=0, ge=0, lt=2**31)
     rtt_ms: dict[str, float] = Field(default_factory=dict, max_length=1024)
+    relay_rtt_ms: float | None = Field(
+        default=None, ge=0, le=60_000, description="Behind a relay: the round trip to it, in ms."
+    )
     units: list[UnitNumber] = Field(
         default_factory=list, max_length=64, description="Work units being served."
     )
@@ -110,23 +123,32 @@ def join(
             f"model {body.model!r} is not served here (served: {settings.offered})", "model_not_found"
         )
     device = DeviceProfile(**body.device.model_dump())
+    relay = StageRelay(**body.relay.model_dump()) if body.relay is not None else None
     record = miners.join(
         db,
         chain.registry,
         live,
         miner,
-        Joining(body.model, body.endpoint, body.link_key, body.region, device),
+        Joining(body.model, body.endpoint, body.link_key, body.region, device, relay),
         served.model_hash,
         int(time.time()),
+        probe=lambda endpoint: tcp_connect_ms(endpoint) is not None,
     )
-    return {"miner": record.address, "model": record.model, "joined_at": record.joined_at}
+    return {
+        "miner": record.address,
+        "model": record.model,
+        "joined_at": record.joined_at,
+        "reachable": record.reachable,
+        "relayed": record.relay_endpoint is not None,
+    }
 
 
 @router.post("/heartbeat", summary="Report per-layer latency, RTTs and queue depth; keeps the miner live")
 def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live, settings: AppSettings) -> dict[str, Any]:
     """Keeps the miner live and the leases of the units it serves; `lost`: the units it named that are no
     longer its to serve (it should drop them)."""
-    miners.heartbeat(db, live, miner, Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms))
+    beat = Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms, body.relay_rtt_ms)
+    miners.heartbeat(db, live, miner, beat)
     lost = dispatch.renew_leases(db, miner, body.units, int(time.time()), settings.work_lease_s)
     return {"status": "ok", "lost": lost}
 

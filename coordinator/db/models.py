@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -162,6 +163,18 @@ class Miner(Base):
     joined_at: Mapped[int] = mapped_column(BigInteger)
     # its node's latest join: a node joins when it starts, and a restarted node has lost what it served
     session_started_at: Mapped[int | None] = mapped_column(BigInteger)
+    # whether the coordinator could open a TCP connection to its endpoint at its latest probe, and when
+    reachable: Mapped[bool] = mapped_column(default=True, server_default=true())
+    probed_at: Mapped[int | None] = mapped_column(BigInteger)
+    # the relay its peers send through when it accepts no inbound connection (behind NAT); None: direct
+    relay_endpoint: Mapped[str | None] = mapped_column(String(255))
+    relay_key: Mapped[str | None] = mapped_column(String(40))
+    relay_region: Mapped[str | None] = mapped_column(String(64))
+
+    @property
+    def can_be_reached(self) -> bool:
+        """Its peers can send to it: directly, or through its relay."""
+        return self.reachable or self.relay_endpoint is not None
 
 
 class PipelineRecord(Base):

@@ -24,7 +24,7 @@ from coordinator.scheduling.plan import Stage
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import LiveMembership
 from coordinator.services.planning import cluster_of
-from coordinator.services.routing import MeasuredLinks, Router
+from coordinator.services.routing import MeasuredLinks, Router, measured_through_relays
 
 MAX_ATTEMPTS = 3
 FINISH_REASONS = ("stop", "length")
@@ -83,7 +83,7 @@ def pipeline_router(session: Session, live: LiveMembership, pipelines: list[Pipe
     regions = cluster_of(miners)
     return Router(
         {p.id: [Stage(s["miner"], s["start"], s["end"]) for s in p.stages] for p in pipelines},
-        MeasuredLinks(regions.gpus, regions.rtt_ms, {a: beat.rtt_ms for a, beat in beats.items()}),
+        MeasuredLinks(regions.gpus, regions.rtt_ms, measured_through_relays(beats)),
         step_ms={
             m.address: beats[m.address].layer_latency_ms if m.address in beats else m.layer_latency_ms
             for m in miners

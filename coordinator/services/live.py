@@ -17,6 +17,7 @@ class Heartbeat:
     layer_latency_ms: float
     queue_depth: int = 0
     rtt_ms: dict[str, float] = field(default_factory=dict)
+    relay_rtt_ms: float | None = None  # behind a relay: the round trip to it
 
 
 class LiveMembership:

@@ -3,6 +3,7 @@ heartbeats; any change of the live set re-plans the model's pipelines."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import MinerProfile, Stake
 from client_sdk.device import DeviceProfile
+from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe
 from client_sdk.units import format_amount
@@ -32,6 +34,19 @@ class Registry(Protocol):
     def min_stake(self) -> int: ...
 
 
+PROBE_INTERVAL_S = 10  # one reachability probe per miner per this many seconds, however often it joins
+
+
+@dataclass(frozen=True)
+class StageRelay:
+    """The relay a node behind NAT takes its peers' messages through: where it listens, the CURVE key it
+    proves there, and the region it is in (so links through it are priced as two hops)."""
+
+    endpoint: str
+    key: str
+    region: str
+
+
 @dataclass(frozen=True)
 class Joining:
     """What a node says about itself when it joins."""
@@ -41,6 +56,10 @@ class Joining:
     link_key: str  # the public CURVE key (Z85) its stage links use
     region: str
     device: DeviceProfile
+    relay: StageRelay | None = None
+
+
+Probe = Callable[[str], bool]  # whether a TCP connection to the endpoint opens (I/O, given by the caller)
 
 
 def join(
@@ -51,14 +70,22 @@ def join(
     joining: Joining,
     model_hash: bytes,
     now: int,
+    probe: Probe,
 ) -> Miner:
     """Records (or refreshes) a miner after checking it is registered on-chain for its model (by
     `model_hash`, the identity of the checkpoint served under the model's name) with enough free stake and
     that its link key is a key; the join counts as its first heartbeat. The join is signed by the miner's
-    wallet, which binds the link key to its registered identity."""
+    wallet, which binds the link key to its registered identity.
+
+    Then `probe`s its registered endpoint (at most once per PROBE_INTERVAL_S and miner, and only once the
+    checks passed: joins cannot make the coordinator dial an address at will) and records whether it was
+    reachable; a miner neither reachable nor behind a relay is not planned into any pipeline."""
     model, device = joining.model, joining.device
     if not is_link_key(joining.link_key):
         raise InvalidInput("link_key must be a 32-byte CURVE public key in Z85 (40 characters)", "link_key")
+    relay = joining.relay
+    if relay is not None:
+        _check_relay(relay)
     if not registry.is_registered(address):
         raise Conflict(f"{address} is not registered on-chain (run `miner register` first)", "not_registered")
     profile = registry.profile_of(address)
@@ -81,17 +108,38 @@ def join(
     if device.memory_gb <= 0 or device.layer_latency_ms <= 0 or device.tflops <= 0:
         raise InvalidInput("the device profile needs positive memory, TFLOPS and layer latency", "device")
     known = session.get(Miner, address)
+    due = (
+        known is None
+        or known.endpoint != joining.endpoint
+        or now - (known.probed_at or 0) >= PROBE_INTERVAL_S
+    )
     miner = known or Miner(address=address, joined_at=now)
     miner.session_started_at = now
     if known is not None:  # a restart: the work its pipelines had in flight is gone
         break_leases_of(session, address, now)
     miner.model, miner.endpoint, miner.region = model, joining.endpoint, joining.region
     miner.link_key = joining.link_key
+    if due:
+        miner.reachable, miner.probed_at = probe(joining.endpoint), now
+    miner.relay_endpoint = relay.endpoint if relay else None
+    miner.relay_key = relay.key if relay else None
+    miner.relay_region = relay.region if relay else None
     miner.gpu, miner.memory_gb, miner.tflops = device.gpu, device.memory_gb, device.tflops
     miner.mem_bandwidth_gb_s, miner.layer_latency_ms = device.mem_bandwidth_gb_s, device.layer_latency_ms
     session.add(miner)
     live.beat(address, Heartbeat(layer_latency_ms=device.layer_latency_ms))
     return miner
+
+
+def _check_relay(relay: StageRelay) -> None:
+    try:
+        check_stage_endpoint(relay.endpoint)
+    except ValueError as exc:
+        raise InvalidInput(f"relay: {exc}", "relay.endpoint") from None
+    if not is_link_key(relay.key):
+        raise InvalidInput("relay.key must be a 32-byte CURVE public key in Z85 (40 characters)", "relay.key")
+    if not relay.region:
+        raise InvalidInput("relay.region must name the relay's region", "relay.region")
 
 
 def heartbeat(session: Session, live: LiveMembership, address: str, beat: Heartbeat) -> None:
@@ -131,12 +179,23 @@ def assignment(session: Session, address: str) -> dict[str, object] | None:
 
 
 def _with_endpoints(session: Session, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each stage with the endpoint its miner joined with (where the previous stage sends) and the public key
-    of its links (what its peers' sockets authenticate it by)."""
+    """Each stage with the endpoint its miner joined with (where the previous stage sends), the public key
+    of its links (what its peers' sockets authenticate it by) and, behind NAT, the relay its peers send
+    through instead (null otherwise)."""
     addresses = [s["miner"] for s in stages]
-    query = select(Miner.address, Miner.endpoint, Miner.link_key).where(Miner.address.in_(addresses))
-    joined = {address: (endpoint, key) for address, endpoint, key in session.execute(query)}
+    joined = {m.address: m for m in session.scalars(select(Miner).where(Miner.address.in_(addresses)))}
     return [
-        {**stage, "endpoint": joined[stage["miner"]][0], "link_key": joined[stage["miner"]][1]}
+        {
+            **stage,
+            "endpoint": joined[stage["miner"]].endpoint,
+            "link_key": joined[stage["miner"]].link_key,
+            "relay": _relay_of(joined[stage["miner"]]),
+        }
         for stage in stages
     ]
+
+
+def _relay_of(miner: Miner) -> dict[str, str] | None:
+    if miner.relay_endpoint is None or miner.relay_key is None:
+        return None
+    return {"endpoint": miner.relay_endpoint, "key": miner.relay_key}

@@ -34,9 +34,14 @@ def active_pipelines(session: Session, model: str) -> list[PipelineRecord]:
 
 def cluster_of(miners: list[Miner]) -> Cluster:
     """The miners as the scheduling library sees them: their joined profiles and regions, with the round
-    trips between regions from the AWS table, extended by `rtts_for` only when a region is not in it."""
-    regions = {m.region for m in miners}
-    extended = {"rtt_ms": rtts_for(regions)} if regions - set(default_rtt_ms()) else {}
+    trips between regions from the AWS table, extended by `rtts_for` only when a region is not in it, and by
+    `through_relays` when a miner is behind a relay (it then sits in a region of its own, `relayed_region`,
+    whose inbound links are priced as two hops)."""
+    relayed = {relayed_region(m): (m.region, m.relay_region) for m in miners if m.relay_region is not None}
+    regions = {m.region for m in miners} | {r for m in miners if (r := m.relay_region) is not None}
+    extended = {}
+    if regions - set(default_rtt_ms()) or relayed:
+        extended = {"rtt_ms": through_relays(rtts_for(regions), relayed)}
     return Cluster.from_dict(
         extended
         | {
@@ -44,7 +49,7 @@ def cluster_of(miners: list[Miner]) -> Cluster:
                 {
                     "id": m.address,
                     "type": m.gpu,
-                    "region": m.region,
+                    "region": relayed_region(m),
                     "vram_gb": m.memory_gb,
                     "tflops": m.tflops,
                     "mem_bandwidth_gb_s": m.mem_bandwidth_gb_s,
@@ -72,6 +77,31 @@ def rtts_for(regions: set[str]) -> dict[str, dict[str, float]]:
     return table
 
 
+def relayed_region(miner: Miner) -> str:
+    """The region the planner places `miner` in: its own, or for a miner behind a relay, its own as reached
+    through the relay's."""
+    if miner.relay_region is None:
+        return miner.region
+    return f"{miner.region} via {miner.relay_region}"
+
+
+def through_relays(
+    table: dict[str, dict[str, float]], relayed: dict[str, tuple[str, str]]
+) -> dict[str, dict[str, float]]:
+    """`table` with a row and a column for each relayed region (name -> (own region, relay's region)). A
+    relayed miner dials out directly, so its links out cost its own region's round trips; a link into it goes
+    to its relay and on from there, two hops: rtt(sender, relay) + rtt(relay, own)."""
+    out = {a: dict(row) for a, row in table.items()}
+    for name, (own, relay) in relayed.items():
+        out[name] = dict(table[own])
+        for sender in table:
+            out[sender][name] = table[sender][relay] + table[relay][own]
+    for name, (own, _) in relayed.items():
+        for other, (other_own, other_relay) in relayed.items():
+            out[name][other] = table[own][other_relay] + table[other_relay][other_own]
+    return out
+
+
 def ensure_plan(
     session: Session,
     served: ServedModel,
@@ -92,10 +122,14 @@ def ensure_plan(
         return current
     session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
     spec = model_spec(served.path, served.name)
+    # no peer can send to a miner neither reachable nor behind a relay: it can only serve a model alone
+    alone = [m for m in miners if not m.can_be_reached]
+    miners = [m for m in miners if m.can_be_reached]
     bound = [m for m in miners if m.address in committed]
     free = [m for m in miners if m.address not in committed]
     pipelines = _pipelines(bound, spec)
     pipelines = pipelines + _pipelines(free, spec) if pipelines else _pipelines(miners, spec)
+    pipelines += [p for m in alone for p in _pipelines([m], spec)]  # one miner: one-stage pipelines
     if not pipelines:
         return []
     latest = select(func.max(PipelineRecord.version)).where(PipelineRecord.model == served.name)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.plan import Stage
 from coordinator.scheduling.routing import ShardGraph
+from coordinator.services.live import Heartbeat
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,17 @@ class MeasuredLinks(Cluster):
     def one_way_ms(self, a: str, b: str) -> float:
         measured = self.measured_rtt_ms.get(a, {}).get(b)
         return super().one_way_ms(a, b) if measured is None else measured / 2.0
+
+
+def measured_through_relays(beats: Mapping[str, Heartbeat]) -> dict[str, dict[str, float]]:
+    """Each miner's measured round trips to its peers, by its latest heartbeat. A miner measures a link to a
+    peer behind a relay as far as the relay; the peer measures its own round trip to the relay, so such a
+    link counts both hops (where the peer has measured it)."""
+    relay_ms = {miner: beat.relay_rtt_ms or 0.0 for miner, beat in beats.items()}
+    return {
+        miner: {peer: ms + relay_ms.get(peer, 0.0) for peer, ms in beat.rtt_ms.items()}
+        for miner, beat in beats.items()
+    }
 
 
 class Router:

@@ -22,6 +22,8 @@ from client_sdk.cli_support import (
 )
 from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
+from client_sdk.protocol.endpoint import check_stage_endpoint
+from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe, model_hash
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
@@ -31,13 +33,15 @@ from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal
 from miner.node.profile import profile
 from miner.node.requests import Reader
-from miner.node.serve import Node, NodeConfig
+from miner.node.serve import Node, NodeConfig, NodeRelay
 from miner.node.stage_host import HostSettings
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
+from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkKeys
 from miner.verify import corrupt
 
+BEHIND_RELAY = "tcp://127.0.0.1:*"  # where a relayed node's inbox binds: only its own driver dials it
 KV_PAGES = 512  # per microbatch, 16 tokens each
 MAX_BATCH_SIZE = 32  # sequences per microbatch
 
@@ -57,8 +61,27 @@ def serve(
     listen: Annotated[
         str | None,
         typer.Option(
-            help="Where this node's stage inbox binds, e.g. tcp://0.0.0.0:5555 behind NAT "
-            "(default: the endpoint registered on-chain)."
+            help="Where this node's stage inbox binds, e.g. tcp://0.0.0.0:5555 behind a forwarded port "
+            "(default: the endpoint registered on-chain; with --relay, tcp://127.0.0.1:*, which only this "
+            "node dials)."
+        ),
+    ] = None,
+    relay: Annotated[
+        str | None,
+        typer.Option(
+            help="Behind NAT, with no port forwarded: the relay its peers send through, tcp://HOST:PORT "
+            "(see `coordinator relay` and `miner relay`).",
+            rich_help_panel="Behind NAT",
+        ),
+    ] = None,
+    relay_key: Annotated[
+        str | None,
+        typer.Option(help="The relay's public key, as it prints it.", rich_help_panel="Behind NAT"),
+    ] = None,
+    relay_region: Annotated[
+        str | None,
+        typer.Option(
+            help="The relay's region (default: this miner's registered one).", rich_help_panel="Behind NAT"
         ),
     ] = None,
     kv_pages: Annotated[
@@ -95,6 +118,7 @@ def serve(
     """Profile the device, join the coordinator, serve the assigned pipeline stage (and, as a pipeline's
     head, its work units), and sign the results after checking them, until Ctrl-C."""
     torch_dtype = dtype_named(dtype)
+    through = relay_option(relay, relay_key)
     if not (model_dir / "config.json").is_file():
         raise UserError(f"{model_dir} has no config.json")
     market = open_market(rpc_url, deployment, keystore, signing=True)
@@ -124,6 +148,13 @@ def serve(
         chain_id=market.w3.eth.chain_id,
         task_registry=market.deployment.task_registry,
         heartbeat_s=heartbeat_s,
+        relay=(
+            NodeRelay(
+                through.endpoint, through.key.decode(), relay_region or read_short_string(registered.region)
+            )
+            if through is not None
+            else None
+        ),
     )
     client = CoordinatorClient(coordinator, account)
     state = state_dir or Path.home() / ".batchmarket" / f"miner-{account.address}"
@@ -134,7 +165,7 @@ def serve(
         raise UserError(f"{exc}: move it away and a new link key is made at the next start") from None
     host = HostSettings(
         model_dir,
-        listen or registered.endpoint,
+        listen or (BEHIND_RELAY if through is not None else registered.endpoint),
         CacheSettings(local_pages=kv_pages, max_seqs=max_batch_size),
         torch_dtype,
         device,
@@ -152,3 +183,20 @@ def serve(
         stop.set()
     finally:
         client.close()
+
+
+def relay_option(endpoint: str | None, key: str | None) -> RelayAddress | None:
+    """The relay `--relay` and `--relay-key` name, checked; None without them."""
+    if endpoint is None and key is None:
+        return None
+    if endpoint is None or key is None:
+        raise UserError("--relay and --relay-key go together: the relay's address and the key it prints")
+    try:
+        check_stage_endpoint(endpoint)
+    except ValueError as exc:
+        raise UserError(f"--relay: {exc}") from None
+    if not is_link_key(key):
+        raise UserError(
+            f"--relay-key: {key!r} is not a link key (40 characters of Z85, as the relay prints it)"
+        )
+    return RelayAddress(endpoint, key.encode())

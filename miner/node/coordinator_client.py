@@ -48,20 +48,34 @@ class CoordinatorClient:
         return json_of(response)
 
     def join(
-        self, model: str, endpoint: str, link_key: str, region: str, device: dict[str, Any]
+        self,
+        model: str,
+        endpoint: str,
+        link_key: str,
+        region: str,
+        device: dict[str, Any],
+        relay: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        """Joins; the answer says whether the coordinator reached `endpoint` (`reachable`) and whether its
+        peers will send through `relay` (`relayed`)."""
         body = {
             "model": model,
             "endpoint": endpoint,
             "link_key": link_key,
             "region": region,
             "device": device,
+            "relay": relay,
         }
         result: dict[str, Any] = self._call("POST", "/v1/miners/join", body)
         return result
 
     def heartbeat(
-        self, layer_latency_ms: float, queue_depth: int, units: list[int], rtt_ms: dict[str, float]
+        self,
+        layer_latency_ms: float,
+        queue_depth: int,
+        units: list[int],
+        rtt_ms: dict[str, float],
+        relay_rtt_ms: float | None = None,
     ) -> list[int]:
         """Beats; returns the units of `units` that are no longer ours to serve."""
         body = {
@@ -69,6 +83,7 @@ class CoordinatorClient:
             "queue_depth": queue_depth,
             "units": units,
             "rtt_ms": rtt_ms,
+            "relay_rtt_ms": relay_rtt_ms,
         }
         answer = self._call("POST", "/v1/miners/heartbeat", body)
         lost = answer.get("lost", []) if isinstance(answer, dict) else []

@@ -1,26 +1,34 @@
-"""The link to the next stage, measured: the round trip of a TCP connect to its ZeroMQ endpoint (SYN and
-SYN-ACK), which needs nothing from the peer but its listening socket; the coordinator's router takes it as the
-link's latency."""
+"""A listening socket held on a node's stage address while it joins: its stage inbox binds only once it has
+an assignment, and the coordinator probes the registered endpoint at join."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
-import time
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-PROBE_TIMEOUT_S = 2.0
+log = logging.getLogger("batchmarket.miner")
 
 
-def tcp_rtt_ms(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> float | None:
-    """Milliseconds to open a TCP connection to `tcp://host:port`; None if it cannot be reached in time or the
-    endpoint is not TCP."""
+@contextlib.contextmanager
+def listening(endpoint: str) -> Iterator[None]:
+    """Listens on `tcp://host:port` (`*` or no port: nothing to hold) until the block ends. A port already
+    taken is logged and left alone: whoever holds it answers the probe, or the stage cannot bind anyway."""
     parts = urlsplit(endpoint)
-    if parts.scheme != "tcp" or parts.hostname is None or parts.port is None:
-        return None
-    started = time.perf_counter()
     try:
-        with socket.create_connection((parts.hostname, parts.port), timeout=timeout_s):
-            pass
-    except OSError:
-        return None
-    return (time.perf_counter() - started) * 1_000
+        host, port = parts.hostname, parts.port
+    except ValueError:  # `*` as the port: the inbox takes any free one, which no probe can find
+        host, port = None, None
+    if parts.scheme != "tcp" or host is None or port is None:
+        yield
+        return
+    try:
+        server = socket.create_server((host, port), reuse_port=False)
+    except OSError as exc:
+        log.warning("cannot listen on %s while joining (%s); the coordinator probes it anyway", endpoint, exc)
+        yield
+        return
+    with server:
+        yield

@@ -4,6 +4,7 @@ checking them). Transient failures of the coordinator are logged and retried; th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -14,11 +15,12 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
+from client_sdk.protocol.endpoint import tcp_connect_ms
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
-from miner.node.links import tcp_rtt_ms
+from miner.node.links import listening
 from miner.node.requests import SCRATCH_IDS, task_and_line
 from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
@@ -33,6 +35,15 @@ class Reassigned(Exception):
 
 
 @dataclass(frozen=True)
+class NodeRelay:
+    """The relay a node behind NAT takes its peers' messages through, as it tells the coordinator."""
+
+    endpoint: str
+    key: str
+    region: str
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     model: str
     endpoint: str
@@ -41,6 +52,7 @@ class NodeConfig:
     task_registry: str
     heartbeat_s: float = 5.0
     poll_s: float = 0.5
+    relay: NodeRelay | None = None
 
 
 class Node:
@@ -74,12 +86,7 @@ class Node:
         self.lost: set[int] = set()
 
     def run(self, stop: threading.Event) -> None:
-        keys = self.host.settings.link_keys
-        link_key = keys.public.decode() if keys is not None else ""
-        self.client.join(
-            self.config.model, self.config.endpoint, link_key, self.config.region, self.device.as_dict()
-        )
-        log.info("joined as %s", self.account.address)
+        self._join()
         # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
         beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
         beats.start()
@@ -94,6 +101,31 @@ class Node:
                 stop.wait(self.config.poll_s)
         self.host.close()
 
+    def _join(self) -> None:
+        """Joins, listening on this node's address meanwhile unless it is behind a relay, so the coordinator's
+        reachability probe finds what its peers will find; says how its peers reach it."""
+        keys = self.host.settings.link_keys
+        link_key = keys.public.decode() if keys is not None else ""
+        config = self.config
+        relay = dataclasses.asdict(config.relay) if config.relay is not None else None
+        with contextlib.ExitStack() as stack:
+            if relay is None:
+                stack.enter_context(listening(self.host.settings.listen))
+            answer = self.client.join(
+                config.model, config.endpoint, link_key, config.region, self.device.as_dict(), relay
+            )
+        log.info("joined as %s", self.account.address)
+        if config.relay is not None:
+            log.info("peers reach this node through the relay at %s", config.relay.endpoint)
+        elif answer.get("reachable", True):
+            log.info("directly reachable at %s", config.endpoint)
+        else:
+            log.warning(
+                "the coordinator cannot reach %s: peers cannot send to this node, so it only serves a whole "
+                "model alone. Forward that port to this machine, or serve through a relay (--relay)",
+                config.endpoint,
+            )
+
     def _beat(self, stop: threading.Event) -> None:
         """Heartbeats, and the assignment they may change (read here, so a node busy with a unit still
         notices that its pipeline is gone)."""
@@ -104,8 +136,11 @@ class Node:
                     driver = self.host.driver
                     queued = driver.pending if driver is not None else 0  # requests in flight at the head
                     rtt = self._measure_link()
+                    relay = self.config.relay
+                    relay_rtt = tcp_connect_ms(relay.endpoint) if relay is not None else None
                     units = list(self.serving)
-                    self.lost.update(client.heartbeat(self.device.layer_latency_ms, queued, units, rtt))
+                    beat = client.heartbeat(self.device.layer_latency_ms, queued, units, rtt, relay_rtt)
+                    self.lost.update(beat)
                     self._report_progress(client)
                     latest = client.assignment()
                     self.wanted = StageAssignment.from_json(latest) if latest is not None else None
@@ -141,7 +176,7 @@ class Node:
         if peer is None:
             return {}
         miner, endpoint = peer
-        rtt = tcp_rtt_ms(endpoint)
+        rtt = tcp_connect_ms(endpoint)
         return {} if rtt is None else {miner: rtt}
 
     def journal_finished(self, request: int, record: RequestRecord) -> None:

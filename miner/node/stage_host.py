@@ -1,8 +1,10 @@
 """This node's stage of the pipeline the coordinator assigned it, served in a background thread.
 
 The coordinator's assignment names the pipeline (id and plan version), this node's position and layers, and
-every stage's endpoint. The node binds its inbox on its own endpoint and links to the next stage (or, as the
-last stage, back to the first); the head also drives the pipeline from a local driver. A new assignment
+every stage's endpoint (and, for a stage behind NAT, the relay its peers send through). The node binds its
+inbox on its own endpoint (behind NAT, where only its own driver reaches it, and it dials its relay) and links
+to the next stage (or, as the last stage, back to the first); the head also drives the pipeline from a local
+driver. A new assignment
 tears the stage down and builds the new one (the weights are reloaded only if the layers changed); every
 stage of a pipeline uses as many microbatches as the pipeline has stages, so all of them agree.
 """
@@ -26,6 +28,7 @@ from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink, Links, PeerKeys, StageWorker
+from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkKeys, LinkSecurity
 
 log = logging.getLogger("batchmarket.miner")
@@ -42,6 +45,7 @@ class StageAssignment:
     endpoints: tuple[str, ...]  # every stage's inbox, first stage first
     miners: tuple[str, ...] = ()  # every stage's miner address, in the same order
     link_keys: tuple[bytes, ...] = ()  # every stage's public link key (Z85), in the same order
+    relays: tuple[RelayAddress | None, ...] = ()  # every stage's relay (None: dialled directly); () = none
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StageAssignment:
@@ -54,16 +58,22 @@ class StageAssignment:
             endpoints=tuple(str(s["endpoint"]) for s in data["stages"]),
             miners=tuple(str(s["miner"]) for s in data["stages"]),
             link_keys=tuple(str(s.get("link_key") or "").encode() for s in data["stages"]),
+            relays=tuple(_relay_of(s.get("relay")) for s in data["stages"]),
         )
+
+    def relay_of(self, position: int) -> RelayAddress | None:
+        """The relay stage `position` takes its messages through; None if its peers dial it."""
+        return self.relays[position] if self.relays else None
 
     @property
     def sends_to(self) -> tuple[str, str] | None:
-        """(miner, endpoint) of the stage this one sends to: the next one, or the head closing the ring; None
-        for a pipeline of one."""
+        """(miner, where this stage's messages to it go: its endpoint or its relay's) of the stage this one
+        sends to: the next one, or the head closing the ring; None for a pipeline of one."""
         if self.stages == 1 or not self.miners:
             return None
         target = (self.position + 1) % self.stages
-        return self.miners[target], self.endpoints[target]
+        relay = self.relay_of(target)
+        return self.miners[target], relay.endpoint if relay is not None else self.endpoints[target]
 
     @property
     def is_head(self) -> bool:
@@ -81,6 +91,8 @@ class StageAssignment:
             driver=driver,
             route=self.endpoints,
             keys=keys,
+            next_relay=None if last else self.relay_of(self.position + 1),
+            first_relay=self.relay_of(0) if last and self.stages > 1 else None,
         )
 
     def peer_keys(self, own: bytes) -> PeerKeys:
@@ -108,6 +120,15 @@ class HostSettings:
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
     link_keys: LinkKeys | None = None  # None: plain links (tests of the stage logic alone)
+
+
+def _relay_of(data: Any) -> RelayAddress | None:
+    if data is None:
+        return None
+    endpoint, key = str(data["endpoint"]), str(data["key"]).encode()
+    if not is_link_key(key):
+        raise ValueError("the assignment names a relay without a link key")
+    return RelayAddress(endpoint, key)
 
 
 def forget(_request: int, _record: RequestRecord) -> None:
@@ -165,7 +186,8 @@ class StageHost:
         if security is not None:
             peers = assignment.peer_keys(security.keys.public)
             security.allow(peers.senders())
-        worker = self._bind(shard, cache, forget if assignment.is_head else self.finished_sink)
+        sink = forget if assignment.is_head else self.finished_sink
+        worker = self._bind(shard, cache, sink, assignment.relay_of(assignment.position))
         driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
         worker.connect(assignment.links(driver.endpoint if driver else None, peers))
         if driver is not None:
@@ -184,10 +206,14 @@ class StageHost:
             assignment.version,
         )
 
-    def _bind(self, shard: StageShard, cache: CacheSettings, sink: FinishedSink) -> StageWorker:
+    def _bind(
+        self, shard: StageShard, cache: CacheSettings, sink: FinishedSink, relay: RelayAddress | None
+    ) -> StageWorker:
         for _ in range(BIND_ATTEMPTS):
             try:
-                return StageWorker(shard, cache, self._context, self.settings.listen, sink, self._security)
+                return StageWorker(
+                    shard, cache, self._context, self.settings.listen, sink, self._security, relay
+                )
             except zmq.ZMQError as exc:
                 if exc.errno != zmq.EADDRINUSE:
                     raise UserError(f"cannot listen on {self.settings.listen}: {exc}") from None

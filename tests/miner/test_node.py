@@ -21,6 +21,7 @@ from client_sdk import openai_batch
 from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
+from client_sdk.protocol.endpoint import tcp_connect_ms
 from client_sdk.protocol.settlement import split
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
 from coordinator.services.signing import usage_witness
@@ -29,7 +30,6 @@ from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal, Served
-from miner.node.links import tcp_rtt_ms
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
 from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
@@ -422,8 +422,8 @@ def test_a_stage_measures_its_link_to_the_stage_it_sends_to(checkpoint: Path) ->
         assert first.sends_to == ("0xlast", head.assignment.endpoints[1])
         assert second.sends_to == ("0xhead", head.assignment.endpoints[0])  # the ring back to the head
         second_inbox = head.assignment.endpoints[1]
-        rtt = tcp_rtt_ms(second_inbox)
+        rtt = tcp_connect_ms(second_inbox)
         assert rtt is not None and rtt > 0
-    assert tcp_rtt_ms(second_inbox, timeout_s=0.5) is None  # nobody listens any more
-    assert tcp_rtt_ms("ipc:///tmp/stage") is None
+    assert tcp_connect_ms(second_inbox, timeout_s=0.5) is None  # nobody listens any more
+    assert tcp_connect_ms("ipc:///tmp/stage") is None
     assert dataclasses.replace(first, endpoints=first.endpoints[:1], miners=miners[:1]).sends_to is None

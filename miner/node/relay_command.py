@@ -1,0 +1,60 @@
+"""`miner relay` and `coordinator relay`: run a relay for stages behind NAT (miner.transport.relay). A
+coordinator operator runs one for everyone; any reachable miner may offer one too."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from client_sdk.cli_support import console
+from client_sdk.errors import UserError
+from miner.transport.relay import Relay
+from miner.transport.security import LinkKeys
+
+DEFAULT_KEY_FILE = Path.home() / ".batchmarket" / "relay.key"
+
+
+def relay(
+    listen: Annotated[
+        str, typer.Option(help="Where the relay listens; stages behind NAT and their peers dial it.")
+    ] = "tcp://0.0.0.0:5600",
+    key_file: Annotated[
+        Path,
+        typer.Option(
+            help="The relay's key pair, made here the first time; keep it to keep the relay's key.",
+            show_default="~/.batchmarket/relay.key",
+        ),
+    ] = DEFAULT_KEY_FILE,
+) -> None:
+    """Relay stage messages to miners that accept no inbound connection (behind NAT), until Ctrl-C. They run
+    `miner serve --relay ADDRESS --relay-key KEY` with the address it is reached at and the key it prints.
+    It never decodes a message; each is sealed end to end, so it cannot forge, alter or replay one."""
+    try:
+        keys = LinkKeys.load_or_create(key_file)
+    except ValueError as exc:
+        raise UserError(f"{exc}: move it away and a new key is made at the next start") from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        running = Relay(keys, listen)
+    except Exception as exc:  # zmq.ZMQError: the address is taken or not this machine's
+        raise UserError(f"cannot listen on {listen}: {exc}") from None
+    console.print(f"relay listening on {running.address.endpoint}")
+    console.print(f"its key (give it with --relay-key): {keys.public.decode()}")
+    signal.signal(signal.SIGTERM, lambda *_: running.stop())
+    thread = threading.Thread(target=running.serve, daemon=True, name="relay")
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(1.0)
+    except KeyboardInterrupt:
+        running.stop()
+        thread.join()
+    finally:
+        counters = running.counters
+        console.print(f"relayed {counters.forwarded} messages; dropped {counters.dropped}")
+        running.close()
