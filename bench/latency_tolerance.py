@@ -94,7 +94,7 @@ def run(
     relay_latency_ms: float = 0.0,
 ) -> Outcome:
     """`sequences` chat questions (bench._chat's, in turn) through the pipeline, `count` microbatches; the
-    stages in `relayed` take their messages through a relay that adds `relay_latency_ms` (see StageProcesses)."""
+    stages in `relayed` take their messages through a relay adding `relay_latency_ms` (see StageProcesses)."""
     prompts = chat_prompts(load_tokenizer(model))
     longest = max(map(len, prompts))
     pages = BATCH * -(-(longest + NEW) // PAGE)

@@ -34,7 +34,7 @@ def miner(address: str, region: str = "us-east-1") -> Miner:
     return Miner(
         address=address, model=MODEL_NAME, endpoint="tcp://127.0.0.1:1", region=region, gpu="RTX4090",
         memory_gb=HALF_THE_MODEL_GB, tflops=82.6, mem_bandwidth_gb_s=1008.0, layer_latency_ms=1.0,
-        joined_at=NOW,
+        joined_at=NOW, reachable=True,
     )  # fmt: skip
 
 
