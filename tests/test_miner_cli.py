@@ -339,3 +339,60 @@ def test_entry_point_prints_one_line_without_traceback(tmp_path: Path) -> None:
     assert result.stdout == ""
     assert result.stderr.startswith(f"error: no deployment file at {missing}")
     assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("relay", "message"),
+    [
+        (["--relay", "tcp://relay.example:5600"], "--relay and --relay-key go together"),
+        (["--relay-key", "x" * 40], "--relay and --relay-key go together"),
+        (
+            ["--relay", "relay.example:5600", "--relay-key", "x" * 40],
+            "--relay: 'relay.example:5600' is not an endpoint a stage can dial",
+        ),
+        (
+            ["--relay", "tcp://relay.example:5600", "--relay-key", "short"],
+            "--relay-key: 'short' is not a link key",
+        ),
+    ],
+)
+def test_a_bad_relay_is_refused_before_anything_starts(run: Invoke, relay: list[str], message: str) -> None:
+    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "m", "--model-dir", "/nonexistent"]
+    assert one_line_error(run(*args, *relay)).startswith(f"error: {message}")
+
+
+def relay_command(port: int, key_file: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "miner",
+        "relay",
+        "--listen",
+        f"tcp://127.0.0.1:{port}",
+        "--key-file",
+        str(key_file),
+    ]
+
+
+def test_the_relay_command_says_where_it_listens_and_its_key(tmp_path: Path) -> None:
+    """`miner relay` prints its address and key, keeps its key across restarts, and explains a taken port."""
+    key_file = tmp_path / "relay.key"
+    port = free_port()
+    keys = []
+    for _start in range(2):
+        relay = subprocess.Popen(relay_command(port, key_file), stdout=subprocess.PIPE, text=True)
+        try:
+            assert relay.stdout is not None
+            assert relay.stdout.readline().strip() == f"relay listening on tcp://127.0.0.1:{port}"
+            keys.append(relay.stdout.readline().strip())
+            taken = subprocess.run(relay_command(port, key_file), capture_output=True, text=True, check=False)
+            assert taken.returncode == 1
+            assert taken.stderr.startswith(
+                f"error: cannot listen on tcp://127.0.0.1:{port}: Address already in use"
+            )
+        finally:
+            relay.terminate()
+            relay.wait(10)
+    key = key_file.read_bytes().split()[0].decode()
+    assert keys == [f"its key (give it with --relay-key): {key}"] * 2
+    assert (key_file.stat().st_mode & 0o777) == 0o600

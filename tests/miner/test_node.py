@@ -18,6 +18,7 @@ import zmq
 from eth_account import Account
 
 from client_sdk import openai_batch
+from client_sdk.chain.anvil import free_port
 from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
@@ -30,6 +31,7 @@ from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal, Served
+from miner.node.links import listening
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
 from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
@@ -38,6 +40,8 @@ from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import Links, StageWorker
 from miner.tiny_checkpoint import build_tiny_model
+from miner.transport.relay import RelayAddress
+from miner.transport.security import LinkKeys
 from tests.miner.nodes import CACHE, assignments, ignore, reader_for, stage_hosts
 
 TASK = 41
@@ -427,3 +431,21 @@ def test_a_stage_measures_its_link_to_the_stage_it_sends_to(checkpoint: Path) ->
     assert tcp_connect_ms(second_inbox, timeout_s=0.5) is None  # nobody listens any more
     assert tcp_connect_ms("ipc:///tmp/stage") is None
     assert dataclasses.replace(first, endpoints=first.endpoints[:1], miners=miners[:1]).sends_to is None
+    relay = RelayAddress("tcp://relay.example:5600", LinkKeys.generate().public)
+    behind = dataclasses.replace(first, relays=(None, relay))  # the last stage is behind NAT
+    assert behind.sends_to == ("0xlast", relay.endpoint)  # measured as far as the relay
+    assert behind.links(None).next_relay == relay and behind.relay_of(0) is None
+
+
+def test_a_node_listens_on_its_address_while_it_joins() -> None:
+    """The stage inbox binds only once assigned, so the node holds its address while the coordinator probes
+    it; a `*` port or a taken one is left alone."""
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    assert tcp_connect_ms(endpoint, timeout_s=0.5) is None
+    with listening(endpoint):
+        assert tcp_connect_ms(endpoint, timeout_s=0.5) is not None
+        with listening(endpoint):  # taken: logged, nothing raised
+            pass
+    assert tcp_connect_ms(endpoint, timeout_s=0.5) is None
+    with listening("tcp://127.0.0.1:*"):
+        pass
