@@ -189,6 +189,9 @@ class PipelineRecord(Base):
     stages: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     members: Mapped[list[str]] = mapped_column(JSON)  # the live miners this plan version was made from
     active: Mapped[bool]
+    # microbatches every stage keeps in flight (DeServe's rule over the plan's stage times and links);
+    # None for pipelines planned before it was recorded: one per stage
+    microbatches: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[int] = mapped_column(BigInteger)
 
     @property

@@ -174,6 +174,7 @@ def assignment(session: Session, address: str) -> dict[str, object] | None:
                     "start": stage["start"],
                     "end": stage["end"],
                     "stages": _with_endpoints(session, pipeline.stages),
+                    "microbatches": pipeline.microbatches or len(pipeline.stages),
                 }
     return None
 

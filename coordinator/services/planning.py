@@ -15,11 +15,15 @@ from coordinator.db.models import Miner, PipelineRecord
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.errors import SchedulingError
+from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Pipeline
 from coordinator.scheduling.strategies import make_plan
 
 STRATEGY = "parallax"
+# microbatches a live pipeline may keep in flight; its stages split the KV memory of one microbatch per
+# stage among them (miner.node.stage_host), so more only makes each smaller
+MAX_LIVE_MICROBATCHES = 16
 
 
 @lru_cache(maxsize=8)
@@ -134,6 +138,8 @@ def ensure_plan(
         return []
     latest = select(func.max(PipelineRecord.version)).where(PipelineRecord.model == served.name)
     version = (session.scalar(latest) or 0) + 1
+    links = cluster_of(miners + alone)
+    step_ms = {m.address: m.layer_latency_ms for m in miners + alone}
     records = [
         PipelineRecord(
             model=served.name,
@@ -142,12 +148,23 @@ def ensure_plan(
             members=live,
             active=True,
             created_at=now,
+            microbatches=in_flight(pipeline, links, step_ms),
         )
         for pipeline in pipelines
     ]
     session.add_all(records)
     session.flush()
     return records
+
+
+def in_flight(pipeline: Pipeline, links: Cluster, step_ms: dict[str, float]) -> int:
+    """Microbatches `pipeline` keeps in flight: DeServe's rule over its stages' compute times (per-layer
+    latency times layers) and the links between them, the ring's return included (a link into a relayed
+    miner counts both hops), at least one per stage and at most MAX_LIVE_MICROBATCHES."""
+    stages = pipeline.stages
+    compute = [(s.end - s.start) * step_ms[s.gpu] for s in stages]
+    hops = [links.one_way_ms(s.gpu, stages[(i + 1) % len(stages)].gpu) for i, s in enumerate(stages)]
+    return min(MAX_LIVE_MICROBATCHES, max(len(stages), microbatches(compute, hops)))
 
 
 def _pipelines(miners: list[Miner], spec: ModelSpec) -> list[Pipeline]:

@@ -88,8 +88,9 @@ def serve(
         int,
         typer.Option(
             min=1,
-            help="KV-cache pages of 16 tokens per microbatch; every miner of a pipeline must have at least "
-            "as many as its head.",
+            help="KV-cache pages of 16 tokens per microbatch while a pipeline keeps one microbatch per "
+            "stage (over slow links it keeps more, which split the same memory); every miner of a "
+            "pipeline must have at least as many as its head.",
         ),
     ] = KV_PAGES,
     max_batch_size: Annotated[

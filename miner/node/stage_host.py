@@ -6,7 +6,8 @@ inbox on its own endpoint (behind NAT, where only its own driver reaches it, and
 to the next stage (or, as the last stage, back to the first); the head also drives the pipeline from a local
 driver. A new assignment
 tears the stage down and builds the new one (the weights are reloaded only if the layers changed); every
-stage of a pipeline uses as many microbatches as the pipeline has stages, so all of them agree.
+stage of a pipeline keeps the microbatches in flight the assignment names (the coordinator plans them for
+the pipeline's stage times and links), so all of them agree.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class StageAssignment:
     miners: tuple[str, ...] = ()  # every stage's miner address, in the same order
     link_keys: tuple[bytes, ...] = ()  # every stage's public link key (Z85), in the same order
     relays: tuple[RelayAddress | None, ...] = ()  # every stage's relay (None: dialled directly); () = none
+    microbatches: int = 0  # in flight, as the coordinator planned them; 0: one per stage
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StageAssignment:
@@ -59,6 +61,7 @@ class StageAssignment:
             miners=tuple(str(s["miner"]) for s in data["stages"]),
             link_keys=tuple(str(s.get("link_key") or "").encode() for s in data["stages"]),
             relays=tuple(_relay_of(s.get("relay")) for s in data["stages"]),
+            microbatches=int(data.get("microbatches") or 0),
         )
 
     def relay_of(self, position: int) -> RelayAddress | None:
@@ -131,6 +134,15 @@ def _relay_of(data: Any) -> RelayAddress | None:
     return RelayAddress(endpoint, key)
 
 
+def in_flight_cache(cache: CacheSettings, assignment: StageAssignment) -> CacheSettings:
+    """The cache settings for `assignment`'s microbatches in flight. `cache.local_pages` is what one
+    microbatch gets when a pipeline keeps one per stage; with more in flight (slow links), the same memory
+    is split among them, so a node's KV memory does not grow with its links' latency."""
+    count = max(assignment.microbatches, assignment.stages)
+    pages = max(1, cache.local_pages * assignment.stages // count)
+    return replace(cache, num_microbatches=count, local_pages=pages)
+
+
 def forget(_request: int, _record: RequestRecord) -> None:
     """The head's stage drops its finished records: the node journals what it returns instead."""
 
@@ -180,7 +192,7 @@ class StageHost:
                 settings.model_dir, assignment.start, assignment.end, settings.dtype, settings.device
             )
             self._shard = shard
-        cache = replace(settings.cache, num_microbatches=assignment.stages)
+        cache = in_flight_cache(settings.cache, assignment)
         security = self._security
         peers = None
         if security is not None:

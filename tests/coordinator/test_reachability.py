@@ -5,6 +5,7 @@ its assignment names the relay, and links measured into it count the hop from th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import pytest
@@ -19,11 +20,18 @@ from coordinator.config import ServedModel
 from coordinator.db.models import Miner
 from coordinator.db.session import Database
 from coordinator.scheduling.data import default_rtt_ms
+from coordinator.scheduling.plan import Pipeline, Stage
 from coordinator.services import miners
 from coordinator.services.errors import Conflict, InvalidInput
 from coordinator.services.live import Heartbeat, LiveMembership
 from coordinator.services.miners import PROBE_INTERVAL_S, Joining, StageRelay
-from coordinator.services.planning import cluster_of, ensure_plan, through_relays
+from coordinator.services.planning import (
+    MAX_LIVE_MICROBATCHES,
+    cluster_of,
+    ensure_plan,
+    in_flight,
+    through_relays,
+)
 from coordinator.services.routing import measured_through_relays
 from demo.lifecycle import MODEL
 from miner.transport.security import LinkKeys
@@ -183,8 +191,25 @@ def test_a_miner_nobody_can_reach_serves_only_alone(db: Database, served_model: 
         session.flush()
         (pipeline,) = ensure_plan(session, served_model, [miner(HEAD), unreachable], NOW + 1)
         assert pipeline.miners == [HEAD, TAIL]
-        stages = miners.assignment(session, HEAD)["stages"]  # type: ignore[index]
+        assigned = miners.assignment(session, HEAD)
+        assert assigned is not None
+        stages: list[dict[str, object]] = assigned["stages"]  # type: ignore[assignment]
         assert [s["relay"] for s in stages] == [None, {"endpoint": RELAY.endpoint, "key": RELAY.key}]
+        assert assigned["microbatches"] == pipeline.microbatches
+
+
+def test_a_relayed_link_keeps_more_microbatches_in_flight() -> None:
+    """DeServe's rule over the plan's stage times and links: the relay's extra hop (us-east-1 to eu-west-1
+    and back) needs more microbatches to keep both stages busy than the same pipeline over direct links."""
+    pipeline = Pipeline((Stage(HEAD, 0, 2), Stage(TAIL, 2, 4)))
+    step_ms = {HEAD: 10.0, TAIL: 10.0}  # 20 ms per stage
+    table = default_rtt_ms()
+    direct = in_flight(pipeline, cluster_of([miner(HEAD), miner(TAIL)]), step_ms)
+    through = in_flight(pipeline, cluster_of([miner(HEAD), relayed(TAIL)]), step_ms)
+    within = table["us-east-1"]["us-east-1"] / 2
+    via = (table["us-east-1"]["eu-west-1"] + table["eu-west-1"]["us-east-1"]) / 2
+    assert direct == math.ceil((40 + 2 * within) / 20)
+    assert through == min(MAX_LIVE_MICROBATCHES, math.ceil((40 + via + within) / 20)) > direct
 
 
 def test_a_link_measured_into_a_relayed_miner_counts_the_relay_hop() -> None:

@@ -35,7 +35,7 @@ from miner.node.links import listening
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
 from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
-from miner.node.stage_host import HostSettings
+from miner.node.stage_host import HostSettings, StageAssignment, in_flight_cache
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import Links, StageWorker
@@ -435,6 +435,16 @@ def test_a_stage_measures_its_link_to_the_stage_it_sends_to(checkpoint: Path) ->
     behind = dataclasses.replace(first, relays=(None, relay))  # the last stage is behind NAT
     assert behind.sends_to == ("0xlast", relay.endpoint)  # measured as far as the relay
     assert behind.links(None).next_relay == relay and behind.relay_of(0) is None
+
+
+def test_more_microbatches_in_flight_split_the_same_kv_memory() -> None:
+    """A 2-stage assignment keeping 8 microbatches in flight gives each a quarter of the pages one per stage
+    would get; one without a count keeps one per stage, as before."""
+    assignment = StageAssignment(1, 1, 0, 0, 2, ("tcp://a:1", "tcp://b:2"), microbatches=8)
+    cache = in_flight_cache(CACHE, assignment)
+    assert (cache.num_microbatches, cache.local_pages) == (8, CACHE.local_pages // 4)
+    default = in_flight_cache(CACHE, dataclasses.replace(assignment, microbatches=0))
+    assert (default.num_microbatches, default.local_pages) == (2, CACHE.local_pages)
 
 
 def test_a_node_listens_on_its_address_while_it_joins() -> None:
