@@ -39,7 +39,10 @@ HELLO_S = 2.0  # how often a relayed stage says hello (it also re-registers it a
 FORGET_S = 5 * HELLO_S  # a relayed stage silent this long is no longer delivered to
 MAX_PEERS = 64  # keys one hello may name
 MAX_RELAYED = 4_096  # stages one relay delivers to (anyone can make a key and say hello)
-SEND_TIMEOUT_MS = 5_000  # a receiver that takes nothing for this long loses the message, not the relay
+# messages queued for one relayed stage; a stage keeps at most its microbatches in flight (16), so a queue
+# this long means it takes nothing: its messages are dropped rather than the relay waiting on it, and a
+# stage that stops reading cannot hold more than this of the relay's memory
+QUEUE_PER_STAGE = 64
 ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
 MAX_WAITING = 64  # messages held for one stage not connected yet
 MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
@@ -81,7 +84,7 @@ class Relay:
             zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes + ENVELOPE_BYTES
         )
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an undeliverable message raises, so it is logged
-        self._socket.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
+        self._socket.setsockopt(zmq.SNDHWM, QUEUE_PER_STAGE)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._security.serve(self._socket)
         self._socket.bind(listen)
@@ -132,7 +135,7 @@ class Relay:
             log.info("relaying to %s", sender.decode())
         self._relayed[sender] = _Relayed(routing_id, frozenset(peers), now)
         try:
-            self._socket.send_multipart([routing_id, HELLO])
+            self._socket.send_multipart([routing_id, HELLO], flags=zmq.NOBLOCK)
         except zmq.ZMQError:
             return  # gone again; its next hello registers it anew
         for _, waiting_sender, frames in self._take_waiting(sender):
@@ -164,8 +167,8 @@ class Relay:
             self._drop("a message for a stage not connected to this relay", sender, receiver)
             return
         try:
-            self._socket.send_multipart([target.routing_id, sender, *rest], copy=False)
-        except zmq.ZMQError:  # gone (EHOSTUNREACH) or taking nothing (EAGAIN after the timeout)
+            self._socket.send_multipart([target.routing_id, sender, *rest], flags=zmq.NOBLOCK, copy=False)
+        except zmq.ZMQError:  # gone (EHOSTUNREACH) or taking nothing (EAGAIN: its queue is full)
             self._drop("a message its receiver could not take", sender, receiver)
             return
         self.counters.forwarded += 1

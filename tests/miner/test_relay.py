@@ -5,6 +5,7 @@ relay that forges, alters, replays and misdirects."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -158,6 +159,44 @@ def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(relay: Relay)
         for inbox in inboxes:
             inbox.close()
         for node in (sender, first, second):
+            node.close()
+
+
+def test_a_stage_that_stops_reading_loses_its_messages_not_the_relay(relay: Relay) -> None:
+    """A relayed stage that takes nothing (a hostile one, flooded by a peer of its own) fills only its own
+    bounded queue at the relay: what comes for it is then dropped and logged, and another stage is still
+    served at once."""
+    sender = Node()
+    stalled, honest = Node(takes=(sender,)), Node(takes=(sender,))
+    dead = stalled.context.socket(zmq.DEALER)  # says hello like an inbox, then never reads
+    dead.setsockopt(zmq.RCVHWM, 1)
+    dead.setsockopt(zmq.RCVBUF, 4096)
+    stalled.security.client(dead, relay.address.key)
+    dead.connect(relay.address.endpoint)
+    dead.send_multipart([HELLO, sender.keys.public])
+    inbox = honest.inbox(relay.address)
+    connected(relay, 2)
+    flood = sender.context.socket(zmq.DEALER)
+    sender.security.client(flood, relay.address.key)
+    flood.connect(relay.address.endpoint)
+    outbox = sender.outbox(honest, relay.address)
+    reason = "a message its receiver could not take"
+    try:
+        deadline = time.monotonic() + 20
+        while reason not in relay.counters.drops and time.monotonic() < deadline:
+            with contextlib.suppress(zmq.Again):
+                flood.send_multipart(
+                    [TO, stalled.keys.public, b"\0" * 8, b"\0" * 32, b"h", bytes(65_536)], zmq.NOBLOCK
+                )
+        assert reason in relay.counters.drops
+        outbox.send(*message(9))
+        assert received(inbox, 1, timeout_ms=2_000)[0].header.microbatch == 9
+    finally:
+        for socket in (dead, flood):
+            socket.close(linger=0)
+        outbox.close()
+        inbox.close()
+        for node in (sender, stalled, honest):
             node.close()
 
 
