@@ -16,6 +16,7 @@ import sqlalchemy as sa
 import uvicorn
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from redis import Redis
 
 from client_sdk.chain.anvil import free_port
 from client_sdk.chain.contracts import Market
@@ -24,6 +25,8 @@ from coordinator.api.app import create_app
 from coordinator.chain import CoordinatorChain
 from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
+from coordinator.db.session import Database
+from coordinator.services.live import LiveMembership
 from demo.services import postgres_server, redis_server
 from miner.tiny_checkpoint import build_tiny_model
 
@@ -71,6 +74,20 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         url = server.rsplit("/", 1)[0] + f"/{name}"
     upgrade(url)
     return url
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    """The coordinator's database over `database_url`, for tests that call the services directly."""
+    database = Database(database_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def live(redis_url: str) -> LiveMembership:
+    """Live membership in the shared Redis server (use fresh addresses per test)."""
+    return LiveMembership(Redis.from_url(redis_url))
 
 
 @pytest.fixture

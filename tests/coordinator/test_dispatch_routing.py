@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 from eth_account.signers.local import LocalAccount
-from redis import Redis
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -31,18 +29,6 @@ from tests.helpers import register_miner
 
 NOW = 1_000
 UNIT = 4
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    yield database
-    database.dispose()
-
-
-@pytest.fixture
-def live(redis_url: str) -> LiveMembership:
-    return LiveMembership(Redis.from_url(redis_url))
 
 
 def reachable(_endpoint: str) -> bool:

@@ -6,11 +6,9 @@ its assignment names the relay, and links measured into it count the hop from th
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 from eth_account.signers.local import LocalAccount
-from redis import Redis
 
 from client_sdk.chain.contracts import Market
 from client_sdk.device import DeviceProfile
@@ -40,18 +38,6 @@ from tests.helpers import register_miner
 
 RELAY = StageRelay("tcp://relay.example:5600", LinkKeys.generate().public.decode(), "eu-west-1")
 DEVICE = DeviceProfile(gpu="cpu", memory_gb=8.0, tflops=1.0, mem_bandwidth_gb_s=10.0, layer_latency_ms=1.0)
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    yield database
-    database.dispose()
-
-
-@pytest.fixture
-def live(redis_url: str) -> LiveMembership:
-    return LiveMembership(Redis.from_url(redis_url))
 
 
 class Probes:

@@ -4,10 +4,6 @@ into a pipeline the task cannot use while its own miners sit idle, the wedge a r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from coordinator.config import ServedModel
 from coordinator.db.models import Miner
 from coordinator.db.session import Database
@@ -21,13 +17,6 @@ NOW = 1_000
 HALF_THE_MODEL_GB = 0.0012  # each miner holds half of the tiny model's layers: two make a pipeline
 # a plan over all three pairs the first two by address: the task's head with the newcomer
 HEAD, NEWCOMER, TAIL = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    yield database
-    database.dispose()
 
 
 def miner(address: str, region: str = "us-east-1") -> Miner:
