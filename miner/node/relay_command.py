@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import zmq
 
 from client_sdk.cli_support import console
 from client_sdk.errors import UserError
@@ -41,7 +42,7 @@ def relay(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         running = Relay(keys, listen)
-    except Exception as exc:  # zmq.ZMQError: the address is taken or not this machine's
+    except zmq.ZMQError as exc:  # the address is taken, not this machine's, or not an address
         raise UserError(f"cannot listen on {listen}: {exc}") from None
     console.print(f"relay listening on {running.address.endpoint}")
     console.print(f"its key (give it with --relay-key): {keys.public.decode()}")

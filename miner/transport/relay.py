@@ -19,6 +19,7 @@ for a fixed latency before it goes on, to emulate a far relay in benchmarks (off
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -87,7 +88,11 @@ class Relay:
         self._socket.setsockopt(zmq.SNDHWM, QUEUE_PER_STAGE)
         self._socket.setsockopt(zmq.LINGER, 0)
         self._security.serve(self._socket)
-        self._socket.bind(listen)
+        try:
+            self._socket.bind(listen)
+        except zmq.ZMQError:
+            self.close()  # the authenticator's thread and the context, not only the socket
+            raise
         self.address = RelayAddress(self._socket.getsockopt_string(zmq.LAST_ENDPOINT), keys.public)
         self._relayed: dict[bytes, _Relayed] = {}
         self.counters = RelayCounters()
@@ -104,7 +109,8 @@ class Relay:
             while self._held and self._held[0][0] <= now():
                 _, sender, receiver, frames = self._held.popleft()
                 self._deliver(sender, receiver, frames)
-            wait_ms = 100 if not self._held else max(0, int(1_000 * (self._held[0][0] - now())))
+            # rounded up: rounded down, it would wake early and poll in a busy loop until the message is due
+            wait_ms = 100 if not self._held else max(0, math.ceil(1_000 * (self._held[0][0] - now())))
             if not self._socket.poll(wait_ms):
                 continue
             frames = self._socket.recv_multipart(copy=False)
