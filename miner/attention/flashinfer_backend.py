@@ -14,9 +14,10 @@ from typing import Any
 import flashinfer
 import torch
 
-from miner.attention.backend import FLASHINFER_DTYPES, FLASHINFER_HEAD_DIMS, AttentionBackend
+from miner.attention.interface import AttentionBackend
 from miner.attention.layout import BatchLayout
 from miner.attention.page_table import page_table
+from miner.attention.registry import FLASHINFER_DTYPES, FLASHINFER_HEAD_DIMS
 
 WORKSPACE_BYTES = 128 * 1024 * 1024  # FlashInfer's suggested scratch size for split-KV partial results
 KV_LAYOUT = "NHD"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from miner.attention.backend import AttentionBackend
+from miner.attention.interface import AttentionBackend
 from miner.attention.layout import BatchLayout
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from miner.attention.backend import AttentionBackend
+from miner.attention.interface import AttentionBackend
 from miner.model.config import ModelConfig
 from miner.model.linear import Linear
 from miner.model.rope import rotate

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from client_sdk.errors import UserError
-from miner.attention.backend import select_attention
 from miner.attention.layout import BatchLayout
+from miner.attention.registry import select_attention
 from miner.kv.cache import PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.layers import DecoderLayer, rms_norm

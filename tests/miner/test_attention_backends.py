@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from client_sdk.errors import UserError
-from miner.attention.backend import flashinfer_installed, select_attention
 from miner.attention.layout import BatchLayout
 from miner.attention.page_table import PageTable, page_table
 from miner.attention.reference import ReferenceAttention
+from miner.attention.registry import flashinfer_installed, select_attention
 from tests.miner.attention_inputs import dense_attention, random_paged_inputs
 
 CPU = torch.device("cpu")

@@ -10,8 +10,8 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from miner.attention.backend import flashinfer_installed, select_attention
 from miner.attention.reference import ReferenceAttention
+from miner.attention.registry import flashinfer_installed, select_attention
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
