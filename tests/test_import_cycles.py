@@ -87,3 +87,17 @@ def test_no_module_of_the_project_imports_itself_back() -> None:
     graph = {name: imports_of(path, modules) - {name} for name, path in modules.items()}
     assert len(graph) > 200  # every package was read
     assert cycles(graph) == []
+
+
+LAYERS = ("client_sdk", "miner", "coordinator", "demo", "bench")  # each may import only those before it
+
+
+def test_each_part_imports_only_the_parts_below_it() -> None:
+    modules = project_modules()
+    upward = sorted(
+        (name, imported)
+        for name, path in modules.items()
+        for imported in imports_of(path, modules)
+        if LAYERS.index(imported.split(".")[0]) > LAYERS.index(name.split(".")[0])
+    )
+    assert upward == []
