@@ -30,7 +30,7 @@ from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.packaged import SMOLLM2, ensure
 from miner.pipeline.batch import load_tokenizer
-from miner.pipeline.local import StageProcesses, even_split
+from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
 
 RESULTS = Path(__file__).parent / "results"

@@ -55,7 +55,7 @@ from miner.model.gguf_import import WEIGHTS_FILE
 from miner.model.packaged import MANIFEST_FILE, SMOLLM2, ensure
 from miner.model.shard import StageShard
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
-from miner.pipeline.local import even_split
+from miner.pipeline.processes import even_split
 from miner.verify.corrupt import KINDS, bfloat16_kv_cache, corrupt
 from miner.verify.miner_scores import SUSPECT_SCORE, WINDOW_TOKENS
 from miner.verify.policy import DEFAULT_TOLERANCES, STRUCTURAL_REASONS, Verdict, verify
@@ -76,7 +76,7 @@ class Condition:
 
     name: str
     dtype: torch.dtype
-    stages: int  # the layers split evenly (miner.pipeline.local.even_split)
+    stages: int  # the layers split evenly (miner.pipeline.processes.even_split)
     page_size: int
     token_budget: int  # small budgets chunk the prefills
 

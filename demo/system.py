@@ -33,7 +33,7 @@ from coordinator.db.models import Miner
 from coordinator.scheduling.cluster import GIB
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from demo.services import PostgresServer, RedisServer, running_postgres, running_redis
-from miner.pipeline.local import stage_threads
+from miner.pipeline.processes import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
 from miner.transport.security import LinkKeys
 

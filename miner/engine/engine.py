@@ -6,11 +6,11 @@ Sequences are spread over `num_microbatches` microbatches, each with its own sch
 
 from __future__ import annotations
 
+from miner.engine.in_process import InProcessPipeline
 from miner.engine.sampler import sample
 from miner.engine.scheduler import Scheduler
 from miner.engine.sequence import SamplingParams, Sequence
 from miner.kv.blocks import BlockManager
-from miner.local_pipeline import LocalPipeline
 from miner.model.shard import StageShard
 
 
@@ -25,7 +25,7 @@ class Engine:
         max_seqs: int = 32,
         token_budget: int = 512,
     ) -> None:
-        self.pipeline = LocalPipeline(shards, page_size, num_microbatches, local_pages, global_pages)
+        self.pipeline = InProcessPipeline(shards, page_size, num_microbatches, local_pages, global_pages)
         pages = self.pipeline.pages_per_microbatch
         self.schedulers = [
             Scheduler(BlockManager(pages, page_size), max_seqs, token_budget) for _ in range(num_microbatches)

@@ -26,8 +26,8 @@ from client_sdk.protocol.sampling import LOCAL_TASK_ID, line_seed
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
-from miner.pipeline.local import StageProcesses, even_split
 from miner.pipeline.plan import decode_step_ms, microbatches_for
+from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
 
 MAX_LINES = 50_000  # OpenAI's limit per batch file

@@ -25,7 +25,7 @@ import zmq
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
-from miner.pipeline.local import StageProcesses, even_split
+from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
 from miner.transport.frames import encode, message
 from tests.miner.checkpoints import build_checkpoint, hf_greedy
@@ -166,7 +166,7 @@ def test_live_stages_drop_malformed_messages_and_keep_serving(
 DRIVER = """
 import json, sys, time
 from pathlib import Path
-from miner.pipeline.local import StageProcesses, even_split
+from miner.pipeline.processes import StageProcesses, even_split
 if __name__ == "__main__":
     pipeline = StageProcesses(Path(sys.argv[1]), even_split(4, 2))
     pipeline.start()

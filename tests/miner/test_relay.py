@@ -19,7 +19,7 @@ import zmq
 from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer
-from miner.pipeline.local import StageProcesses, even_split
+from miner.pipeline.processes import StageProcesses, even_split
 from miner.transport import frames, link
 from miner.transport.frames import Header
 from miner.transport.link import Context, Inbox, Outbox, Received

@@ -10,7 +10,7 @@ import pytest
 from miner.engine.engine import Engine
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
-from miner.pipeline.local import even_split
+from miner.pipeline.processes import even_split
 from miner.verify.rescore import Claim, Rescorer
 
 

@@ -1,4 +1,5 @@
-"""Runs an N-stage pipeline as N local processes and drives it: submit requests, stream back completions.
+"""Runs an N-stage pipeline as N local processes and drives it: submit requests, stream back completions
+(the in-process reference, every stage in one process with no transport, is miner.engine.in_process).
 
 Each stage process loads its shard, binds its inbox on a free localhost port and reports the endpoint over a
 pipe; the driver then tells every stage where to send (next stage, the ring back to the first, the driver),
@@ -136,7 +137,7 @@ class StageProcesses:
         if self.relayed and not self.secured:
             raise UserError("only a secured pipeline can reach stages through a relay")
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["miner.pipeline.local"])
+        context.set_forkserver_preload(["miner.pipeline.processes"])
         self._processes: list[BaseProcess] = []
         self._pipes: list[Connection] = []
         self._start_relay()

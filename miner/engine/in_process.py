@@ -1,4 +1,5 @@
-"""All stages of a pipeline in one process, run one after another.
+"""All stages of a pipeline in one process, run one after another (the same pipeline over one process per
+stage, talking over ZeroMQ, is miner.pipeline.processes).
 
 The exactness reference for the distributed engine (same shards, same cache layout, no transport). Verifiers
 re-score with miner/verify/rescore.py, which needs logits at every output position, not only the last.
@@ -16,7 +17,7 @@ from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
 
 
-class LocalPipeline:
+class InProcessPipeline:
     def __init__(
         self,
         shards: list[StageShard],
