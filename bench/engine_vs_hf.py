@@ -170,7 +170,7 @@ class Timed:
     generate: list[Run] = field(default_factory=list)
 
     def median(self, runner: str) -> Run:
-        runs = sorted(getattr(self, runner), key=lambda r: r.seconds)
+        runs: list[Run] = sorted(getattr(self, runner), key=lambda r: r.seconds)
         return runs[len(runs) // 2]
 
     def speedup(self) -> float:
@@ -187,7 +187,8 @@ class Timed:
 def time_all(model_dir: Path, work: Workload) -> tuple[list[Timed], Roofs]:
     """Every setup on both sides, ROUNDS times; the roofs measured before each round, the best kept (other
     jobs on the machine can only make a measurement slower)."""
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    model.eval()  # type: ignore[no-untyped-call]  # transformers leaves PreTrainedModel.eval unannotated
     timed = [Timed(setup) for setup in SETUPS]
     run_engine(model_dir, work, SETUPS[0])  # warm-up for both sides' kernels
     run_generate(model, work, SETUPS[0])
@@ -306,7 +307,8 @@ def measure_memory_in_subprocess(model_dir: Path) -> dict[str, int]:
         capture_output=True,
         text=True,
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    measured: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])  # measure_memory's dict
+    return measured
 
 
 def mib(count: int) -> str:

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -26,7 +27,7 @@ from rich.table import Table
 from sqlalchemy.orm import Session
 
 from client_sdk.chain.types import TaskStatus
-from client_sdk.client import Client
+from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from coordinator.db.models import PipelineRecord
@@ -101,19 +102,16 @@ def run_fault(
         recoveries = []
         crashes = [f for f in faults if f != "none"]
         for k, fault in enumerate(crashes, start=1):
-            wait_for(lambda k=k: _done(client, batch_id) >= lines * k // (len(crashes) + 1))
+            wait_for(partial(_done_at_least, client, batch_id, lines * k // (len(crashes) + 1)))
             before = _done(client, batch_id)
             crashed = time.monotonic()
             _crash(system, fault)
-            wait_for(
-                lambda before=before: (
-                    _done(client, batch_id) > before or _status(client, batch_id) != "in_progress"
-                )
-            )
+            wait_for(partial(_moved_on, client, batch_id, before))
             recoveries.append(time.monotonic() - crashed)
         recovery = max(recoveries) if recoveries else None
         fault = " + ".join(faults)
         batch = wait_for(lambda: _final(client, batch_id), timeout=900)
+        assert batch is not None  # wait_for returns only a truthy value
         seconds = time.monotonic() - started
         completed = failed = duplicated = 0
         lost = lines
@@ -143,7 +141,8 @@ def _crash(system: LocalSystem, fault: str) -> None:
         system.crash_database(DOWN_S)
     else:
         stages = _active_stages(system)
-        victim = [m.address for m in system.miner_accounts].index(stages[0 if "first" in fault else -1])
+        addresses: list[str] = [m.address for m in system.miner_accounts]
+        victim = addresses.index(stages[0 if "first" in fault else -1])
         system.stop(f"miner{victim}", kill=True)
         if "for good" not in fault:
             time.sleep(DOWN_S)
@@ -192,6 +191,15 @@ def _done(client: Client, batch_id: str) -> int:
     return counts.completed + counts.failed
 
 
+def _done_at_least(client: Client, batch_id: str, count: int) -> bool:
+    return _done(client, batch_id) >= count
+
+
+def _moved_on(client: Client, batch_id: str, done_before: int) -> bool:
+    """More lines done than `done_before`, or the batch no longer in progress."""
+    return _done(client, batch_id) > done_before or _status(client, batch_id) != "in_progress"
+
+
 def _status(client: Client, batch_id: str) -> str:
     try:
         return client.batches.retrieve(batch_id).status
@@ -199,7 +207,7 @@ def _status(client: Client, batch_id: str) -> str:
         return "unreachable"
 
 
-def _final(client: Client, batch_id: str) -> object:
+def _final(client: Client, batch_id: str) -> Batch | None:
     try:
         batch = client.batches.retrieve(batch_id)
     except (UserError, httpx.HTTPError):

@@ -11,9 +11,11 @@ per-request work on-chain.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from rich.console import Console
 from rich.table import Table
+from web3.types import TxData
 
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
@@ -40,7 +42,7 @@ def last_tx_gas(market: Market) -> tuple[int, int]:
     """(execution gas, intrinsic gas) of the latest block's only transaction."""
     block = market.w3.eth.get_block("latest", full_transactions=True)
     (tx,) = block["transactions"]
-    data = bytes(tx["input"])  # type: ignore[index]
+    data = bytes(cast(TxData, tx)["input"])  # full_transactions: the transaction, not its hash
     intrinsic = 21_000 + sum(16 if byte else 4 for byte in data)
     return int(block["gasUsed"]) - intrinsic, intrinsic
 
@@ -78,7 +80,7 @@ def run(scratch: Path) -> dict[int, dict[str, tuple[int, int]]]:
     with Anvil() as node:
         deploy(
             node.rpc_url,
-            parties.admin.key.to_0x_hex(),
+            "0x" + parties.admin.key.hex(),
             scratch / "deployment.json",
             DeployParams(coordinator=parties.coordinator.address, challenge_window=3_600),
         )

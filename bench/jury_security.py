@@ -37,7 +37,7 @@ ROUNDS = 3
 MAX_VALUE_AT_RISK = 900.0  # tokens: TaskRegistry.maxValueAtRisk, deploy default
 CAPS = (900.0, 1_000.0)
 SHARES = (0.05, 0.10, 0.20, 0.30, 0.40, 0.45, 0.49, 0.499)
-SIZES = [(BASE_JURY + 1) * 2**r - 1 for r in range(ROUNDS)]  # 5, 11, 23
+SIZES: list[int] = [(BASE_JURY + 1) * 2**r - 1 for r in range(ROUNDS)]  # 5, 11, 23
 SEAT_PENALTY = SEAT_STAKE * PENALTY_BPS / 10_000
 
 

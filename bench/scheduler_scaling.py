@@ -17,8 +17,8 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Callable, Iterator
+from functools import cache, partial
 from pathlib import Path
 
 from rich.console import Console
@@ -71,6 +71,11 @@ def median_ms(action: Callable[[], object], budget_s: float = 0.3, least: int = 
         if len(times) >= 2000:
             break
     return statistics.median(times)
+
+
+def cheapest_under_next(graph: ShardGraph, loads: list[dict[str, float]], turn: Iterator[int]) -> object:
+    """One routing query, under the next of `loads` each time it is called."""
+    return graph.cheapest_chain(loads[next(turn) % len(loads)])
 
 
 class Timeout(Exception):
@@ -126,24 +131,24 @@ def measure(model: ModelSpec) -> tuple[dict[int, Row], bool]:
                 cluster = cluster_of(n, regions, seed)
                 plan = allocate(cluster, model)
                 exact = exact and plan.notes["s_star_exact"]
-                phase1.append(median_ms(lambda c=cluster: allocate(c, model)))
+                phase1.append(median_ms(partial(allocate, cluster, model)))
                 step = step_times(cluster.gpus, model)
                 shards = list(plan.shards())
-                build.append(median_ms(lambda c=cluster, sh=shards, st=step: ShardGraph(sh, c, st, 64), 0.1))
+                build.append(median_ms(partial(ShardGraph, shards, cluster, step, 64), 0.1))
                 graph = ShardGraph(shards, cluster, step, model.num_layers)
                 rnd = random.Random(seed)
                 loads = [{s.gpu: float(rnd.randrange(64)) for s in shards} for _ in range(64)]
                 it = iter(range(10**9))
-                phase2.append(median_ms(lambda g=graph, ls=loads, i=it: g.cheapest_chain(ls[next(i) % 64])))
+                phase2.append(median_ms(partial(cheapest_under_next, graph, loads, it)))
             row[f"{key}_p1"], row[f"{key}_p2"], row[f"{key}_build"] = max(phase1), max(phase2), max(build)
             all_exact = all_exact and exact
         cluster = cluster_of(n, 8, 0)
-        row["shipped_p1"] = median_ms(lambda c=cluster: parallax_shipped(c, model))
-        row["petals_p1"] = median_ms(lambda c=cluster: petals(c, model), 0.2, 1)
+        row["shipped_p1"] = median_ms(partial(parallax_shipped, cluster, model))
+        row["petals_p1"] = median_ms(partial(petals, cluster, model), 0.2, 1)
         spans = [Stage(gpu, a, b) for gpu, (a, b) in petals(cluster, model).notes["spans"].items()]
         step = step_times(cluster.gpus, model)
         span_graph = SpanGraph(spans, cluster, step, model.num_layers)
-        row["petals_p2"] = median_ms(lambda sg=span_graph: sg.cheapest_chain(), 0.2, 3)
+        row["petals_p2"] = median_ms(span_graph.cheapest_chain, 0.2, 3)
         row["naive_p1"] = None
         if naive_alive:
             caps = list(capacities(cluster_of(n, 1, 0), model, 0.3).values())

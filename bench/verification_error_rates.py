@@ -163,7 +163,7 @@ def variant(model: Path, directory: Path, transform: Callable[[torch.Tensor], to
 
 def quantized(bits: int, group: int | None) -> Callable[[torch.Tensor], torch.Tensor]:
     """Round-trip through signed `bits`-bit integers, one symmetric scale per row (or per `group` columns)."""
-    levels = 2 ** (bits - 1) - 1
+    levels: int = 2 ** (bits - 1) - 1
 
     def transform(weight: torch.Tensor) -> torch.Tensor:
         grouped = weight.reshape(-1, group) if group else weight

@@ -10,6 +10,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from redis import Redis
+from redis.lock import Lock
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
@@ -24,11 +25,12 @@ def redis_sending_lock(redis: Redis) -> SendingLock:
 
     def lock(key: tuple[int, str]) -> AbstractContextManager[Any]:
         chain_id, sender = key
-        return redis.lock(
+        held: Lock = redis.lock(  # redis-py leaves lock() unannotated
             f"lock:send:{chain_id}:{sender.lower()}",
             timeout=SEND_LOCK_TIMEOUT_S,
             blocking_timeout=2 * SEND_LOCK_TIMEOUT_S,
         )
+        return held
 
     return lock
 

@@ -96,7 +96,7 @@ def deploy_command(
         audit_rate_bps=audit_rate_bps,
         timelock_delay=timelock_delay,
     )
-    result = deploy(rpc_url, account.key.to_0x_hex(), out, params)
+    result = deploy(rpc_url, "0x" + account.key.hex(), out, params)
     console.print(f"deployed on chain {result.chain_id} at block {result.block}; wrote {out}")
 
 

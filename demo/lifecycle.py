@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def run_demo(config: DemoConfig = DemoConfig(), log: Console | None = None) -> D
         say(f"anvil on {node.rpc_url}; deploying the contracts")
         deploy(
             node.rpc_url,
-            parties.admin.key.to_0x_hex(),
+            "0x" + parties.admin.key.hex(),
             deployment_file,
             DeployParams(
                 coordinator=parties.coordinator.address,
@@ -165,7 +166,7 @@ def register_with_cli(rpc_url: str, deployment_file: Path, miner: LocalAccount, 
 def cli_env(rpc_url: str, deployment_file: Path, account: LocalAccount) -> dict[str, str]:
     """The environment a CLI user sets: chain, deployment and key (never a command-line argument)."""
     return os.environ | {
-        "BATCHMARKET_PRIVATE_KEY": account.key.to_0x_hex(),
+        "BATCHMARKET_PRIVATE_KEY": "0x" + account.key.hex(),
         "BATCHMARKET_RPC_URL": rpc_url,
         "BATCHMARKET_DEPLOYMENT": str(deployment_file),
     }
@@ -196,7 +197,7 @@ def accept_task(
     return [sign_acceptance(m, task_id, stake_lock, expiry, chain_id, registry) for m in miners]
 
 
-def simulate_inference(task_id: int, config: DemoConfig, pipeline: list[str]) -> list[ResultLeaf]:
+def simulate_inference(task_id: int, config: DemoConfig, pipeline: Sequence[str]) -> list[ResultLeaf]:
     """Stands in for the miners' pipeline until the engine lands: one result leaf per request."""
     return [
         ResultLeaf(
@@ -214,7 +215,7 @@ def simulate_inference(task_id: int, config: DemoConfig, pipeline: list[str]) ->
 
 
 def price_results(
-    market: Market, task_id: int, leaves: list[ResultLeaf], miners: list[str], config: DemoConfig
+    market: Market, task_id: int, leaves: list[ResultLeaf], miners: Sequence[str], config: DemoConfig
 ) -> ResultCommitment:
     """Usage-based payment capped at the max price; fee off the top; the rest split by layers served; the
     results root and each of `miners`' served root over `leaves`."""

@@ -124,7 +124,7 @@ class LocalSystem:
         self.anvil = self._stack.enter_context(Anvil(block_time_s=1 if config.verifiers else None))
         deploy(
             self.anvil.rpc_url,
-            self.admin.key.to_0x_hex(),
+            "0x" + self.admin.key.hex(),
             self.deployment_file,
             DeployParams(
                 coordinator=self.coordinator.address,
@@ -217,7 +217,7 @@ class LocalSystem:
             }
         )
         if key is not None:
-            env["BATCHMARKET_PRIVATE_KEY"] = key.key.to_0x_hex()
+            env["BATCHMARKET_PRIVATE_KEY"] = "0x" + key.key.hex()
         return env
 
     def _spawn(

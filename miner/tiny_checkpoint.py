@@ -12,7 +12,7 @@ template. The text it generates is random, but every code path of a real checkpo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -76,10 +76,12 @@ def build_checkpoint(family: str, directory: Path, seed: int = 0, **overrides: A
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.utils import logging
 
-    logging.disable_progress_bar()
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
     torch.manual_seed(seed)
     config = AutoConfig.for_model(model_type(family), **{**COMMON, **FAMILIES[family], **overrides})
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]  # unannotated in transformers
+        config, dtype=torch.float32
+    )
     model.save_pretrained(directory, safe_serialization=True)
     return directory
 
@@ -100,12 +102,12 @@ def build_tokenizer(directory: Path, vocab_size: int = 384) -> tuple[int, int]:
         show_progress=False,
     )
     tokenizer.train_from_iterator(CORPUS, trainer)
-    fast = PreTrainedTokenizerFast(
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]  # unannotated in transformers
         tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(directory)
-    return len(fast), fast.convert_tokens_to_ids("<|im_end|>")
+    return len(fast), cast(int, fast.convert_tokens_to_ids("<|im_end|>"))  # one token: one id
 
 
 def build_tiny_model(directory: Path, family: str = "qwen3", seed: int = 0, **overrides: Any) -> Path:

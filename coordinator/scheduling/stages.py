@@ -349,7 +349,7 @@ class StageSearch:
         if not len(p):
             return None
         result = linprog(self.counts, A_ub=-p, b_ub=-np.ones(len(p)), bounds=[(0, None)] * p.shape[1])
-        return _BinsDual(result.x) if result.status == 0 else None
+        return _BinsDual(result.x) if result.status == 0 and result.x is not None else None
 
     def _cost_dual(self, k: int) -> _CostDual | None:
         """max k*mu - counts.pi  s.t.  mu - p.pi <= |p|, mu >= 0, pi >= 0 (None: the LP cannot form k)."""
@@ -364,7 +364,11 @@ class StageSearch:
             b_ub=sizes,
             bounds=[(0, None)] * (p.shape[1] + 1),
         )
-        return _CostDual(float(result.x[0]), result.x[1:]) if result.status == 0 else None
+        return (
+            _CostDual(float(result.x[0]), result.x[1:])
+            if result.status == 0 and result.x is not None
+            else None
+        )
 
 
 @dataclass(frozen=True)

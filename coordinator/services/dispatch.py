@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from client_sdk import openai_batch
@@ -178,10 +178,13 @@ def break_leases_of(session: Session, miner: str, now: int) -> int:
     pipelines = [p.id for p in session.scalars(select(PipelineRecord)) if miner in p.members]
     if not pipelines:
         return 0
-    result = session.execute(
-        update(WorkUnit)
-        .where(WorkUnit.pipeline_id.in_(pipelines), WorkUnit.status == "leased")
-        .values(leased_until=now)
+    result = cast(
+        CursorResult[Any],  # what an UPDATE returns: it counts the rows matched
+        session.execute(
+            update(WorkUnit)
+            .where(WorkUnit.pipeline_id.in_(pipelines), WorkUnit.status == "leased")
+            .values(leased_until=now)
+        ),
     )
     return int(result.rowcount or 0)
 

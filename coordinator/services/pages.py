@@ -14,7 +14,7 @@ Row = TypeVar("Row")
 
 
 def newest_first(
-    session: Session, query: Select[tuple[Row]], table: Any, cursor: Any | None, limit: int
+    session: Session, query: Select[Row], table: Any, cursor: Any | None, limit: int
 ) -> tuple[list[Row], bool]:
     """Up to `limit` rows of `query` (over `table`, which has `created_at` and `id`), newest first, after the
     row `cursor` when given; and whether more follow."""

@@ -20,6 +20,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -249,7 +250,7 @@ class _Simulation:
                 transfer = group.step[0] * self.model.activation_bytes_per_token / self.link_bytes_per_ms
                 self._at(now + link + (transfer if link > 0 else 0.0), self._next_stage(group, index + 1))
             else:
-                self._at(now + chain.hops_ms[index], lambda t, g=group: self._end_step(g, t))
+                self._at(now + chain.hops_ms[index], partial(self._end_step, group))
 
     def _next_stage(self, group: _Group, index: int) -> Callable[[float], None]:
         return lambda t: self._arrive(group, index, t)

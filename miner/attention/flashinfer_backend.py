@@ -76,4 +76,6 @@ class FlashInferAttention(AttentionBackend):
 
     def _attend(self, q: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor) -> torch.Tensor:
         assert self._wrapper is not None  # set by plan(), which __call__ checked
-        return self._wrapper.run(q.contiguous(), (key_cache, value_cache))
+        # flashinfer is untyped: what its wrapper returns is declared here
+        out: torch.Tensor = self._wrapper.run(q.contiguous(), (key_cache, value_cache))
+        return out

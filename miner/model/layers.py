@@ -48,7 +48,7 @@ class DecoderLayer:
         tokens = hidden.shape[0]
         x = rms_norm(hidden, w["input_layernorm.weight"], c.rms_norm_eps)
         heads, kv_heads = c.num_heads, c.num_kv_heads
-        qk, v = self.qkv(x).split(self.qk_v_sizes, dim=-1)
+        qk, v = self.qkv(x).split_with_sizes(self.qk_v_sizes, dim=-1)
         # queries and keys side by side [tokens, heads + kv_heads, head_dim]: rotated by one set of ops
         qk = qk.view(tokens, heads + kv_heads, c.head_dim)
         v = v.reshape(tokens, kv_heads, c.head_dim)
@@ -56,7 +56,7 @@ class DecoderLayer:
             q = rms_norm(qk[:, :heads], w["self_attn.q_norm.weight"], c.rms_norm_eps)
             k = rms_norm(qk[:, heads:], w["self_attn.k_norm.weight"], c.rms_norm_eps)
             qk = torch.cat((q, k), dim=1)
-        q, k = rotate(qk, *rotation).split((heads, kv_heads), dim=1)
+        q, k = rotate(qk, *rotation).split_with_sizes((heads, kv_heads), dim=1)
         attended = attention(q, k, v, key_cache, value_cache)
         hidden = hidden + self.o_proj(attended.reshape(tokens, -1))
 

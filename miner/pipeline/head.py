@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -28,11 +29,11 @@ class _LoggedBlocks(BlockManager):
 
     def __init__(self, num_pages: int, page_size: int) -> None:
         super().__init__(num_pages, page_size)
-        self.released: list[Hashable] = []
+        self.released: list[int] = []
 
     def release(self, seq_id: Hashable) -> None:
         super().release(seq_id)
-        self.released.append(seq_id)
+        self.released.append(cast(int, seq_id))  # the scheduler's sequences, whose ids are request ids
 
 
 @dataclass(frozen=True)

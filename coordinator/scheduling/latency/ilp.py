@@ -70,7 +70,7 @@ def ilp(problem: LatencyProblem, time_limit_s: float = 16.0) -> LatencySchedule:
     upper = np.ones(n_vars)
     upper[held] = np.minimum(cap, n_layers)
     upper[s] = n_layers
-    integrality = np.ones(n_vars)
+    integrality = np.ones(n_vars, dtype=np.uint8)
     integrality[s] = 0
 
     rows = _Rows()
