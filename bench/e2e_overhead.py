@@ -38,8 +38,8 @@ from rich.table import Table
 from client_sdk.openai_batch import CHAT
 from demo.batch_demo import real_model_config
 from demo.system import UNIT, LocalSystem
+from miner.cli.serve import MAX_BATCH_SIZE
 from miner.model.packaged import SMOLLM2
-from miner.node.command import MAX_BATCH_SIZE
 from miner.pipeline.batch import RunSettings, run_batch
 from tests.coordinator.helpers import chat_line, jsonl
 

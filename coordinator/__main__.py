@@ -1,3 +1,3 @@
-from coordinator.cli import app
+from coordinator.cli.app import app
 
 app(prog_name="coordinator")

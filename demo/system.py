@@ -298,7 +298,7 @@ class LocalSystem:
         account = self.verifier_accounts[index]
         self.market.token.mint(account.address, self.config.verifier_stake)
         args = [
-            "miner.verify.cli", "verify",
+            "miner.cli.arbitration", "verify",
             "--model-dir", str(self.model_dir),
             "--coordinator", self.api_url,
             "--poll-s", "0.5",

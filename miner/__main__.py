@@ -1,3 +1,3 @@
-from miner.cli import app
+from miner.cli.app import app
 
 app(prog_name="miner")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from client_sdk.cli_support import console, one_line_errors
+from client_sdk.cli.support import console, one_line_errors
 from client_sdk.errors import UserError
 
 COMMON: dict[str, Any] = {

@@ -9,10 +9,10 @@ import typer
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from client_sdk.cli import app as market_app
-from coordinator.cli import app as coordinator_app
-from miner.cli import app as miner_app
-from miner.verify.cli import app as arbitration_app
+from client_sdk.cli.market import app as market_app
+from coordinator.cli.app import app as coordinator_app
+from miner.cli.app import app as miner_app
+from miner.cli.arbitration import app as arbitration_app
 
 APPS = {
     "market": market_app,

@@ -17,10 +17,10 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner
 
-from client_sdk.arbitration_cli import app as arbitration_app
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, Vote
+from client_sdk.cli.arbitration import app as arbitration_app
 from demo.lifecycle import DemoConfig
 from tests.helpers import committed_task, past_appeal, register_verifier, run_round
 

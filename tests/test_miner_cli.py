@@ -19,7 +19,7 @@ from client_sdk.chain.anvil import Anvil, free_port
 from client_sdk.chain.contracts import Market
 from client_sdk.keys import write_keystore
 from client_sdk.protocol.model_identity import KNOWN_MODELS, model_hash
-from miner.cli import app
+from miner.cli.app import app
 from miner.tiny_checkpoint import build_checkpoint
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
 

@@ -11,15 +11,15 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner
 
-from client_sdk.arbitration_cli import app as arbitration_app
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.deployment import Deployment
-from client_sdk.cli import app as market_app
+from client_sdk.cli.arbitration import app as arbitration_app
+from client_sdk.cli.market import app as market_app
 from client_sdk.protocol.model_identity import KNOWN_MODELS
-from coordinator.cli import app as coordinator_app
+from coordinator.cli.app import app as coordinator_app
 from demo.lifecycle import DemoConfig, create_task
-from miner.cli import app as miner_app
+from miner.cli.app import app as miner_app
 from tests.helpers import assigned_task
 
 
@@ -149,9 +149,9 @@ def test_market_faucet_mints_test_tokens_and_gas_on_a_devnet(
 
 
 def test_the_installed_arbitration_command_has_every_command_of_the_sdks() -> None:
-    """`arbitration` (miner.verify.cli) is the SDK's arbitration app plus `verify`: none may be left out."""
-    from client_sdk.arbitration_cli import app as sdk_app
-    from miner.verify.cli import app as installed
+    """`arbitration` (miner.cli.arbitration) is the SDK's arbitration app plus `verify`: none left out."""
+    from client_sdk.cli.arbitration import app as sdk_app
+    from miner.cli.arbitration import app as installed
 
     def names(app: typer.Typer) -> set[str]:
         return {c.name or "" for c in app.registered_commands} | {g.name or "" for g in app.registered_groups}

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
-from client_sdk.cli import app as market_app
+from client_sdk.cli.market import app as market_app
 from client_sdk.client import Client
 from client_sdk.errors import UserError
 from coordinator.db.models import Batch

@@ -21,8 +21,8 @@ from dataclasses import replace as replaced
 import pytest
 from typer.testing import CliRunner
 
-from client_sdk.arbitration_cli import app
 from client_sdk.chain.types import Dispute, DisputeStatus, TaskStatus, Vote
+from client_sdk.cli.arbitration import app
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.corrupt import CorruptionSwitch
 from tests.coordinator.helpers import chat_line, jsonl

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from client_sdk import openai_batch
 from client_sdk.protocol.model_identity import model_hash
-from miner.cli import app
+from miner.cli.app import app
 from miner.model.packaged import SMOLLM2
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 

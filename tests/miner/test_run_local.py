@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 
 from client_sdk import openai_batch
 from client_sdk.protocol.sampling import LOCAL_TASK_ID
-from miner.cli import app
+from miner.cli.app import app
 from miner.engine.engine import Engine
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bench._clusters import QWEN3_32B, quality_clusters
-from coordinator.cli import app
+from coordinator.cli.app import app
 from coordinator.scheduling.strategies import STRATEGIES
 
 CLUSTERS = quality_clusters()

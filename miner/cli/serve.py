@@ -1,4 +1,4 @@
-"""`miner serve`: the node's command line (registered in miner.cli)."""
+"""`miner serve`: the node's command line (registered in miner.cli.app)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Annotated
 import torch
 import typer
 
-from client_sdk.cli_support import (
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,

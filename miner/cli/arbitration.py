@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import typer
 
-from client_sdk.arbitration_cli import dispute_app, exit_verifier, refute_usage, status, withdraw_stake
-from miner.verify.command import verify
+from client_sdk.cli.arbitration import dispute_app, exit_verifier, refute_usage, status, withdraw_stake
+from miner.cli.verify import verify
 
 app = typer.Typer(
     help="Dispute results, and verify disputes and audits.",

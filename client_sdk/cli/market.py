@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from client_sdk import batch_cli
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Task, TaskStatus
-from client_sdk.cli_support import (
+from client_sdk.cli import batches as batch_cli
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,

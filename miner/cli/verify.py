@@ -1,4 +1,4 @@
-"""`arbitration verify`: run a staked verifier (registered in miner.verify.cli)."""
+"""`arbitration verify`: run a staked verifier (registered in miner.cli.arbitration)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Annotated
 import httpx
 import typer
 
-from client_sdk.batch_cli import DEFAULT_COORDINATOR, CoordinatorOption
 from client_sdk.chain.contracts import Market
-from client_sdk.cli_support import (
+from client_sdk.cli.batches import DEFAULT_COORDINATOR, CoordinatorOption
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,

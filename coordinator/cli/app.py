@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from client_sdk.chain.deploy import DeployParams, deploy
-from client_sdk.cli_support import (
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     JsonOption,
@@ -23,7 +23,7 @@ from client_sdk.cli_support import (
 from client_sdk.errors import UserError
 from client_sdk.keys import load_account
 from client_sdk.units import parse_amount
-from coordinator import service_cli
+from coordinator.cli import services as service_cli
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.metrics import plan_metrics
@@ -32,7 +32,7 @@ from coordinator.scheduling.plan import Plan
 from coordinator.scheduling.strategies import STRATEGIES, make_plan
 from coordinator.simulate.engine import simulate
 from coordinator.simulate.workload import Workload
-from miner.node import relay_command  # the same relay a miner may run
+from miner.cli import relay as relay_command  # the same relay a miner may run
 
 app = typer.Typer(
     help="Operate a batchmarket coordinator.", no_args_is_help=True, pretty_exceptions_enable=False

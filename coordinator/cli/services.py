@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from client_sdk.cli_support import console, one_line_errors
+from client_sdk.cli.support import console, one_line_errors
 from client_sdk.errors import UserError
 from coordinator.config import Settings
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile
-from client_sdk.cli_support import (
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,
@@ -31,8 +31,8 @@ from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
 from client_sdk.units import format_amount, parse_amount
-from miner.node import command as node_command
-from miner.node import relay_command
+from miner.cli import relay as relay_command
+from miner.cli import serve as node_command
 
 app = typer.Typer(
     help="Run a miner: register your GPUs on-chain with a stake, check them, manage the stake, withdraw "

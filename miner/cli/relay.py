@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 import zmq
 
-from client_sdk.cli_support import console
+from client_sdk.cli.support import console
 from client_sdk.errors import UserError
 from miner.transport.relay import Relay
 from miner.transport.security import LinkKeys

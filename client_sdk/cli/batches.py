@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from client_sdk.chain.types import TaskPrices, TaskStatus
-from client_sdk.cli_support import (
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,

@@ -11,10 +11,10 @@ from typing import Annotated
 import typer
 from rich.table import Column, Table
 
-from client_sdk.batch_cli import DEFAULT_COORDINATOR, CoordinatorOption
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, TaskStatus
-from client_sdk.cli_support import (
+from client_sdk.cli.batches import DEFAULT_COORDINATOR, CoordinatorOption
+from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,

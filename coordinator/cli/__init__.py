@@ -1,0 +1,2 @@
+"""The operator's command line, `coordinator` (app.py: deploy, plan, simulate; services.py: serve, worker,
+db)."""
