@@ -1,1 +1,2 @@
-"""`miner serve`: profile the device, join a coordinator, serve work units, sign the results."""
+"""The miner node behind `miner serve`: profile the device, join a coordinator, host the assigned stage, serve
+work units as head, journal what it served, and check and sign the results."""
