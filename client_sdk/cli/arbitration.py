@@ -13,10 +13,11 @@ from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, TaskStatus
-from client_sdk.cli.batches import DEFAULT_COORDINATOR, CoordinatorOption
 from client_sdk.cli.support import (
+    DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
+    CoordinatorOption,
     DeploymentOption,
     JsonOption,
     KeystoreOption,

@@ -21,8 +21,10 @@ from rich.table import Table
 
 from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.cli.support import (
+    DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
+    CoordinatorOption,
     DeploymentOption,
     JsonOption,
     KeystoreOption,
@@ -36,13 +38,6 @@ from client_sdk.openai_batch import BatchFormatError, parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.model_identity import describe
 from client_sdk.units import parse_amount
-
-DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
-
-CoordinatorOption = Annotated[
-    str,
-    typer.Option("--coordinator", envvar="BATCHMARKET_COORDINATOR_URL", help="Coordinator API URL."),
-]
 
 
 def _client(coordinator: str, rpc_url: str, deployment: Path, keystore: Path | None) -> Client:

@@ -22,10 +22,18 @@ R = TypeVar("R")
 
 DEFAULT_RPC_URL = "http://127.0.0.1:8545"
 DEFAULT_DEPLOYMENT = Path("deployment.json")
+DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
 
 console = Console()
 error_console = Console(stderr=True)
 
+CoordinatorOption = Annotated[
+    str,
+    typer.Option("--coordinator", envvar="BATCHMARKET_COORDINATOR_URL", help="Coordinator API URL."),
+]
+ModelDirOption = Annotated[
+    Path, typer.Option("--model-dir", help="Checkpoint directory: config.json, safetensors, tokenizer.")
+]
 RpcUrlOption = Annotated[
     str, typer.Option("--rpc-url", envvar="BATCHMARKET_RPC_URL", help="JSON-RPC endpoint of the chain.")
 ]

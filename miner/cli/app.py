@@ -20,6 +20,7 @@ from client_sdk.cli.support import (
     DeploymentOption,
     JsonOption,
     KeystoreOption,
+    ModelDirOption,
     RpcUrlOption,
     console,
     error_console,
@@ -329,12 +330,7 @@ def withdraw(
 @app.command("run-local")
 @one_line_errors
 def run_local(
-    model_dir: Annotated[
-        Path,
-        typer.Option(
-            "--model-dir", help="Hugging Face checkpoint directory: config.json, safetensors, tokenizer."
-        ),
-    ],
+    model_dir: ModelDirOption,
     input_file: Annotated[
         Path,
         typer.Option(

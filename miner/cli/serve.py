@@ -12,10 +12,13 @@ import torch
 import typer
 
 from client_sdk.cli.support import (
+    DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
+    CoordinatorOption,
     DeploymentOption,
     KeystoreOption,
+    ModelDirOption,
     RpcUrlOption,
     console,
     open_market,
@@ -47,11 +50,9 @@ MAX_BATCH_SIZE = 32  # sequences per microbatch
 
 
 def serve(
-    coordinator: Annotated[str, typer.Option(help="Coordinator URL, e.g. http://127.0.0.1:8000.")],
     model: Annotated[str, typer.Option(help="Model name as requests name it (and as registered on-chain).")],
-    model_dir: Annotated[
-        Path, typer.Option(help="Checkpoint directory: config.json, safetensors, tokenizer.")
-    ],
+    model_dir: ModelDirOption,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
     memory_gb: Annotated[

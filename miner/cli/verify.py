@@ -5,19 +5,20 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from pathlib import Path
 from typing import Annotated
 
 import httpx
 import typer
 
 from client_sdk.chain.contracts import Market
-from client_sdk.cli.batches import DEFAULT_COORDINATOR, CoordinatorOption
 from client_sdk.cli.support import (
+    DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
+    CoordinatorOption,
     DeploymentOption,
     KeystoreOption,
+    ModelDirOption,
     RpcUrlOption,
     console,
     one_line_errors,
@@ -60,9 +61,7 @@ def ensure_registered(market: Market, stake: int | None) -> None:
 
 @one_line_errors
 def verify(
-    model_dir: Annotated[
-        Path, typer.Option(help="The reference checkpoint: config.json, safetensors, tokenizer.")
-    ],
+    model_dir: ModelDirOption,
     stake: Annotated[
         str | None, typer.Option(help="Tokens to stake when registering (default: the minimum), e.g. 100.")
     ] = None,
