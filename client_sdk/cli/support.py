@@ -10,6 +10,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import requests
 import typer
+import typer.rich_utils
 from eth_account.signers.local import LocalAccount
 from rich.console import Console
 
@@ -26,6 +27,10 @@ DEFAULT_COORDINATOR = "http://127.0.0.1:8000"
 
 console = Console()
 error_console = Console(stderr=True)
+
+# An option's allowed range goes under its type in --help, not beside it: beside, it widens the type column of
+# every option until, at 80 columns, the help column is too narrow for an environment variable's name.
+typer.rich_utils.RANGE_STRING = "\n[{}]"
 
 CoordinatorOption = Annotated[
     str,

@@ -68,9 +68,14 @@ def verify(
     coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
     device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
-    audits: Annotated[
-        bool, typer.Option(help="Also draw random audits of committed tasks and re-score selected lines.")
-    ] = True,
+    no_audits: Annotated[
+        bool,
+        typer.Option(
+            "--no-audits",
+            help="Only serve on juries: draw no random audits of committed tasks (by default it also draws "
+            "them and re-scores the selected lines).",
+        ),
+    ] = False,
     poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
@@ -91,7 +96,7 @@ def verify(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with coordinator_client(coordinator, market.transactor.account, 60) as http:
-        verifier = Verifier(market, http, judge, audits)
+        verifier = Verifier(market, http, judge, audits=not no_audits)
         console.print(f"verifying as {verifier.address}; Ctrl-C stops")
         try:
             while not stop.is_set():
