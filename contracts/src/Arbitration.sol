@@ -335,6 +335,7 @@ contract Arbitration is IArbitration, AccessControl {
         return _configFor(taskId);
     }
 
+    /// @notice The bond a task owner posts to open a dispute, under the current configuration.
     function disputeBond() external view returns (uint256) {
         return config().disputeBond;
     }

@@ -421,18 +421,23 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
 
     // ------------------------------------------------------------------------------------------------ admin
 
+    /// @notice The admin (through the timelock) sets the challenge window of tasks created from now on.
     function setChallengeWindow(uint256 window) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setChallengeWindow(window);
     }
 
+    /// @notice The admin (through the timelock) sets the coordinator's fee and where it is paid, for new
+    /// tasks.
     function setCoordinatorFee(uint256 feeBps, address recipient) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setCoordinatorFee(feeBps, recipient);
     }
 
+    /// @notice The admin (through the timelock) sets the least stake a task locks per miner, for new tasks.
     function setMinStakeLock(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setMinStakeLock(amount);
     }
 
+    /// @notice The admin (through the timelock) caps what one dispute can move, for new tasks.
     function setMaxValueAtRisk(uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
         _setMaxValueAtRisk(amount);
     }
@@ -443,6 +448,7 @@ contract TaskRegistry is ITaskRegistry, AccessControl, Pausable, EIP712 {
         _pause();
     }
 
+    /// @notice The admin lets new tasks be created again.
     function unpause() external onlyRole(PAUSER_ROLE) {
         _unpause();
     }

@@ -191,9 +191,12 @@ interface IArbitration {
     function drawJury(uint256 disputeId) external;
     /// @notice A juror's sealed vote: `voteCommitment(disputeId, round, juror, vote, salt)`.
     function commitVote(uint256 disputeId, bytes32 commitment) external;
+    /// @notice Opens a sealed vote: `choice` and `salt` must hash to the juror's commitment of this round.
     function revealVote(uint256 disputeId, Vote choice, bytes32 salt) external;
     /// @notice A party on the losing side of the current round asks for a larger jury, posting a larger bond.
     function appeal(uint256 disputeId) external;
+    /// @notice Settles a dispute whose last phase has ended: bonds, juror stakes and, if the miners were at
+    /// fault, their slashing.
     function resolve(uint256 disputeId) external returns (DisputeStatus outcome);
 
     /// @notice Adds `amount` to the audit pool (held by the escrow), which posts the bonds of audits.
@@ -210,16 +213,24 @@ interface IArbitration {
         bytes32[][] calldata servedProofs
     ) external returns (uint256 disputeId);
 
+    /// @notice The commitment a juror seals: the hash of the dispute, round, juror, vote and salt.
     function voteCommitment(uint256 disputeId, uint8 round, address juror, Vote choice, bytes32 salt)
         external
         pure
         returns (bytes32);
+    /// @notice A dispute as stored: task, leaf, parties, bond, round and status.
     function getDispute(uint256 disputeId) external view returns (Dispute memory);
+    /// @notice Round `round` of a dispute: its jury size, deadlines and vote tallies.
     function roundOf(uint256 disputeId, uint8 round) external view returns (Round memory);
+    /// @notice The jurors drawn for round `round` of a dispute, seat by seat.
     function jurorsOf(uint256 disputeId, uint8 round) external view returns (address[] memory);
+    /// @notice One juror's seat in round `round` of a dispute: its commitment, revealed vote and locked
+    /// stake.
     function jurorOf(uint256 disputeId, uint8 round, address account) external view returns (Juror memory);
+    /// @notice The pipeline miners a dispute holds to account (those whose served root proves the leaf).
     function pipelineOf(uint256 disputeId) external view returns (address[] memory);
     /// @notice The task owner's dispute of the task, 0 if none (an owner disputes at most one line per task).
     function disputeOfTask(uint256 taskId) external view returns (uint256);
+    /// @notice The audit draw of a task: its seed block, whether it was sealed and selected, and its dispute.
     function auditOf(uint256 taskId) external view returns (Audit memory);
 }

@@ -64,24 +64,40 @@ interface IGPURegistry {
     event MinStakeChanged(uint256 minStake);
     event UnbondingPeriodChanged(uint256 period);
 
+    /// @notice Registers the caller as a miner with its hardware, region, endpoint and models, staking
+    /// `stakeAmount`.
     function register(MinerProfile calldata profile, uint256 stakeAmount) external;
+    /// @notice Changes the address whose EIP-712 signatures count as the miner's.
     function setSigner(address signer) external;
     /// @notice Changes the endpoint the previous stage dials (at most MAX_ENDPOINT_BYTES; the format is checked
     /// off-chain, as at registration).
     function setEndpoint(string calldata endpoint) external;
+    /// @notice Adds `amount` to the caller's free stake.
     function addStake(uint256 amount) external;
+    /// @notice Moves `amount` of free stake into unbonding; it can be withdrawn after the unbonding period.
     function requestUnstake(uint256 amount) external;
+    /// @notice Pays out the caller's stake whose unbonding has ended.
     function withdrawStake() external returns (uint256 amount);
 
+    /// @notice The task registry locks `amount` of a miner's free stake behind a task it accepted.
     function lockStake(address miner, uint256 amount) external;
+    /// @notice The task registry releases `amount` of a miner's locked stake.
     function unlockStake(address miner, uint256 amount) external;
+    /// @notice Arbitration takes `amount` of a miner's locked stake and sends it to `to`.
     function slash(address miner, uint256 amount, address to) external;
 
+    /// @notice Whether `miner` is registered.
     function isRegistered(address miner) external view returns (bool);
+    /// @notice The address that signs for `miner`.
     function signerOf(address miner) external view returns (address);
+    /// @notice A miner's stake: free, locked and unbonding, and when the unbonding ends.
     function stakeOf(address miner) external view returns (Stake memory);
+    /// @notice A miner's registered profile: hardware, region, price floor, endpoint and models.
     function profileOf(address miner) external view returns (MinerProfile memory);
+    /// @notice Whether `miner` registered the model `modelId` (the hash of its checkpoint).
     function supportsModel(address miner, bytes32 modelId) external view returns (bool);
+    /// @notice The smallest stake accepted at registration (coordinators also ask it of a joining miner).
     function minStake() external view returns (uint256);
+    /// @notice How long requested unstaking waits before it can be withdrawn.
     function unbondingPeriod() external view returns (uint256);
 }

@@ -29,13 +29,16 @@ interface IPaymentEscrow {
     event AuditPoolFunded(address indexed payer, uint256 amount);
     event AuditBondPosted(uint256 indexed disputeId, uint256 amount);
 
+    /// @notice The task registry takes `amount` from `payer` into a task's escrow.
     function depositEscrow(uint256 taskId, address payer, uint256 amount) external;
+    /// @notice The task registry pays a task's escrow out to its payees and refunds the rest.
     function settleEscrow(
         uint256 taskId,
         address[] calldata payees,
         uint256[] calldata amounts,
         address refundTo
     ) external;
+    /// @notice Arbitration takes a dispute bond of `amount` from `payer`.
     function depositBond(uint256 disputeId, address payer, uint256 amount) external;
     /// @notice Moves bond `bondId` into the arbitration float, to be shared out by `distribute`.
     function releaseBond(uint256 bondId) external returns (uint256 amount);
@@ -49,15 +52,22 @@ interface IPaymentEscrow {
     function fundAuditPool(address payer, uint256 amount) external;
     /// @notice Posts bond `bondId` out of the audit pool; `releaseBond` releases it.
     function depositBondFromAuditPool(uint256 bondId, uint256 amount) external;
+    /// @notice Pays the caller its whole credited balance.
     function withdraw() external returns (uint256 amount);
 
+    /// @notice What a task's escrow holds.
     function escrowOf(uint256 taskId) external view returns (uint256);
+    /// @notice What a dispute bond holds.
     function bondOf(uint256 disputeId) external view returns (uint256);
+    /// @notice What `account` can withdraw.
     function balanceOf(address account) external view returns (uint256);
+    /// @notice Everything the escrow owes (escrows, bonds, balances, the audit pool): never more than it
+    /// holds.
     function totalLiabilities() external view returns (uint256);
     /// @notice Tokens in the audit pool, owed to future audit bonds (part of `totalLiabilities`).
     function auditPool() external view returns (uint256);
     /// @notice Tokens a dispute's resolution is sharing out; 0 between transactions.
     function arbitrationFloat() external view returns (uint256);
+    /// @notice The token every amount is in.
     function token() external view returns (IERC20);
 }

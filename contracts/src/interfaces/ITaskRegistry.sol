@@ -154,7 +154,9 @@ interface ITaskRegistry {
     event MinStakeLockChanged(uint256 minStakeLock);
     event MaxValueAtRiskChanged(uint256 maxValueAtRisk);
 
+    /// @notice Creates a task for an input root and escrows its maximum price from the caller.
     function createTask(CreateTaskParams calldata params) external returns (uint256 taskId);
+    /// @notice The owner cancels a task not yet assigned and gets its whole escrow back.
     function cancelTask(uint256 taskId) external;
     /// @notice Gives up a task with no results, refunding the whole escrow to its owner and unlocking every
     /// assigned miner's stake: any coordinator while it is Open, its own coordinator while it is Assigned. Emits
@@ -169,9 +171,13 @@ interface ITaskRegistry {
         uint128 stakeLock,
         Acceptance[] calldata acceptances
     ) external;
+    /// @notice The coordinator commits the results root, usage and payment split, signed by the assigned
+    /// miners.
     function commitResults(uint256 taskId, Commitment calldata commitment, bytes[] calldata signatures)
         external;
+    /// @notice After the challenge window, pays the miners and the coordinator and refunds the unused budget.
     function finalizeTask(uint256 taskId) external;
+    /// @notice Refunds a task whose deadline passed without a commitment, and unlocks its miners' stake.
     function expireTask(uint256 taskId) external;
     /// @notice Proves that the committed usage is not what the results tree adds up to: `leaf` at its position
     /// (`proof` in the results sum tree) yields the tree's true totals, and they differ from the committed ones.
@@ -193,13 +199,16 @@ interface ITaskRegistry {
     /// @notice Lengthens the task's challenge window by `extension` seconds (the time an audit ran).
     function extendChallenge(uint256 taskId, uint256 extension) external;
 
+    /// @notice A task as stored: owner, roots, usage, payment, deadlines and status.
     function getTask(uint256 taskId) external view returns (Task memory);
     /// @notice The prices the task was created with.
     function pricesOf(uint256 taskId) external view returns (TaskPrices memory);
     /// @notice What `inputTokens` and `outputTokens` cost at the task's prices: rounded down, at most its maximum
     /// price. A commitment's payment must be exactly this for its usage.
     function priceOf(uint256 taskId, uint64 inputTokens, uint64 outputTokens) external view returns (uint128);
+    /// @notice The miners assigned to a task, in the order their signatures and amounts follow.
     function minersOf(uint256 taskId) external view returns (address[] memory);
+    /// @notice What each assigned miner is paid at finalization, as committed.
     function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
     /// @notice The EIP-712 digest the assigned miner whose served root is `servedRoot` signs.
     function commitmentDigest(uint256 taskId, Commitment calldata commitment, bytes32 servedRoot)
@@ -223,7 +232,9 @@ interface ITaskRegistry {
         bytes32[] calldata proof,
         bytes32[][] calldata servedProofs
     ) external view returns (bytes32 leafHash, address[] memory accountable);
+    /// @notice The challenge window new tasks take, in seconds.
     function challengeWindow() external view returns (uint256);
+    /// @notice Where the coordinator's fee is paid.
     function feeRecipient() external view returns (address);
     /// @notice End of the task's challenge window, extensions included; 0 before results are committed.
     function challengeEndsAt(uint256 taskId) external view returns (uint256);
@@ -231,5 +242,6 @@ interface ITaskRegistry {
     function termsOf(uint256 taskId) external view returns (TaskTerms memory);
     /// @notice The coordinator account that assigned the task (it may not sit on the task's juries).
     function coordinatorOf(uint256 taskId) external view returns (address);
+    /// @notice How many disputes of a task are still open.
     function openDisputesOf(uint256 taskId) external view returns (uint256);
 }

@@ -53,6 +53,7 @@ interface IVerifierRegistry {
     /// @notice Releases `amount` of locked stake, taking `penalty` of it to the escrow. Arbiter only.
     function releaseSeat(address verifier, uint256 amount, uint256 penalty) external;
 
+    /// @notice A verifier's stake, locked seats and exit time.
     function verifierOf(address account) external view returns (Verifier memory);
     /// @notice Registered, with stake, and not exiting.
     function isVerifier(address account) external view returns (bool);
@@ -60,5 +61,6 @@ interface IVerifierRegistry {
     function totalWeight() external view returns (uint256);
     /// @notice Smallest stake, and the unit of weight: one seat.
     function minStake() external view returns (uint256);
+    /// @notice How long an exiting verifier waits before withdrawing its stake.
     function unbondingPeriod() external view returns (uint256);
 }
