@@ -39,6 +39,10 @@ CoordinatorOption = Annotated[
 ModelDirOption = Annotated[
     Path, typer.Option("--model-dir", help="Checkpoint directory: config.json, safetensors, tokenizer.")
 ]
+DeviceOption = Annotated[str, typer.Option("--device", help="Torch device: cpu, cuda or cuda:N.")]
+DtypeOption = Annotated[
+    str, typer.Option("--dtype", help="Weights and activations: float32, bfloat16 or float16.")
+]
 RpcUrlOption = Annotated[
     str, typer.Option("--rpc-url", envvar="BATCHMARKET_RPC_URL", help="JSON-RPC endpoint of the chain.")
 ]

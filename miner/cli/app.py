@@ -18,6 +18,8 @@ from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
     DeploymentOption,
+    DeviceOption,
+    DtypeOption,
     JsonOption,
     KeystoreOption,
     ModelDirOption,
@@ -372,10 +374,8 @@ def run_local(
             help="One-way latency added to every link between stages, for experiments.",
         ),
     ] = 0.0,
-    dtype: Annotated[
-        str, typer.Option(help="Weights and activations: float32, float16 or bfloat16.")
-    ] = "float32",
-    device: Annotated[str, typer.Option(help="Torch device of every stage, e.g. cpu or cuda.")] = "cpu",
+    dtype: DtypeOption = "float32",
+    device: DeviceOption = "cpu",
     max_batch_size: Annotated[
         int,
         typer.Option(

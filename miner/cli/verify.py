@@ -17,6 +17,8 @@ from client_sdk.cli.support import (
     DEFAULT_RPC_URL,
     CoordinatorOption,
     DeploymentOption,
+    DeviceOption,
+    DtypeOption,
     KeystoreOption,
     ModelDirOption,
     RpcUrlOption,
@@ -66,8 +68,8 @@ def verify(
         str | None, typer.Option(help="Tokens to stake when registering (default: the minimum), e.g. 100.")
     ] = None,
     coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
-    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
+    device: DeviceOption = "cpu",
+    dtype: DtypeOption = "float32",
     no_audits: Annotated[
         bool,
         typer.Option(
