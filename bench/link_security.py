@@ -36,6 +36,13 @@ REPEATS = 5
 TARGET_LOSS = 0.05
 
 
+def small_model(directory: Path) -> tuple[Path, float]:
+    """The small random Llama built in `directory`, and its slowest stage's time in the naive pipeline at
+    0 ms, from which the planned microbatch counts follow."""
+    model = build_tiny_model(directory / "model", "llama", **MODEL)
+    return model, run(model, 0, 1, False, naive_sequences(0)).stage_ms
+
+
 @dataclass(frozen=True)
 class Pairs:
     """Steady tokens/s of alternating plain and CURVE runs at one link latency, in run order."""
@@ -110,8 +117,7 @@ def plot(pairs: dict[int, Pairs], path: Path) -> None:
 def main() -> None:
     console = Console(width=120)
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_tiny_model(Path(tmp) / "model", "llama", **MODEL)
-        stage_ms = run(model, 0, 1, False, naive_sequences(0)).stage_ms
+        model, stage_ms = small_model(Path(tmp))
         pairs = curve_overhead(model, stage_ms)
     table = curve_table(pairs)
     RESULTS.mkdir(exist_ok=True)

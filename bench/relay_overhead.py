@@ -43,12 +43,10 @@ from bench.latency_tolerance import (
     NEW,
     RESULTS,
     STAGES,
-    naive_sequences,
     run,
 )
-from bench.link_security import MODEL
+from bench.link_security import small_model
 from coordinator.scheduling.microbatch import microbatches
-from miner.tiny_checkpoint import build_tiny_model
 
 LATENCIES_MS = (0, 64)
 REPEATS = 5
@@ -255,8 +253,7 @@ def plot(results: dict[int, Runs], path: Path) -> None:
 def main() -> None:
     console = Console(width=120)
     with tempfile.TemporaryDirectory() as tmp:
-        model = build_tiny_model(Path(tmp) / "model", "llama", **MODEL)
-        stage_ms = run(model, 0, 1, False, naive_sequences(0)).stage_ms
+        model, stage_ms = small_model(Path(tmp))
         results = relay_overhead(model, stage_ms, console)
     tables = (throughput_table(results, stage_ms), latency_table(results))
     RESULTS.mkdir(exist_ok=True)
