@@ -32,19 +32,28 @@ def check_stage_endpoint(text: str) -> str:
     return text
 
 
-def tcp_connect_ms(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> float | None:
-    """Milliseconds to open a TCP connection to `tcp://host:port`; None if it cannot be reached in time or the
-    endpoint is not TCP."""
+def tcp_address(endpoint: str) -> tuple[str, int] | None:
+    """(host, port) of `tcp://host:port`; None for another scheme, no port, or a port that is not a number in
+    range (`*`, which ZeroMQ binds to any free port)."""
     parts = urlsplit(endpoint)
     try:
         host, port = parts.hostname, parts.port
-    except ValueError:  # a port out of range
+    except ValueError:
         return None
     if parts.scheme != "tcp" or host is None or port is None:
         return None
+    return host, port
+
+
+def tcp_connect_ms(endpoint: str, timeout_s: float = PROBE_TIMEOUT_S) -> float | None:
+    """Milliseconds to open a TCP connection to `tcp://host:port`; None if it cannot be reached in time or the
+    endpoint is not TCP."""
+    address = tcp_address(endpoint)
+    if address is None:
+        return None
     started = time.perf_counter()
     try:
-        with socket.create_connection((host, port), timeout=timeout_s):
+        with socket.create_connection(address, timeout=timeout_s):
             pass
     except OSError:
         return None

@@ -81,8 +81,7 @@ def join(
     checks passed: joins cannot make the coordinator dial an address at will) and records whether it was
     reachable; a miner neither reachable nor behind a relay is not planned into any pipeline."""
     model, device = joining.model, joining.device
-    if not is_link_key(joining.link_key):
-        raise InvalidInput("link_key must be a 32-byte CURVE public key in Z85 (40 characters)", "link_key")
+    _require_link_key(joining.link_key, "link_key")
     relay = joining.relay
     if relay is not None:
         _check_relay(relay)
@@ -131,13 +130,17 @@ def join(
     return miner
 
 
+def _require_link_key(value: str, param: str) -> None:
+    if not is_link_key(value):
+        raise InvalidInput(f"{param} must be a 32-byte CURVE public key in Z85 (40 characters)", param)
+
+
 def _check_relay(relay: StageRelay) -> None:
     try:
         check_stage_endpoint(relay.endpoint)
     except ValueError as exc:
         raise InvalidInput(f"relay: {exc}", "relay.endpoint") from None
-    if not is_link_key(relay.key):
-        raise InvalidInput("relay.key must be a 32-byte CURVE public key in Z85 (40 characters)", "relay.key")
+    _require_link_key(relay.key, "relay.key")
     if not relay.region:
         raise InvalidInput("relay.region must name the relay's region", "relay.region")
 

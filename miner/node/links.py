@@ -7,7 +7,8 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+
+from client_sdk.protocol.endpoint import tcp_address
 
 log = logging.getLogger("batchmarket.miner")
 
@@ -16,16 +17,12 @@ log = logging.getLogger("batchmarket.miner")
 def listening(endpoint: str) -> Iterator[None]:
     """Listens on `tcp://host:port` (`*` or no port: nothing to hold) until the block ends. A port already
     taken is logged and left alone: whoever holds it answers the probe, or the stage cannot bind anyway."""
-    parts = urlsplit(endpoint)
-    try:
-        host, port = parts.hostname, parts.port
-    except ValueError:  # `*` as the port: the inbox takes any free one, which no probe can find
-        host, port = None, None
-    if parts.scheme != "tcp" or host is None or port is None:
+    address = tcp_address(endpoint)  # None for `*`: the inbox takes any free port, which no probe can find
+    if address is None:
         yield
         return
     try:
-        server = socket.create_server((host, port), reuse_port=False)
+        server = socket.create_server(address, reuse_port=False)
     except OSError as exc:
         log.warning("cannot listen on %s while joining (%s); the coordinator probes it anyway", endpoint, exc)
         yield

@@ -72,6 +72,11 @@ class Limits:
     max_route: int = 64
     max_dims: int = 4
 
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest message (header and payload) a socket of a stage link takes."""
+        return self.max_header_bytes + self.max_payload_bytes
+
 
 DEFAULT_LIMITS = Limits()
 

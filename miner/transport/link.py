@@ -122,7 +122,7 @@ class Inbox:
         relay: RelayAddress | None = None,
     ) -> None:
         self._socket = context.socket(zmq.PULL)
-        self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes)
+        self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
         self._security = security
         if security is not None:
             security.serve(self._socket)
@@ -140,9 +140,7 @@ class Inbox:
             if security is None:
                 raise ValueError("only a secured inbox can take messages through a relay")
             self._relay = context.socket(zmq.DEALER)
-            self._relay.setsockopt(
-                zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes + ENVELOPE_BYTES
-            )
+            self._relay.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes + ENVELOPE_BYTES)
             self._relay.setsockopt(zmq.LINGER, 0)
             security.client(self._relay, relay.key)
             self._relay.connect(relay.endpoint)

@@ -47,6 +47,7 @@ QUEUE_PER_STAGE = 64
 ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
 MAX_WAITING = 64  # messages held for one stage not connected yet
 MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
+NOT_CONNECTED = "a message for a stage not connected to this relay"
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,7 @@ class Relay:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._security = LinkSecurity(self._context, keys)
         self._socket = self._context.socket(zmq.ROUTER)
-        self._socket.setsockopt(
-            zmq.MAXMSGSIZE, limits.max_header_bytes + limits.max_payload_bytes + ENVELOPE_BYTES
-        )
+        self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes + ENVELOPE_BYTES)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an undeliverable message raises, so it is logged
         self._socket.setsockopt(zmq.SNDHWM, QUEUE_PER_STAGE)
         self._socket.setsockopt(zmq.LINGER, 0)
@@ -99,7 +98,9 @@ class Relay:
         self._stop = threading.Event()
         self.latency_s = latency_ms / 1_000
         self._held: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
-        # per stage not connected yet, its messages (arrival, sender, frames); dropped after FORGET_S
+        # per stage not connected yet, its messages (arrival, sender, frames); dropped after FORGET_S. A stage
+        # enters with its first message and leaves whole, so the order of the keys is that of their oldest
+        # message, and expiry only looks at the front.
         self._waiting: dict[bytes, list[tuple[float, bytes, list[zmq.Frame]]]] = {}
         self._waiting_bytes = 0
 
@@ -170,7 +171,7 @@ class Relay:
     def _deliver(self, sender: bytes, receiver: bytes, rest: list[zmq.Frame]) -> None:
         target = self._relayed.get(receiver)
         if target is None:
-            self._drop("a message for a stage not connected to this relay", sender, receiver)
+            self._drop(NOT_CONNECTED, sender, receiver)
             return
         try:
             self._socket.send_multipart([target.routing_id, sender, *rest], flags=zmq.NOBLOCK, copy=False)
@@ -183,13 +184,9 @@ class Relay:
         """Holds a message for a stage that has not said hello yet, within the bounds."""
         size = sum(len(f.buffer) for f in frames)
         queue = self._waiting.get(receiver)
-        if queue is None and len(self._waiting) >= MAX_RELAYED:
-            self._drop("a message for a stage not connected to this relay", sender, receiver)
-            return
-        if (
-            queue is not None and len(queue) >= MAX_WAITING
-        ) or self._waiting_bytes + size > MAX_WAITING_BYTES:
-            self._drop("a message for a stage not connected to this relay", sender, receiver)
+        full = len(self._waiting) >= MAX_RELAYED if queue is None else len(queue) >= MAX_WAITING
+        if full or self._waiting_bytes + size > MAX_WAITING_BYTES:
+            self._drop(NOT_CONNECTED, sender, receiver)
             return
         self._waiting.setdefault(receiver, []).append((now, sender, frames))
         self._waiting_bytes += size
@@ -200,9 +197,13 @@ class Relay:
         return queue
 
     def _expire_waiting(self, now: float) -> None:
-        for receiver in [r for r, queue in self._waiting.items() if now - queue[0][0] > FORGET_S]:
+        """Drops what waited FORGET_S for its stage; on every message, so it looks only at the oldest."""
+        while self._waiting:
+            receiver, queue = next(iter(self._waiting.items()))
+            if now - queue[0][0] <= FORGET_S:
+                return
             for _, sender, _ in self._take_waiting(receiver):
-                self._drop("a message for a stage not connected to this relay", sender, receiver)
+                self._drop(NOT_CONNECTED, sender, receiver)
 
     def _drop(self, reason: str, sender: bytes | None = None, receiver: bytes | None = None) -> None:
         self.counters.dropped += 1

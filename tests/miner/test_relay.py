@@ -9,7 +9,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from miner.pipeline.processes import StageProcesses, even_split
 from miner.transport import frames, link
 from miner.transport.frames import Header
 from miner.transport.link import Context, Inbox, Outbox, Received
-from miner.transport.relay import HELLO, TO, Relay, RelayAddress
+from miner.transport.relay import FORGET_S, HELLO, NOT_CONNECTED, TO, Relay, RelayAddress
 from miner.transport.security import LinkKeys, LinkSecurity
 
 LOCAL = "tcp://127.0.0.1:*"
@@ -140,6 +140,46 @@ def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay
         inbox.close()
         for node in (sender, stranger, receiver):
             node.close()
+
+
+def test_messages_for_a_stage_that_never_connects_wait_their_time_then_are_dropped() -> None:
+    """What comes for a stage before its hello waits FORGET_S at the relay (the oldest first), then goes."""
+    clock = [0.0]
+    relay = Relay(LinkKeys.generate(), LOCAL)
+    thread = threading.Thread(target=relay.serve, args=(lambda: clock[0],), daemon=True)
+    thread.start()
+    sender, absent, late = Node(), Node(), Node()
+    outboxes = [sender.outbox(absent, relay.address), sender.outbox(late, relay.address)]
+    try:
+        outboxes[0].send(*message(1))
+        wait_until(lambda: waiting(relay) == 1)
+        clock[0] = FORGET_S / 2
+        outboxes[1].send(*message(2))
+        wait_until(lambda: waiting(relay) == 2)
+        clock[0] = FORGET_S + 1  # past the first message's time, not the second's
+        outboxes[1].send(*message(3))
+        wait_until(lambda: relay.counters.drops.get(NOT_CONNECTED) == 1)
+        assert waiting(relay) == 2  # the second stage's two messages still wait
+    finally:
+        for outbox in outboxes:
+            outbox.close()
+        for node in (sender, absent, late):
+            node.close()
+        relay.stop()
+        thread.join()
+        relay.close()
+
+
+def waiting(relay: Relay) -> int:
+    """Messages the relay holds for stages not connected yet."""
+    return sum(len(queue) for queue in relay._waiting.values())
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(relay: Relay) -> None:
