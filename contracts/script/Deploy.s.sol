@@ -12,6 +12,7 @@ import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
+import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 
 /// @title Deploy
 /// @notice Deploys the market (mock token unless TOKEN is set, GPU registry, escrow, task registry, verifier
@@ -78,7 +79,7 @@ contract Deploy is Script {
             d.gpuRegistry,
             d.escrow,
             p.admin,
-            TaskRegistry.Config({
+            ITaskRegistry.Config({
                 challengeWindow: p.challengeWindow,
                 coordinatorFeeBps: p.coordinatorFeeBps,
                 feeRecipient: p.feeRecipient,

@@ -119,7 +119,7 @@ contract ProtocolVectorsTest is Test {
     /// @dev A TaskRegistry placed at the vectors' verifying contract computes each miner's digest.
     function test_vectors_commitmentDigests() public {
         address at = vm.parseJsonAddress(json, ".commitment.verifyingContract");
-        TaskRegistry.Config memory config = TaskRegistry.Config({
+        ITaskRegistry.Config memory config = ITaskRegistry.Config({
             challengeWindow: 1 days,
             coordinatorFeeBps: 0,
             feeRecipient: address(1),

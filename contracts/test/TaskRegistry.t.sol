@@ -24,8 +24,8 @@ contract TaskRegistryTest is BaseTest {
         _registerAll();
     }
 
-    function _config() internal view returns (TaskRegistry.Config memory) {
-        return TaskRegistry.Config(CHALLENGE_WINDOW, FEE_BPS, feeRecipient, MIN_STAKE_LOCK, MAX_VALUE_AT_RISK);
+    function _config() internal view returns (IT.Config memory) {
+        return IT.Config(CHALLENGE_WINDOW, FEE_BPS, feeRecipient, MIN_STAKE_LOCK, MAX_VALUE_AT_RISK);
     }
 
     function _pause() internal {
@@ -63,7 +63,7 @@ contract TaskRegistryTest is BaseTest {
     }
 
     function test_constructor_reverts() public {
-        TaskRegistry.Config memory c = _config();
+        IT.Config memory c = _config();
         vm.expectRevert(IT.ZeroAddress.selector);
         new TaskRegistry(IGPURegistry(address(0)), escrow, admin, c);
         vm.expectRevert(IT.ZeroAddress.selector);

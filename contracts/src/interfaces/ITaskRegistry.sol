@@ -58,6 +58,15 @@ interface ITaskRegistry {
         uint128 outputPerMillion;
     }
 
+    /// @notice The settings new tasks take (the registry's constructor and admin setters).
+    struct Config {
+        uint256 challengeWindow;
+        uint256 coordinatorFeeBps;
+        address feeRecipient;
+        uint256 minStakeLock;
+        uint256 maxValueAtRisk;
+    }
+
     /// @notice The registry's parameters in force when a task was created; they apply to it for its whole life.
     struct TaskTerms {
         uint64 createdAt;
