@@ -2,13 +2,15 @@
 juries whose seed block exists; on a jury it sits on, it fetches the disputed lines from the coordinator,
 checks that they hash to the leaf the chain holds, re-scores the claimed output with the reference model in
 one teacher-forced pass, commits its vote, and reveals it in the reveal phase; it resolves disputes whose last
-phase has ended. When a randomly audited line fails, it opens the audit on the owner's behalf. Every decision
-is logged with its numbers.
+phase has ended. When a randomly audited line fails, it opens the audit on the owner's behalf; so it does when
+the line passes alone but a miner accountable for it scores as a cheaper copy of the model over its window of
+audited lines (miner_scores), and on an audit's jury it votes by the same rule. Every decision is logged with
+its numbers.
 
 Nothing here trusts the coordinator: a line counts only if it hashes to the on-chain leaf (and, for an audit,
 if its proof leads to the committed root). No state is kept on disk: a vote's salt is derived from the
 verifier's own signature over the dispute and round, so a restarted verifier can still reveal what it
-committed.
+committed; its windows of audited lines start empty again, so until they refill it judges lines one by one.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
 from miner.verify.miner_scores import SUSPECT_SCORE, WINDOW_TOKENS, MinerScores
-from miner.verify.policy import DEFAULT_TOLERANCES, Tolerances, Verdict, count_fault, judge
+from miner.verify.policy import DEFAULT_TOLERANCES, LineStats, Tolerances, Verdict, count_fault, judge
 from miner.verify.rescore import Rescorer
 
 log = logging.getLogger("batchmarket.verifier")
@@ -98,6 +100,15 @@ def describe(verdict: Verdict) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """A verifier's verdict on one line by itself, with the re-scoring's counts when it was re-scored."""
+
+    vote: Vote
+    reason: str
+    stats: LineStats | None = None
+
+
 @dataclass
 class Watching:
     next_dispute: int = 1
@@ -120,7 +131,7 @@ class Verifier:
         self.judge = judge
         self.audits = audits
         self.watching = Watching()
-        self.scores = MinerScores()  # of the miners whose lines this verifier judged
+        self.scores = MinerScores()  # of the miners whose audited lines this verifier judged
 
     def step(self) -> None:
         self._watch_new()
@@ -223,9 +234,13 @@ class Verifier:
         if leaf_hash != record.leaf_hash:
             log.warning("dispute %d: the evidence does not hash to the disputed leaf; not voting", dispute_id)
             return None
-        return self._vote_on(
+        judged = self._vote_on(
             record.task_id, leaf, request_line, result_line, input_proof, f"dispute {dispute_id}"
         )
+        if judged is None or not record.audit:  # an owner picks the lines it disputes: they are not scored
+            return None if judged is None else (judged.vote, judged.reason)
+        accountable = self.market.arbitration.pipeline_of(dispute_id)
+        return self._audited(record.task_id, leaf, accountable, judged)
 
     def _vote_on(
         self,
@@ -235,11 +250,11 @@ class Verifier:
         result_line: dict[str, Any],
         input_proof: list[bytes],
         what: str,
-    ) -> tuple[Vote, str] | None:
-        """The verdict on a committed leaf: at fault when it answers another request than the task's input
-        line at its position (checked against the input root on-chain), else by the judge (token counts, then
-        re-scoring); None (logged) when the request line is not proven to be that input line, or when the task
-        is for another model than the checkpoint this verifier re-scores with."""
+    ) -> Judgement | None:
+        """The verdict on a committed leaf by itself: at fault when it answers another request than the task's
+        input line at its position (checked against the input root on-chain), else by the judge (token counts,
+        then re-scoring); None (logged) when the request line is not proven to be that input line, or when the
+        task is for another model than the checkpoint this verifier re-scores with."""
         task = self.market.tasks.get_task(task_id)
         if bytes(task.model_id) != self.judge.model_hash:
             log.warning(
@@ -253,23 +268,35 @@ class Verifier:
             log.warning("%s: the request line is not proven to be the task's input line; not voting", what)
             return None
         if not answers(leaf, request_line):
-            return (
-                Vote.MINERS_AT_FAULT,
-                f"the result answers another request than input line {leaf.request_index}",
-            )
+            reason = f"the result answers another request than input line {leaf.request_index}"
+            return Judgement(Vote.MINERS_AT_FAULT, reason)
         verdict = self.judge.verdict(leaf, request_line, result_line)
-        if verdict.stats is not None:
-            for miner in self.scores.add(leaf.pipeline, verdict.stats):
+        choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
+        return Judgement(choice, describe(verdict), verdict.stats)
+
+    def _audited(
+        self, task_id: int, leaf: ResultLeaf, accountable: list[str], judged: Judgement
+    ) -> tuple[Vote, str]:
+        """The vote on a randomly audited line: its own verdict, except that a line that passes alone is at
+        fault when a miner accountable for it is suspect over its window of audited lines (this one in it)."""
+        if judged.stats is not None:
+            for miner in self.scores.add((task_id, leaf.request_index), accountable, judged.stats):
                 log.warning(
-                    "miner %s: its last %d re-scored tokens score %.4f (above %.4f): its lines look like a "
+                    "miner %s: its last %d audited tokens score %.4f (above %.4f): its lines look like a "
                     "cheaper copy of the model's",
                     miner,
                     WINDOW_TOKENS,
                     self.scores.score(miner),
                     SUSPECT_SCORE,
                 )
-        choice = Vote.MINERS_CORRECT if verdict.passed else Vote.MINERS_AT_FAULT
-        return choice, describe(verdict)
+        suspects = [miner for miner in accountable if self.scores.suspect(miner)]
+        if judged.vote == Vote.MINERS_AT_FAULT or not suspects:
+            return judged.vote, judged.reason
+        miner = suspects[0]
+        return Vote.MINERS_AT_FAULT, (
+            f"the line passes alone ({judged.reason}), but miner {miner}'s last {WINDOW_TOKENS} audited "
+            f"tokens score {self.scores.score(miner):.4f}, above {SUSPECT_SCORE}: a cheaper copy of the model"
+        )
 
     def _reveal(self, dispute_id: int, round_index: int) -> None:
         """Reveals the vote this verifier committed in the round: the one of the two whose commitment, with
@@ -347,14 +374,14 @@ class Verifier:
             log.warning("task %d: malformed audit line from the coordinator (%s)", task_id, exc)
             return True
         try:
-            self.market.tasks.accountable_for(leaf, proof, served_proofs)
+            accountable = self.market.tasks.accountable_for(leaf, proof, served_proofs)
         except UserError as exc:  # ContractRevert: not the committed leaf, or no miner vouched for it
             log.warning("task %d: the coordinator's audit line cannot be audited on-chain (%s)", task_id, exc)
             return True
-        vote = self._vote_on(task_id, leaf, request_line, result_line, input_proof, f"task {task_id} audit")
-        if vote is None:
+        judged = self._vote_on(task_id, leaf, request_line, result_line, input_proof, f"task {task_id} audit")
+        if judged is None:
             return True
-        choice, reason = vote
+        choice, reason = self._audited(task_id, leaf, accountable, judged)
         if choice == Vote.MINERS_CORRECT:
             log.info("task %d line %d: audit passed: %s", task_id, leaf.request_index, reason)
             return True
