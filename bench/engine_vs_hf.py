@@ -49,10 +49,11 @@ from bench._memory import memory_in_use, peak_memory, stage_budget
 from bench._roofline import ModelCost, Roofs, measure_roofs
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.packaged import SMOLLM2, ensure
 from miner.model.shard import StageShard
-from miner.pipeline.batch import PAGE_SIZE, RunSettings, load_tokenizer, stop_token_ids
+from miner.pipeline.batch import RunSettings, load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
 
 RESULTS = Path(__file__).parent / "results"
@@ -111,7 +112,7 @@ def new_engine(model_dir: Path, prompts: list[list[int]], seqs: int) -> Engine:
     shard = StageShard.load(model_dir, 0, ModelConfig.load(model_dir).num_layers)
     pages = seqs * -(-(max(map(len, prompts)) + MAX_TOKENS) // PAGE_SIZE)
     budget = CacheSettings().token_budget
-    return Engine([shard], page_size=PAGE_SIZE, local_pages=pages, max_seqs=seqs, token_budget=budget)
+    return Engine([shard], local_pages=pages, max_seqs=seqs, token_budget=budget)
 
 
 def run_engine(model_dir: Path, work: Workload, setup: Setup) -> Run:

@@ -29,6 +29,7 @@ from rich.table import Table
 from client_sdk import openai_batch
 from client_sdk.client import Client
 from client_sdk.inputs import input_tree
+from client_sdk.protocol.constants import MAX_BATCH_LINES
 from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
 from coordinator.db.session import Database
@@ -37,7 +38,7 @@ from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.pipeline.batch import load_tokenizer
 from tests.coordinator.helpers import chat_line, jsonl
 
-LINES = 50_000
+LINES = MAX_BATCH_LINES
 ROUNDS = 3
 TARGET_S = 10.0
 PHASES = ("upload + validate + store", "task creation (on-chain)", "batch registration")

@@ -25,8 +25,9 @@ from rich.console import Console
 from rich.table import Table
 
 from bench._chat import chat_prompts
-from coordinator.scheduling.microbatch import microbatches
+from client_sdk.protocol.pipeline import microbatches
 from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.packaged import SMOLLM2, ensure
 from miner.pipeline.batch import load_tokenizer
@@ -38,7 +39,6 @@ STAGES = 4
 LATENCIES_MS = (0, 16, 64, 256)
 BATCH = 16  # sequences per microbatch
 NEW = 16  # generated tokens per sequence
-PAGE = 16
 # Each run lasts many stage steps: the planned pipeline gets work for at least 8 full microbatches (its
 # microbatches refill as sequences finish), the naive one 4, 2, 1 and 1 waves of a microbatch as the latency
 # grows. Fewer than on a tiny model: a step of the real model is slower, and 2 cores bound the whole run.
@@ -97,10 +97,10 @@ def run(
     stages in `relayed` take their messages through a relay adding `relay_latency_ms` (see StageProcesses)."""
     prompts = chat_prompts(load_tokenizer(model))
     longest = max(map(len, prompts))
-    pages = BATCH * -(-(longest + NEW) // PAGE)
+    pages = BATCH * -(-(longest + NEW) // PAGE_SIZE)
     offloaded = 3 * pages // 4 if offload else 0
     cache = CacheSettings(
-        page_size=PAGE,
+        page_size=PAGE_SIZE,
         local_pages=pages - offloaded,
         global_pages=offloaded,
         num_microbatches=count,

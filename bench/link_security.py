@@ -27,7 +27,7 @@ from bench.latency_tolerance import (
     naive_sequences,
     run,
 )
-from coordinator.scheduling.microbatch import microbatches
+from client_sdk.protocol.pipeline import microbatches
 from miner.tiny_checkpoint import build_tiny_model
 
 LATENCIES_MS = (0, 64)

@@ -46,7 +46,7 @@ from bench.latency_tolerance import (
     run,
 )
 from bench.link_security import small_model
-from coordinator.scheduling.microbatch import microbatches
+from client_sdk.protocol.pipeline import microbatches
 
 LATENCIES_MS = (0, 64)
 REPEATS = 5

@@ -50,6 +50,7 @@ from bench._roofline import ModelCost, measure_roofs
 from bench._timing import best_time
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.gguf_import import WEIGHTS_FILE
 from miner.model.packaged import MANIFEST_FILE, SMOLLM2, ensure
@@ -390,8 +391,8 @@ def cost_table(model: Path) -> Table:
         roof = measure_roofs().flops_per_s
         for tokens in TIMING_TOKENS:
             claims = [Claim(tuple(p), (), SamplingParams(max_tokens=tokens)) for p in prompts]
-            pages = TIMING_LINES * -(-(longest + tokens) // 16)
-            engine = Engine([shard], page_size=16, local_pages=pages, max_seqs=TIMING_LINES, token_budget=512)
+            pages = TIMING_LINES * -(-(longest + tokens) // PAGE_SIZE)
+            engine = Engine([shard], local_pages=pages, max_seqs=TIMING_LINES, token_budget=512)
             generation, lines = best_time(partial(generated, engine, claims), TIMING_REPEATS)
             rescoring, checked = best_time(partial(judged, rescorer, lines), TIMING_REPEATS)
             assert all(j.verdict.passed for j in checked), "an honest timing line was flagged"

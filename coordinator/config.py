@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.constants import MAX_BATCH_LINES
 from client_sdk.protocol.model_identity import served_model_hash
 
 DEFAULT_DATABASE_URL = "sqlite:///coordinator.db"
@@ -34,7 +35,7 @@ class Settings:
     redis_url: str = DEFAULT_REDIS_URL
     models: tuple[ServedModel, ...] = ()
     max_file_bytes: int = 200 * 1024 * 1024  # OpenAI's batch input limit
-    max_file_lines: int = 50_000  # OpenAI's batch input limit
+    max_file_lines: int = MAX_BATCH_LINES
     max_completion_window_h: int = 168
     price_per_million_tokens: int = 20_000_000  # token base units (6 decimals): 20 tokens per million
     work_unit_size: int = 64  # requests per work unit: enough to keep a head's engine full between claims

@@ -13,7 +13,7 @@ from redis import Redis
 from sqlalchemy import or_, select
 
 from client_sdk.keys import load_account
-from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
+from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, SETTLING_BATCH_STATUSES
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import Batch
@@ -79,7 +79,7 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
                 select(Batch.id).where(
                     or_(
                         Batch.status.in_(ACTIVE_BATCH_STATUSES),
-                        Batch.status.in_(("completed", "cancelled"))
+                        Batch.status.in_(SETTLING_BATCH_STATUSES)
                         & Batch.commit_tx.is_not(None)
                         & ~Batch.finalized,
                         # cancelled before anything was committed: its task expires at the deadline

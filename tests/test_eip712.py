@@ -1,6 +1,6 @@
 """EIP-712 result commitments: Python's digest equals the contract's, Python signatures are accepted on-chain,
 and tampered or misdirected ones (another served root included) are rejected; the commitment's JSON form round
-trips and names the field it lacks."""
+trips, and every missing, mistyped or out-of-range field is refused by name."""
 
 from __future__ import annotations
 
@@ -25,15 +25,22 @@ from client_sdk.eip712 import (
 from client_sdk.errors import ContractRevert
 from tests.helpers import assigned_task
 
-COMMITMENTS = st.builds(
-    ResultCommitment,
-    task_id=st.integers(min_value=0, max_value=2**256 - 1),
-    results_root=st.binary(min_size=32, max_size=32),
-    input_tokens=st.integers(min_value=0, max_value=2**64 - 1),
-    output_tokens=st.integers(min_value=0, max_value=2**64 - 1),
-    payment=st.integers(min_value=0, max_value=2**128 - 1),
-    miner_amounts=st.lists(st.integers(min_value=0, max_value=2**256 - 1), max_size=6).map(tuple),
-    served_roots=st.lists(st.binary(min_size=32, max_size=32), max_size=6).map(tuple),
+MINER_COUNTS = st.integers(min_value=1, max_value=6)
+COMMITMENTS = MINER_COUNTS.flatmap(
+    lambda miners: st.builds(
+        ResultCommitment,
+        task_id=st.integers(min_value=0, max_value=2**256 - 1),
+        results_root=st.binary(min_size=32, max_size=32),
+        input_tokens=st.integers(min_value=0, max_value=2**64 - 1),
+        output_tokens=st.integers(min_value=0, max_value=2**64 - 1),
+        payment=st.integers(min_value=0, max_value=2**128 - 1),
+        miner_amounts=st.lists(
+            st.integers(min_value=0, max_value=2**256 - 1), min_size=miners, max_size=miners
+        ).map(tuple),
+        served_roots=st.lists(st.binary(min_size=32, max_size=32), min_size=miners, max_size=miners).map(
+            tuple
+        ),
+    )
 )
 WORDS = st.binary(min_size=32, max_size=32)
 
@@ -54,19 +61,45 @@ def test_commitment_json_round_trips(commitment: ResultCommitment) -> None:
     assert ResultCommitment.from_json(commitment.task_id, commitment.to_json()) == commitment
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"served_roots": None}, "has no 'served_roots'"),
-        ({"results_root": "0x1234"}, "not a 32-byte hex word"),
-        ({"payment": "lots"}, "malformed"),
-        ({"miner_amounts": 5}, "malformed"),
-    ],
+# Values each field must refuse: wrong JSON types, out of the contract's range, words of the wrong length.
+NOT_A_WORD = st.one_of(
+    st.integers(), st.none(), st.just("0x1234"), st.just("0x" + "zz" * 32), st.just("0x" + "11" * 33)
 )
-def test_malformed_commitment_json_names_its_problem(change: dict[str, object], message: str) -> None:
+BAD_VALUES = {
+    "results_root": NOT_A_WORD,
+    "input_tokens": st.one_of(
+        st.integers(max_value=-1), st.integers(min_value=2**64), st.text(), st.booleans()
+    ),
+    "output_tokens": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**64), st.floats()),
+    "payment": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**128), st.just("20")),
+    "miner_amounts": st.one_of(st.integers(), st.text(), st.just([-1]), st.just([2**256])),
+    "served_roots": st.one_of(st.integers(), st.just([1]), NOT_A_WORD.map(lambda word: [word])),
+}
+
+
+@given(commitment=COMMITMENTS, field=st.sampled_from(sorted(BAD_VALUES)), data=st.data())
+def test_a_bad_field_is_refused_by_name(
+    commitment: ResultCommitment, field: str, data: st.DataObject
+) -> None:
+    bad = commitment.to_json() | {field: data.draw(BAD_VALUES[field])}
+    with pytest.raises(ValueError, match=rf"commitment('s)? .*{field}"):
+        ResultCommitment.from_json(commitment.task_id, bad)
+
+
+@given(commitment=COMMITMENTS, field=st.sampled_from(sorted(BAD_VALUES)))
+def test_a_missing_field_is_named(commitment: ResultCommitment, field: str) -> None:
+    bad = {k: v for k, v in commitment.to_json().items() if k != field}
+    with pytest.raises(ValueError, match=f"the commitment has no '{field}'"):
+        ResultCommitment.from_json(commitment.task_id, bad)
+
+
+@pytest.mark.parametrize(("amounts", "roots"), [(0, 0), (2, 1), (33, 33)])
+def test_amounts_and_served_roots_must_be_one_per_miner_for_at_most_32(amounts: int, roots: int) -> None:
     good = _commitment(1).to_json()
-    bad = {k: v for k, v in (good | change).items() if v is not None}
-    with pytest.raises(ValueError, match=message):
+    bad = good | {"miner_amounts": [1] * amounts, "served_roots": ["0x" + "33" * 32] * roots}
+    with pytest.raises(
+        ValueError, match=f"one entry per assigned miner \\(1 to 32\\), not {amounts} and {roots}"
+    ):
         ResultCommitment.from_json(1, bad)
 
 

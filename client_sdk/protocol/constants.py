@@ -8,3 +8,15 @@ MAX_SEED = 2**63 - 1
 # Batch statuses (OpenAI's): a batch in a final status changes no more.
 ACTIVE_BATCH_STATUSES = ("validating", "in_progress", "finalizing", "cancelling")
 FINAL_BATCH_STATUSES = ("completed", "failed", "expired", "cancelled")
+# Final statuses whose task may still hold a commitment to finalize on-chain after the challenge window.
+SETTLING_BATCH_STATUSES = ("completed", "cancelled")
+
+# Miners one task may be assigned (TaskRegistry.MAX_MINERS_PER_TASK).
+MAX_MINERS_PER_TASK = 32
+
+# Lines in one batch input file at most (OpenAI's limit).
+MAX_BATCH_LINES = 50_000
+
+# The dtypes a pipeline stage may run in and send its activations in, by the names command lines, stage
+# assignments and frames use.
+STAGE_DTYPES = ("float32", "float16", "bfloat16")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from client_sdk.protocol.pipeline import microbatches
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import REFERENCE_BATCH, layer_ms, reference_layer_ms
-from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Pipeline, Plan
 

@@ -29,7 +29,7 @@ from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol import settlement
-from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES
+from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, MAX_MINERS_PER_TASK, SETTLING_BATCH_STATUSES
 from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 from coordinator.chain import CoordinatorChain
@@ -50,9 +50,6 @@ from coordinator.services.ids import new_id
 from coordinator.services.live import LiveMembership
 from coordinator.services.miners import live_miners
 from coordinator.services.planning import ensure_plan
-
-SETTLING = ("completed", "cancelled")  # committed; finalized on-chain after the challenge window
-MAX_MINERS_PER_TASK = 32  # TaskRegistry.MAX_MINERS_PER_TASK
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,7 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
         if task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
             ctx.chain.release(batch.task_id)
         batch.finalized = True
-    elif batch.status in SETTLING and batch.commitment is not None and not batch.finalized:
+    elif batch.status in SETTLING_BATCH_STATUSES and batch.commitment is not None and not batch.finalized:
         if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
             batch.task_id
         ):
@@ -307,7 +304,7 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
     if batch.commitment is None:
         _write_outputs(session, ctx, batch, now)
         return  # miners sign from here on; the next step commits
-    commitment = commitment_of(batch)
+    commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
     miners = batch.miners or []
     stored = session.scalars(select(Signature).where(Signature.batch_id == batch.id))
     signatures = {s.miner: s for s in stored}
@@ -409,11 +406,6 @@ def serve_again(
     batch.status_detail = f"serving {len(indices)} line(s) again: {reason}"
     _set(batch, "in_progress", now)
     return len(indices)
-
-
-def commitment_of(batch: Batch) -> ResultCommitment:
-    assert batch.commitment is not None
-    return ResultCommitment.from_json(batch.task_id, batch.commitment)
 
 
 def result_trees(session: Session, batch: Batch) -> tuple[list[Result | None], ResultTrees]:

@@ -10,12 +10,12 @@ from pathlib import Path
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from client_sdk.protocol.pipeline import microbatches
 from coordinator.config import ServedModel
 from coordinator.db.models import Miner, PipelineRecord
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.errors import SchedulingError
-from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Pipeline
 from coordinator.scheduling.strategies import make_plan

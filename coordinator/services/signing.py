@@ -12,13 +12,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.results import ResultTrees
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Result, Signature
 from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from coordinator.services.lifecycle import Context, commitment_of, miner_weights, result_trees, serve_again
+from coordinator.services.lifecycle import Context, miner_weights, result_trees, serve_again
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
@@ -84,7 +85,8 @@ def accept(
         raw = hex_bytes(signature)
     except ValueError as exc:
         raise InvalidInput("signature must be hex", "signature") from exc
-    commitment = commitment_of(batch)
+    assert batch.commitment is not None  # _signing checked it
+    commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
     served_root = commitment.served_roots[(batch.miners or []).index(miner)]
     if len(raw) != 65 or not chain.check_signature(miner, raw, commitment, served_root):
         raise InvalidInput("the signature is not your registered signer's over this commitment", "signature")

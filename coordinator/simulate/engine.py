@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from client_sdk.protocol.pipeline import microbatches
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import layer_ms, step_times
-from coordinator.scheduling.microbatch import microbatches
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Plan, Stage, shard_units
 from coordinator.scheduling.routing import RoundRobin, ShardGraph, SpanGraph

@@ -11,6 +11,7 @@ from miner.engine.sampler import sample
 from miner.engine.scheduler import Scheduler
 from miner.engine.sequence import SamplingParams, Sequence
 from miner.kv.blocks import BlockManager
+from miner.kv.cache import PAGE_SIZE
 from miner.model.shard import StageShard
 
 
@@ -18,7 +19,7 @@ class Engine:
     def __init__(
         self,
         shards: list[StageShard],
-        page_size: int = 16,
+        page_size: int = PAGE_SIZE,
         local_pages: int = 256,
         global_pages: int = 0,
         num_microbatches: int = 1,

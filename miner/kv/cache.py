@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import torch
 
+# Tokens per KV page unless a caller chooses otherwise: small enough that a sequence wastes little of its
+# last page, a size FlashInfer's paged kernels take.
+PAGE_SIZE = 16
+
 
 class PagedKVCache:
     def __init__(

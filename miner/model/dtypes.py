@@ -1,12 +1,13 @@
-"""The dtypes a stage may run in, by the names the command lines and the stage specs use."""
+"""The torch dtype of each name in client_sdk.protocol.constants.STAGE_DTYPES."""
 
 from __future__ import annotations
 
 import torch
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.constants import STAGE_DTYPES
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in STAGE_DTYPES}
 
 
 def dtype_named(name: str) -> torch.dtype:

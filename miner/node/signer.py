@@ -127,7 +127,10 @@ def check_and_sign(
     out."""
     task_id = int(request["task_id"])
     count = int(request["request_count"])
-    commitment = ResultCommitment.from_json(task_id, request["commitment"])
+    try:
+        commitment = ResultCommitment.from_json(task_id, request["commitment"])
+    except (KeyError, ValueError) as exc:
+        raise RefusedToSign(f"task {task_id}: {exc}") from None
     committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
     witness = request["usage_witness"]
     try:

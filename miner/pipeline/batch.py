@@ -22,16 +22,16 @@ from typing import Any
 from client_sdk import openai_batch
 from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchLine
+from client_sdk.protocol.constants import MAX_BATCH_LINES
+from client_sdk.protocol.pipeline import microbatches
 from client_sdk.protocol.sampling import LOCAL_TASK_ID, line_seed
 from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
-from miner.pipeline.plan import decode_step_ms, microbatches_for
+from miner.pipeline.plan import decode_step_ms
 from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
-
-MAX_LINES = 50_000  # OpenAI's limit per batch file
-PAGE_SIZE = 16
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,9 @@ def plan_microbatches(
         batch = min(settings.max_batch_size, len(requests))
         dtype = dtype_named(settings.dtype)
         stage_ms = decode_step_ms(model_dir, start, end, batch, context, dtype, settings.device)
-        count = min(microbatches_for(stage_ms, settings.stages, settings.latency_ms), len(requests))
+        count = min(
+            microbatches([stage_ms] * settings.stages, [settings.latency_ms] * settings.stages), len(requests)
+        )
     if settings.offload and count < 2:
         count = 2  # offloading alternates two pools between microbatches
     return count
@@ -172,7 +174,7 @@ def run_batch(
         data = input_path.read_bytes()
     except OSError as exc:
         raise UserError(f"cannot read {input_path}: {exc.strerror}") from None
-    lines, problems = openai_batch.read_batch(data, max_lines=MAX_LINES)
+    lines, problems = openai_batch.read_batch(data, max_lines=MAX_BATCH_LINES)
     config = ModelConfig.load(model_dir)
     dtype_named(settings.dtype)  # an unknown dtype fails before any work
     tokenizer = load_tokenizer(model_dir)

@@ -1,28 +1,17 @@
-"""How many microbatches to keep in flight when the caller does not say: DeServe's rule, fed with a stage time
-measured here.
-
-The rule is the planner's (coordinator.scheduling.microbatch.microbatches): the slowest stage must never wait,
-so N = ceil((sum of stage times + sum of hops) / slowest stage time). The miner may not import the
-coordinator, so for equal stages over equal links it is restated here in one line.
-"""
+"""A stage's decode time measured here, which DeServe's microbatch rule (client_sdk.protocol.pipeline, the one
+the coordinator's planner applies) turns into how many microbatches to keep in flight when the caller does not
+say."""
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
 import torch
 
 from miner.attention.layout import BatchLayout
-from miner.kv.cache import PagedKVCache
+from miner.kv.cache import PAGE_SIZE, PagedKVCache
 from miner.model.shard import StageShard
-
-
-def microbatches_for(stage_ms: float, stages: int, hop_ms: float) -> int:
-    """Microbatches that keep `stages` equal stages busy when each of the `stages` links (the ring's return
-    included) adds `hop_ms`."""
-    return max(1, math.ceil(stages * (stage_ms + hop_ms) / stage_ms - 1e-9))
 
 
 @torch.inference_mode()
@@ -31,7 +20,7 @@ def decode_step_ms(
 ) -> float:
     """Median time of one decode step of layers [start, end) for `batch` sequences of `context` tokens."""
     shard = StageShard.load(model_dir, start, end, dtype, device)
-    page_size = 16
+    page_size = PAGE_SIZE
     pages = -(-(context + 1) // page_size)
     config = shard.config
     cache = PagedKVCache(

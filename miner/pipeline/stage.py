@@ -22,6 +22,7 @@ import torch
 
 from miner.attention.layout import BatchLayout
 from miner.engine.sampler import sample
+from miner.kv.cache import PAGE_SIZE
 from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
 from miner.pipeline.head import Head, params_of
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CacheSettings:
-    page_size: int = 16
+    page_size: int = PAGE_SIZE
     local_pages: int = 256  # per microbatch, always on the device
     global_pages: int = 0  # per microbatch, offloaded between its turns (DeServe); 0 = no offloading
     num_microbatches: int = 1

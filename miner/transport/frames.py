@@ -31,18 +31,14 @@ import msgpack
 import torch
 
 from client_sdk.protocol.constants import MAX_SEED
+from miner.model.dtypes import DTYPES as STAGE_DTYPES
 
 # 3: submits may resume a request from output tokens generated elsewhere, and the token at position p of a
 # request is drawn with a generator seeded by (its seed, p) (miner/engine/sampler.py); stages of a pipeline
 # must agree on both, so a version-2 peer is refused.
 PROTOCOL_VERSION = 3
 KINDS = ("submit", "activations", "tokens", "completions", "shutdown")
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int64": torch.int64,
-}
+DTYPES: dict[str, torch.dtype] = {**STAGE_DTYPES, "int64": torch.int64}  # activations, and token ids
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
 HEADER_KEYS = {
     "v",

@@ -31,6 +31,7 @@ import torch
 from miner.attention.reference import ReferenceAttention
 from miner.engine.engine import Engine
 from miner.engine.sequence import SamplingParams
+from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 
@@ -133,7 +134,7 @@ class CorruptionSwitch:
         return result
 
 
-def whole_model_generate(model_dir: Path, page_size: int = 16) -> Generate:
+def whole_model_generate(model_dir: Path, page_size: int = PAGE_SIZE) -> Generate:
     """Engine.generate of the whole checkpoint in one stage, with pages for every request at once."""
 
     def generate(prompts: list[list[int]], params: list[SamplingParams]) -> list[list[int]]:

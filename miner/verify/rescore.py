@@ -19,7 +19,7 @@ from miner.attention.layout import BatchLayout
 from miner.engine import gumbel
 from miner.engine.sampler import draw, draw_keys, scale, top_p_sets
 from miner.engine.sequence import SamplingParams
-from miner.kv.cache import PagedKVCache
+from miner.kv.cache import PAGE_SIZE, PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 
@@ -73,7 +73,7 @@ class ScoringLayout(BatchLayout):
 
 
 class Rescorer:
-    def __init__(self, shard: StageShard, page_size: int = 16, token_budget: int = 4096) -> None:
+    def __init__(self, shard: StageShard, page_size: int = PAGE_SIZE, token_budget: int = 4096) -> None:
         if not (shard.is_first and shard.is_last):
             raise ValueError("re-scoring needs the whole model in one shard")
         self.shard = shard

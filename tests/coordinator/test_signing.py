@@ -10,14 +10,13 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
-from client_sdk.eip712 import sign_commitment
+from client_sdk.eip712 import ResultCommitment, sign_commitment
 from coordinator.chain import CoordinatorChain
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Batch, File, Signature
 from coordinator.db.session import Database
 from coordinator.services import signing
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from coordinator.services.lifecycle import commitment_of
 from tests.helpers import register_miner
 
 COMMITMENT = {
@@ -59,7 +58,7 @@ def signature_for(account: LocalAccount, market: Market, database: Database, bat
     with database.session() as session:
         batch = session.get(Batch, batch_id)
         assert batch is not None
-        commitment = commitment_of(batch)
+        commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
         (served_root,) = commitment.served_roots  # the batch's one miner
     chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
     signed = sign_commitment(account, commitment, served_root, chain_id, registry)
@@ -80,7 +79,7 @@ def test_only_this_batchs_commitment_signed_by_the_registered_signer_counts(
     with database.session() as s:
         batch_a = s.get(Batch, "batch_a")
         assert batch_a is not None
-        commitment = commitment_of(batch_a)
+        commitment = ResultCommitment.from_json(batch_a.task_id, batch_a.commitment)
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
     # the miner's signature over a served root other than the one the coordinator computed for it
     other_root = "0x" + sign_commitment(miner, commitment, bytes(32), chain_id, registry).hex()

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.scheduling.microbatch import kv_per_microbatch, microbatches, plan_microbatches
+from client_sdk.protocol.pipeline import microbatches
+from coordinator.scheduling.microbatch import kv_per_microbatch, plan_microbatches
 
 
 def test_paper_example_four_stages_half_stage_latency_needs_six() -> None:
