@@ -18,8 +18,8 @@ from eth_account.messages import SignableMessage, encode_typed_data
 from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 
-from client_sdk.encoding import hex_bytes
 from client_sdk.protocol.constants import MAX_MINERS_PER_TASK
+from client_sdk.protocol.fields import field, uint, word, words
 
 DOMAIN_NAME = "BatchMarket TaskRegistry"
 DOMAIN_VERSION = "1"
@@ -55,9 +55,8 @@ class ResultCommitment:
         """The commitment as the coordinator publishes it (hex words and integers), checked against the
         contract's types: ValueError naming the field when one is missing, of the wrong type or out of
         range, or when amounts and served roots are not one each for at most MAX_MINERS_PER_TASK miners."""
-        if not isinstance(c, Mapping):
-            raise ValueError("the commitment is not an object")
-        amounts, roots = _field(c, "miner_amounts", list), _field(c, "served_roots", list)
+        what = "the commitment"
+        amounts, roots = field(c, "miner_amounts", list, what), field(c, "served_roots", list, what)
         if len(amounts) != len(roots) or not 0 < len(amounts) <= MAX_MINERS_PER_TASK:
             raise ValueError(
                 f"the commitment's miner_amounts and served_roots must hold one entry per assigned miner "
@@ -65,12 +64,12 @@ class ResultCommitment:
             )
         return cls(
             task_id=task_id,
-            results_root=_word(_field(c, "results_root", str), "results_root"),
-            input_tokens=_uint(_field(c, "input_tokens", int), 64, "input_tokens"),
-            output_tokens=_uint(_field(c, "output_tokens", int), 64, "output_tokens"),
-            payment=_uint(_field(c, "payment", int), 128, "payment"),
-            miner_amounts=tuple(_uint(a, 256, f"miner_amounts[{i}]") for i, a in enumerate(amounts)),
-            served_roots=tuple(_word(root, f"served_roots[{i}]") for i, root in enumerate(roots)),
+            results_root=word(field(c, "results_root", str, what), "results_root", what),
+            input_tokens=uint(field(c, "input_tokens", int, what), 64, "input_tokens", what),
+            output_tokens=uint(field(c, "output_tokens", int, what), 64, "output_tokens", what),
+            payment=uint(field(c, "payment", int, what), 128, "payment", what),
+            miner_amounts=tuple(uint(a, 256, f"miner_amounts[{i}]", what) for i, a in enumerate(amounts)),
+            served_roots=words(roots, "served_roots", what, MAX_MINERS_PER_TASK),
         )
 
     def needs_signature(self, index: int) -> bool:
@@ -112,34 +111,6 @@ class ResultCommitment:
             list(self.miner_amounts),
             list(self.served_roots),
         )
-
-
-def _field(c: Mapping[str, Any], name: str, kind: type) -> Any:
-    if name not in c:
-        raise ValueError(f"the commitment has no {name!r}")
-    value = c[name]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise ValueError(f"the commitment's {name} must be a JSON {_JSON_NAMES[kind]}, not {value!r:.40}")
-    return value
-
-
-_JSON_NAMES = {list: "array", str: "string", int: "integer"}
-
-
-def _uint(value: object, bits: int, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**bits:
-        raise ValueError(f"the commitment's {name} must be an integer in [0, 2^{bits}), not {value!r:.40}")
-    return value
-
-
-def _word(value: object, name: str) -> bytes:
-    try:
-        word = hex_bytes(value) if isinstance(value, str) else b""
-    except ValueError:
-        word = b""
-    if len(word) != 32:
-        raise ValueError(f"the commitment's {name} must be a 32-byte hex word, not {value!r:.80}")
-    return word
 
 
 def domain(chain_id: int, task_registry: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 
 from client_sdk.merkle import MerkleTree, SumTree, Usage
+from client_sdk.protocol.constants import MAX_MINERS_PER_TASK
+from client_sdk.protocol.fields import addresses, field, uint, word, words
 
 LEAF_TYPES = ["uint256", "uint32", "bytes32", "bytes32", "bytes32", "uint32", "uint32", "address[]"]
 
@@ -62,8 +64,114 @@ class ResultLeaf:
         """keccak256(keccak256(abi.encode(fields))): double-hashed so no inner node can pose as a leaf."""
         return bytes(keccak(keccak(encode(LEAF_TYPES, self.as_tuple()))))
 
+    def to_json(self) -> dict[str, Any]:
+        """The leaf as JSON (the task id travels beside it): how a coordinator's usage witness names it."""
+        return {
+            "index": self.request_index,
+            "custom_id_hash": "0x" + self.custom_id_hash.hex(),
+            "input_hash": "0x" + self.input_hash.hex(),
+            "output_hash": "0x" + self.output_hash.hex(),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "pipeline": list(self.pipeline),
+        }
+
+    @classmethod
+    def from_json(cls, task_id: int, data: Mapping[str, Any]) -> ResultLeaf:
+        """The inverse of `to_json`, checked against ResultLeaf.sol's types; ValueError naming the field."""
+        what = "the leaf"
+        return cls(
+            task_id=task_id,
+            request_index=uint(field(data, "index", int, what), 32, "index", what),
+            custom_id_hash=word(field(data, "custom_id_hash", str, what), "custom_id_hash", what),
+            input_hash=word(field(data, "input_hash", str, what), "input_hash", what),
+            output_hash=word(field(data, "output_hash", str, what), "output_hash", what),
+            input_tokens=uint(field(data, "input_tokens", int, what), 32, "input_tokens", what),
+            output_tokens=uint(field(data, "output_tokens", int, what), 32, "output_tokens", what),
+            pipeline=addresses(field(data, "pipeline", list, what), "pipeline", what, MAX_MINERS_PER_TASK),
+        )
+
 
 ZERO_ROOT = bytes(32)
+MAX_RESULTS_PROOF_WORDS = 128  # two words per level of a tree of at most 2^64 leaves (TaskRegistry's bound)
+MAX_SERVED_PROOF_WORDS = 64
+
+
+@dataclass(frozen=True)
+class LineProof:
+    """What a result line carries in its PROOF_KEY field: the fields of its leaf that the line itself does not
+    give (the rest are the hashes of the line and of its custom_id), its positional proof in the results tree
+    and, for each miner of its pipeline, its proof in that miner's served tree."""
+
+    index: int
+    input_hash: bytes
+    input_tokens: int
+    output_tokens: int
+    pipeline: tuple[str, ...]
+    proof: tuple[bytes, ...]
+    served_proofs: tuple[tuple[bytes, ...], ...]
+
+    @classmethod
+    def of(cls, trees: ResultTrees, index: int) -> LineProof:
+        """Leaf `index` of `trees`, with its proofs."""
+        leaf = trees.leaves[index]
+        return cls(
+            leaf.request_index,
+            leaf.input_hash,
+            leaf.input_tokens,
+            leaf.output_tokens,
+            leaf.pipeline,
+            tuple(trees.proof(index)),
+            tuple(tuple(p) for p in trees.served_proofs(index)),
+        )
+
+    def leaf(self, task_id: int, custom_id_hash: bytes, output_hash: bytes) -> ResultLeaf:
+        """The leaf of the line these fields came with (its custom_id's hash and its own hash given)."""
+        return ResultLeaf(
+            task_id,
+            self.index,
+            custom_id_hash,
+            self.input_hash,
+            output_hash,
+            self.input_tokens,
+            self.output_tokens,
+            self.pipeline,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "input_hash": "0x" + self.input_hash.hex(),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "pipeline": list(self.pipeline),
+            "proof": ["0x" + p.hex() for p in self.proof],
+            "served_proofs": [["0x" + p.hex() for p in proofs] for proofs in self.served_proofs],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LineProof:
+        """The inverse of `to_json`, checked against the contracts' types and bounds; ValueError naming the
+        field."""
+        what = f"the line's {PROOF_KEY}"
+        pipeline = addresses(field(data, "pipeline", list, what), "pipeline", what, MAX_MINERS_PER_TASK)
+        served = field(data, "served_proofs", list, what)
+        if len(served) != len(pipeline):
+            raise ValueError(
+                f"{what}'s served_proofs must hold one proof per pipeline entry ({len(pipeline)})"
+            )
+        return cls(
+            index=uint(field(data, "index", int, what), 32, "index", what),
+            input_hash=word(field(data, "input_hash", str, what), "input_hash", what),
+            input_tokens=uint(field(data, "input_tokens", int, what), 32, "input_tokens", what),
+            output_tokens=uint(field(data, "output_tokens", int, what), 32, "output_tokens", what),
+            pipeline=pipeline,
+            proof=words(field(data, "proof", list, what), "proof", what, MAX_RESULTS_PROOF_WORDS),
+            served_proofs=tuple(
+                words(proofs, f"served_proofs[{i}]", what, MAX_SERVED_PROOF_WORDS)
+                for i, proofs in enumerate(served)
+            ),
+        )
 
 
 class ResultTrees:

@@ -21,8 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eth_utils.address import to_checksum_address
-
 from client_sdk import bounded_json
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import TaskStatus
@@ -31,7 +29,7 @@ from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import custom_id_hash, input_leaf, input_tree, line_hash
 from client_sdk.merkle import Usage, root_at, verify
-from client_sdk.results import PROOF_KEY, ZERO_ROOT, ResultLeaf, output_hash
+from client_sdk.results import PROOF_KEY, ZERO_ROOT, LineProof, ResultLeaf, output_hash
 
 COMMITTED = (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINALIZED)
 
@@ -78,17 +76,8 @@ def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
     """The result leaf a result line stands for: the hash of the line itself and of its custom_id, and the
     index, input hash, token counts and pipeline from its proof fields (KeyError/ValueError/TypeError if
     missing). Whether the input hash is the user's request is `answers`' question."""
-    proof = result_line[PROOF_KEY]
-    return ResultLeaf(
-        task_id=task_id,
-        request_index=int(proof["index"]),
-        custom_id_hash=custom_id_hash(str(result_line["custom_id"])),
-        input_hash=hex_bytes(proof["input_hash"]),
-        output_hash=output_hash(result_line),
-        input_tokens=int(proof["input_tokens"]),
-        output_tokens=int(proof["output_tokens"]),
-        pipeline=tuple(to_checksum_address(miner) for miner in proof["pipeline"]),
-    )
+    fields = LineProof.from_json(result_line[PROOF_KEY])
+    return fields.leaf(task_id, custom_id_hash(str(result_line["custom_id"])), output_hash(result_line))
 
 
 def answers(leaf: ResultLeaf, request_line: dict[str, Any]) -> bool:
@@ -115,9 +104,8 @@ def is_input_line(
 def proofs_of(result_line: dict[str, Any]) -> tuple[Proof, ServedProofs]:
     """A result line's positional proof in the results tree and, per pipeline miner, its proof in that miner's
     served tree (KeyError/ValueError/TypeError if missing or malformed)."""
-    extra = result_line[PROOF_KEY]
-    proof = tuple(hex_bytes(p) for p in extra["proof"])
-    return proof, tuple(tuple(hex_bytes(p) for p in proofs) for proofs in extra["served_proofs"])
+    fields = LineProof.from_json(result_line[PROOF_KEY])
+    return fields.proof, fields.served_proofs
 
 
 def check_commitment(

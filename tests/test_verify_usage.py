@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from eth_utils.address import to_checksum_address
 
-from client_sdk.inputs import line_hash
+from client_sdk.inputs import custom_id_hash, line_hash
 from client_sdk.merkle import Usage
-from client_sdk.results import PROOF_KEY, ResultTrees
+from client_sdk.results import PROOF_KEY, LineProof, ResultLeaf, ResultTrees, output_hash
 from client_sdk.verify import CommittedResults, ResultsRejected, WrongUsage, check_lines, result_leaf
 
 TASK = 9
@@ -25,25 +25,28 @@ def batch(count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Resul
         {"custom_id": f"req-{i}", "method": "POST", "url": "/v1/completions", "body": {"prompt": f"p{i}"}}
         for i in range(count)
     ]
-    lines = []
+    lines, leaves = [], []
     for i, request in enumerate(inputs):
         usage = {"prompt_tokens": 10 + i, "completion_tokens": 3 * i + 1}
         line = {"id": f"batch_req_{TASK}_{i}", "custom_id": request["custom_id"], "error": None}
         line["response"] = {"status_code": 200, "request_id": line["id"], "body": {"usage": usage}}
-        line[PROOF_KEY] = {
-            "index": i,
-            "input_hash": "0x" + line_hash(request).hex(),
-            "input_tokens": usage["prompt_tokens"],
-            "output_tokens": usage["completion_tokens"],
-            "pipeline": [MINER],
-        }
         lines.append(line)
-    trees = ResultTrees([result_leaf(TASK, line) for line in lines], [MINER])
+        leaves.append(
+            ResultLeaf(
+                TASK,
+                i,
+                custom_id_hash(request["custom_id"]),
+                line_hash(request),
+                output_hash(line),
+                usage["prompt_tokens"],
+                usage["completion_tokens"],
+                (MINER,),
+            )
+        )
+    trees = ResultTrees(leaves, [MINER])
     for i, line in enumerate(lines):
-        line[PROOF_KEY]["proof"] = ["0x" + p.hex() for p in trees.proof(i)]
-        line[PROOF_KEY]["served_proofs"] = [
-            ["0x" + p.hex() for p in proofs] for proofs in trees.served_proofs(i)
-        ]
+        line[PROOF_KEY] = LineProof.of(trees, i).to_json()
+        assert result_leaf(TASK, line) == leaves[i]
     return inputs, lines, trees
 
 

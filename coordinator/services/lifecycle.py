@@ -30,7 +30,7 @@ from client_sdk.encoding import hex_bytes
 from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, MAX_MINERS_PER_TASK, SETTLING_BATCH_STATUSES
-from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees
+from client_sdk.results import PROOF_KEY, LineProof, ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 from coordinator.chain import CoordinatorChain
 from coordinator.config import ServedModel, Settings
@@ -458,22 +458,9 @@ def miner_weights(results: Sequence[Result | None], miners: Sequence[str]) -> li
 def proven_line(result: Result, trees: ResultTrees, index: int) -> dict[str, Any]:
     """The output (or error) line as the files carry it: with its leaf's fields, its positional proof in the
     results tree and, for each miner of its pipeline, its proof in that miner's served tree."""
-    leaf = trees.leaves[index]
     line: dict[str, Any] = json.loads(result.body)
-    line[PROOF_KEY] = {
-        "index": leaf.request_index,
-        "input_hash": "0x" + leaf.input_hash.hex(),
-        "input_tokens": leaf.input_tokens,
-        "output_tokens": leaf.output_tokens,
-        "pipeline": list(leaf.pipeline),
-        "proof": _hex_list(trees.proof(index)),
-        "served_proofs": [_hex_list(p) for p in trees.served_proofs(index)],
-    }
+    line[PROOF_KEY] = LineProof.of(trees, index).to_json()
     return line
-
-
-def _hex_list(values: list[bytes]) -> list[str]:
-    return ["0x" + v.hex() for v in values]
 
 
 def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:

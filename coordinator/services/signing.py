@@ -64,17 +64,7 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
 
 def usage_witness(trees: ResultTrees) -> dict[str, Any]:
     """The first leaf's fields and its proof in the results sum tree, which yields the tree's usage."""
-    leaf = trees.leaves[0]
-    return {
-        "index": leaf.request_index,
-        "custom_id_hash": "0x" + leaf.custom_id_hash.hex(),
-        "input_hash": "0x" + leaf.input_hash.hex(),
-        "output_hash": "0x" + leaf.output_hash.hex(),
-        "input_tokens": leaf.input_tokens,
-        "output_tokens": leaf.output_tokens,
-        "pipeline": list(leaf.pipeline),
-        "proof": ["0x" + p.hex() for p in trees.proof(0)],
-    }
+    return trees.leaves[0].to_json() | {"proof": ["0x" + p.hex() for p in trees.proof(0)]}
 
 
 def accept(

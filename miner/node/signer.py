@@ -11,19 +11,19 @@ signs the zero root and cannot be disputed over any of them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
-from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import Usage, root_at
+from client_sdk.protocol.fields import field, words
 from client_sdk.protocol.settlement import split
-from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
+from client_sdk.results import MAX_RESULTS_PROOF_WORDS, ZERO_ROOT, ResultLeaf, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
 
@@ -80,17 +80,21 @@ def check_line(
     )
     if address not in leaf.pipeline:
         raise RefusedToSign(f"{where}: its leaf does not name us")
-    check_proof(task_id, leaf, item["proof"], committed, count)
+    try:
+        proof = words(item["proof"], "proof", f"{where}'s signing item", MAX_RESULTS_PROOF_WORDS)
+    except ValueError as exc:
+        raise RefusedToSign(str(exc)) from None
+    check_proof(task_id, leaf, proof, committed, count)
     return leaf
 
 
 def check_proof(
-    task_id: int, leaf: ResultLeaf, proof: list[str], committed: tuple[bytes, Usage], count: int
+    task_id: int, leaf: ResultLeaf, proof: Sequence[bytes], committed: tuple[bytes, Usage], count: int
 ) -> None:
     """Raises RefusedToSign unless `leaf` is at its position of the committed results sum tree and its proof
     yields the committed usage."""
     where = f"task {task_id} line {leaf.request_index}"
-    found = root_at([hex_bytes(p) for p in proof], leaf.hash(), leaf.usage, leaf.request_index, count)
+    found = root_at(proof, leaf.hash(), leaf.usage, leaf.request_index, count)
     if found is None or found[0] != committed[0]:
         raise RefusedToSign(f"{where}: its leaf is not at its position in the committed root")
     if found[1] != committed[1]:
@@ -99,20 +103,6 @@ def check_proof(
             f"task {task_id}: the results add up to {usage.input_tokens} input and {usage.output_tokens} "
             f"output tokens, not the {committed[1].input_tokens} and {committed[1].output_tokens} committed"
         )
-
-
-def witness_leaf(task_id: int, witness: dict[str, Any]) -> ResultLeaf:
-    """The leaf the coordinator's usage witness names (KeyError/TypeError/ValueError if malformed)."""
-    return ResultLeaf(
-        task_id=task_id,
-        request_index=int(witness["index"]),
-        custom_id_hash=hex_bytes(witness["custom_id_hash"]),
-        input_hash=hex_bytes(witness["input_hash"]),
-        output_hash=hex_bytes(witness["output_hash"]),
-        input_tokens=int(witness["input_tokens"]),
-        output_tokens=int(witness["output_tokens"]),
-        pipeline=tuple(witness["pipeline"]),
-    )
 
 
 def check_and_sign(
@@ -132,12 +122,13 @@ def check_and_sign(
     except (KeyError, ValueError) as exc:
         raise RefusedToSign(f"task {task_id}: {exc}") from None
     committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
-    witness = request["usage_witness"]
+    witness, what = request["usage_witness"], "the usage witness"
     try:
-        leaf = witness_leaf(task_id, witness)
-    except (KeyError, TypeError, ValueError):
-        raise RefusedToSign(f"task {task_id}: the usage witness is malformed") from None
-    check_proof(task_id, leaf, witness["proof"], committed, count)
+        leaf = ResultLeaf.from_json(task_id, witness)
+        proof = words(field(witness, "proof", list, what), "proof", what, MAX_RESULTS_PROOF_WORDS)
+    except ValueError as exc:
+        raise RefusedToSign(f"task {task_id}: {exc}") from None
+    check_proof(task_id, leaf, proof, committed, count)
     unrecorded = [
         int(item["index"]) for item in request["lines"] if (task_id, int(item["index"])) not in served
     ]

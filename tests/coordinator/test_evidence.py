@@ -15,7 +15,7 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import sign_commitment
 from client_sdk.inputs import custom_id_hash, input_tree, line_hash
-from client_sdk.results import PROOF_KEY, ResultLeaf, ResultTrees, output_hash
+from client_sdk.results import PROOF_KEY, LineProof, ResultLeaf, ResultTrees, output_hash
 from client_sdk.verify import answers, result_leaf
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import DisputeEvidence
@@ -66,16 +66,8 @@ def dispute_line_1(
         for i, (r, line) in enumerate(zip(served, lines, strict=True))
     ]
     trees = ResultTrees(leaves, list(pipeline))
-    for i, (leaf, line) in enumerate(zip(leaves, lines, strict=True)):
-        line[PROOF_KEY] = {
-            "index": i,
-            "input_hash": "0x" + leaf.input_hash.hex(),
-            "input_tokens": TOKENS[0],
-            "output_tokens": TOKENS[1],
-            "pipeline": list(pipeline),
-            "proof": ["0x" + p.hex() for p in trees.proof(i)],
-            "served_proofs": [["0x" + p.hex() for p in proof] for proof in trees.served_proofs(i)],
-        }
+    for i, line in enumerate(lines):
+        line[PROOF_KEY] = LineProof.of(trees, i).to_json()
     commitment = price_results(admin_market, task_id, leaves, list(pipeline), DemoConfig(requests=3))
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
     signatures = [
