@@ -378,7 +378,9 @@ class Batches:
             raise ResultsRejected(
                 f"batch {batch_id}: the reported results root differs from the committed one"
             )
-        inputs = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))
+        inputs = check_inputs(
+            batch.task_id, committed_results.input_root, client.files.content(batch.input_file_id)
+        )
         output = batch.output_file_id and client.files.content(batch.output_file_id)
         errors = batch.error_file_id and client.files.content(batch.error_file_id)
         return BatchResults(

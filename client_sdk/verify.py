@@ -67,6 +67,7 @@ class CommittedResults:
     """What the chain holds for a task's results, after the commitment and signatures checked out."""
 
     root: bytes
+    input_root: bytes  # the task's: what its input file must hash to
     request_count: int
     served_roots: dict[str, bytes]  # by miner address, lower-case
     usage: Usage  # the tokens the task is paid for
@@ -151,17 +152,22 @@ def check_commitment(
             )
     served = {m.lower(): root for m, root in zip(miners, claimed.served_roots, strict=True)}
     return CommittedResults(
-        claimed.results_root, task.request_count, served, Usage(task.input_tokens, task.output_tokens)
+        claimed.results_root,
+        task.input_root,
+        task.request_count,
+        served,
+        Usage(task.input_tokens, task.output_tokens),
     )
 
 
-def check_inputs(market: Market, task_id: int, input_data: bytes) -> list[dict[str, Any]]:
-    """The input lines, after checking they hash to the input root the task committed to."""
+def check_inputs(task_id: int, input_root: bytes, input_data: bytes) -> list[dict[str, Any]]:
+    """The input lines, after checking they hash to the input root the task committed to (read by the
+    caller, with the rest of the task)."""
     try:
         lines = [bounded_json.loads(row) for row in input_data.decode().rstrip("\n").split("\n")]
     except ValueError as exc:  # malformed, too deep or not UTF-8
         raise ResultsRejected(f"task {task_id}: the input file is malformed ({exc})") from None
-    if input_tree(lines).root != market.tasks.get_task(task_id).input_root:
+    if input_tree(lines).root != input_root:
         raise ResultsRejected(f"task {task_id}: the input file does not match the input root on-chain")
     return lines
 

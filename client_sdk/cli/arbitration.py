@@ -12,7 +12,7 @@ import typer
 from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, TaskStatus
+from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, Task, TaskStatus
 from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
@@ -119,8 +119,9 @@ def _report(market: Market, dispute_id: int, record: Dispute) -> dict[str, objec
     }
 
 
-def _check_disputable(market: Market, task_id: int) -> None:
-    """Refuses, before any transaction, what the contract would refuse: a second dispute, a closed window."""
+def _check_disputable(market: Market, task_id: int) -> Task:
+    """Refuses, before any transaction, what the contract would refuse: a second dispute, a closed window;
+    returns the task as read for the check."""
     existing = market.arbitration.dispute_of_task(task_id)
     if existing:
         raise UserError(
@@ -129,7 +130,7 @@ def _check_disputable(market: Market, task_id: int) -> None:
         )
     task = market.tasks.get_task(task_id)
     if task.status == TaskStatus.DISPUTED:
-        return  # an audit runs: the owner may dispute until it ends, and after it for the time it took
+        return task  # an audit runs: the owner may dispute until it ends, and after it for the time it took
     closes = market.tasks.challenge_ends_at(task_id)
     if task.committed_at and market.chain_time() >= closes:
         raise UserError(f"the challenge window of task {task_id} closed at {_when(closes)}")
@@ -137,6 +138,7 @@ def _check_disputable(market: Market, task_id: int) -> None:
         raise UserError(
             f"task {task_id} is {task.status.name.lower()}: it has no committed results to dispute"
         )
+    return task
 
 
 def _disputed_line(client: Client, batch_id: str, custom_id: str) -> VerifiedLine:
@@ -181,9 +183,9 @@ def open_dispute(
             f"batch {batch_id} is not a batch of {me}: only its owner can dispute its lines"
         ) from None
     market = client.market
-    _check_disputable(market, batch.task_id)
+    task = _check_disputable(market, batch.task_id)
     disputed = _disputed_line(client, batch_id, custom_id)
-    inputs = check_inputs(market, batch.task_id, client.files.content(batch.input_file_id))
+    inputs = check_inputs(batch.task_id, task.input_root, client.files.content(batch.input_file_id))
     index = disputed.leaf.request_index
     input_proof = ["0x" + p.hex() for p in input_tree(inputs).proof(index)]
     _allow_bond(market, me, market.arbitration.config_of(batch.task_id).dispute_bond, "dispute bond")

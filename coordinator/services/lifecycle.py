@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import TaskStatus
+from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.inputs import custom_id_hash, params_hash
@@ -60,7 +60,8 @@ class Context:
 
 
 def advance(session: Session, ctx: Context, batch_id: str) -> str:
-    """Runs the next step of the batch; returns its status afterwards."""
+    """Runs the next step of the batch; returns its status afterwards. The on-chain task is read once, here,
+    and handed to the step."""
     batch = session.get(Batch, batch_id, with_for_update=True)
     if batch is None:
         return "missing"
@@ -75,13 +76,13 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
         ctx.chain.expire(batch.task_id)
         _set(batch, "expired", now)
     elif batch.status == "validating":
-        _validate_and_assign(session, ctx, batch, now)
+        _validate_and_assign(session, ctx, batch, task, now)
     elif batch.status == "in_progress":
         _run(session, ctx, batch, now)
     elif batch.status == "cancelling":
         _stop(session, batch, now)
     elif batch.status == "finalizing":
-        _finalize(session, ctx, batch, now)
+        _finalize(session, ctx, batch, task, now)
     elif batch.status == "cancelled" and batch.commit_tx is None and not batch.finalized:
         # nothing was served: give the task up on-chain, which refunds its owner now (unless the owner
         # cancelled it there first; a release that loses that race reverts, and the retry finds it cancelled)
@@ -102,7 +103,7 @@ def _set(batch: Batch, status: str, now: int) -> None:
     setattr(batch, f"{status}_at", now)
 
 
-def task_problems(batch: Batch, file: File, task: Any, owner_chain: str, served: ServedModel) -> list[str]:
+def task_problems(batch: Batch, file: File, task: Task, owner_chain: str, served: ServedModel) -> list[str]:
     """Why the on-chain task does not back this batch (empty when it does); `served` is the model the batch
     names, as this coordinator serves it (its hash must be the task's model id)."""
     expected = {
@@ -122,7 +123,7 @@ def task_problems(batch: Batch, file: File, task: Any, owner_chain: str, served:
     return problems
 
 
-def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Task, now: int) -> None:
     served = ctx.settings.model(batch.model)
     if served is None:
         batch.errors = [
@@ -135,7 +136,6 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, now: int)
         ]
         _set(batch, "failed", now)
         return
-    task = ctx.chain.task(batch.task_id)
     file = session.get(File, batch.input_file_id)
     assert file is not None
     if task.status == TaskStatus.NONE:
@@ -300,9 +300,9 @@ def _stop(session: Session, batch: Batch, now: int) -> None:
     _set(batch, "finalizing", now)
 
 
-def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int) -> None:
     if batch.commitment is None:
-        _write_outputs(session, ctx, batch, now)
+        _write_outputs(session, ctx, batch, task, now)
         return  # miners sign from here on; the next step commits
     commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
     miners = batch.miners or []
@@ -314,7 +314,6 @@ def _finalize(session: Session, ctx: Context, batch: Batch, now: int) -> None:
         return
     if _drop_stale(session, ctx, commitment, miners, signatures):
         return  # the next step waits for their miners to sign this commitment
-    task = ctx.chain.task(batch.task_id)
     if task.status == TaskStatus.ASSIGNED:
         # an empty signature stands for a miner paid nothing that vouches for nothing (the contract's rule)
         batch.commit_tx = ctx.chain.commit(
@@ -463,7 +462,7 @@ def proven_line(result: Result, trees: ResultTrees, index: int) -> dict[str, Any
     return line
 
 
-def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> None:
+def _write_outputs(session: Session, ctx: Context, batch: Batch, task: Task, now: int) -> None:
     """Output and error files (each line with its Merkle proofs), the results root, the priced commitment."""
     results, trees = result_trees(session, batch)
     files: dict[bool, list[bytes]] = {True: [], False: []}
@@ -492,7 +491,6 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, now: int) -> No
         else:
             batch.error_file_id = record.id
     input_tokens, output_tokens = trees.usage.input_tokens, trees.usage.output_tokens
-    task = ctx.chain.task(batch.task_id)
     pay = ctx.chain.market.tasks.prices_of(batch.task_id).cost(input_tokens, output_tokens, task.max_price)
     fee_bps = ctx.chain.terms(batch.task_id).coordinator_fee_bps
     amounts = settlement.split(pay - settlement.fee(pay, fee_bps), miner_weights(results, batch.miners or []))

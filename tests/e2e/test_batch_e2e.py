@@ -85,11 +85,12 @@ def test_a_tampered_output_line_is_rejected_naming_it(system: LocalSystem, done:
     line = json.loads(rows[2])
     line["response"]["body"]["choices"][0]["message"]["content"] += "!"
     rows[2] = json.dumps(line)
-    inputs = check_inputs(system.market, done.batch.task_id, client.files.content(done.batch.input_file_id))
     committed = client.http.get(f"/v1/batches/{done.batch.id}/commitment").json()
     verified = check_commitment(
         system.market, done.batch.task_id, committed["commitment"], committed["signatures"]
     )
+    input_file = client.files.content(done.batch.input_file_id)
+    inputs = check_inputs(done.batch.task_id, verified.input_root, input_file)
     with pytest.raises(
         ResultsRejected, match=rf"result line 3 \(custom_id '{line['custom_id']}'\): not part of"
     ):
