@@ -47,8 +47,8 @@ from transformers import AutoModelForCausalLM
 from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
 from bench._roofline import ModelCost, Roofs, measure_roofs
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.packaged import SMOLLM2, ensure

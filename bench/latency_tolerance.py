@@ -26,7 +26,7 @@ from rich.table import Table
 
 from bench._chat import chat_prompts
 from client_sdk.protocol.pipeline import microbatches
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import SamplingParams
 from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.packaged import SMOLLM2, ensure

@@ -48,8 +48,8 @@ from safetensors.torch import load_file, save_file
 from bench._chat import chat_prompts
 from bench._roofline import ModelCost, measure_roofs
 from bench._timing import best_time
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.gguf_import import WEIGHTS_FILE

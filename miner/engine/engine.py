@@ -6,10 +6,11 @@ Sequences are spread over `num_microbatches` microbatches, each with its own sch
 
 from __future__ import annotations
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.in_process import InProcessPipeline
 from miner.engine.sampler import sample
 from miner.engine.scheduler import Scheduler
-from miner.engine.sequence import SamplingParams, Sequence
+from miner.engine.sequence import Sequence
 from miner.kv.blocks import BlockManager
 from miner.kv.cache import PAGE_SIZE
 from miner.model.shard import StageShard

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine import gumbel
-from miner.engine.sequence import SamplingParams
 
 TOP_P_SEARCH = 256  # tokens searched for the top-p prefix before a row is sorted whole
 

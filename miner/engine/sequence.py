@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-import collections.abc
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class SamplingParams:
-    max_tokens: int = 16
-    temperature: float = 0.0  # 0 means greedy
-    top_p: float = 1.0
-    seed: int = 0
-    stop_token_ids: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1")
-        if self.temperature < 0:
-            raise ValueError("temperature must not be negative")
-        if not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
-
-    def completed_by(self, output: collections.abc.Sequence[int]) -> bool:
-        """Whether `output` is already a whole output (max_tokens long, or holding a stop token), so there is
-        nothing to resume."""
-        return len(output) >= self.max_tokens or any(t in self.stop_token_ids for t in output)
+from client_sdk.protocol.sampling import SamplingParams
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client_sdk import openai_batch
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import SamplingParams
 from miner.node.journal import Served
 from miner.node.requests import SCRATCH_IDS, Reader, request_id
 from miner.pipeline.batch import Prepared

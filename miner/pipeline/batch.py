@@ -24,8 +24,7 @@ from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchLine
 from client_sdk.protocol.constants import MAX_BATCH_LINES
 from client_sdk.protocol.pipeline import microbatches
-from client_sdk.protocol.sampling import LOCAL_TASK_ID, line_seed
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import LOCAL_TASK_ID, SamplingParams, line_seed
 from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named

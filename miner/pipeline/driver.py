@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from miner.engine.sequence import SamplingParams
-from miner.pipeline.head import Completion, spec_of
-from miner.transport.frames import DEFAULT_LIMITS, message
+from client_sdk.protocol.sampling import SamplingParams
+from miner.pipeline.head import Completion
+from miner.transport.frames import DEFAULT_LIMITS, RequestSpec, message
 from miner.transport.link import Context, Inbox, Outbox
 from miner.transport.security import LinkSecurity
 
@@ -90,7 +90,7 @@ class PipelineDriver:
                 request_ids=tuple(q.request_id for q in batch),
                 query_lens=tuple(len(q.prompt) + len(q.output) for q in batch),
                 token_ids=tuple(t for q in batch for t in (*q.prompt, *q.output)),
-                new_requests=tuple(spec_of(q.request_id, len(q.prompt), q.params) for q in batch),
+                new_requests=tuple(RequestSpec(q.request_id, len(q.prompt), q.params) for q in batch),
             )
         )
 

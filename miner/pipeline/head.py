@@ -17,7 +17,7 @@ from typing import cast
 import torch
 
 from miner.engine.scheduler import ScheduledChunk, Scheduler
-from miner.engine.sequence import SamplingParams, Sequence
+from miner.engine.sequence import Sequence
 from miner.kv.blocks import BlockManager
 from miner.transport.frames import Finished, FrameError, Header, RequestSpec, message
 
@@ -41,14 +41,6 @@ class Completion:
     request_id: int
     prompt_len: int
     output: tuple[int, ...]
-
-
-def spec_of(request_id: int, prompt_len: int, p: SamplingParams) -> RequestSpec:
-    return RequestSpec(request_id, prompt_len, p.max_tokens, p.temperature, p.top_p, p.seed, p.stop_token_ids)
-
-
-def params_of(spec: RequestSpec) -> SamplingParams:
-    return SamplingParams(spec.max_tokens, spec.temperature, spec.top_p, spec.seed, spec.stop_token_ids)
 
 
 class Head:
@@ -86,7 +78,7 @@ class Head:
             if spec is None or not 0 < spec.prompt_len <= len(tokens):
                 log.warning("dropped request %d: no sampling parameters or a wrong prompt length", request_id)
                 continue
-            params = params_of(spec)
+            params = spec.params
             prompt, output = list(tokens[: spec.prompt_len]), list(tokens[spec.prompt_len :])
             if params.completed_by(output):
                 log.warning("dropped request %d: it resumes with its whole output already", request_id)
@@ -139,7 +131,9 @@ class Head:
             token_ids=tuple(fed),
             sample=tuple(c.completes_sequence_input for c in chunks),
             new_requests=tuple(
-                spec_of(c.seq.seq_id, len(c.seq.prompt), c.seq.params) for c in chunks if c.context_len == 0
+                RequestSpec(c.seq.seq_id, len(c.seq.prompt), c.seq.params)
+                for c in chunks
+                if c.context_len == 0
             ),
             finished=tuple(finished),
             preempted=tuple(preempted),

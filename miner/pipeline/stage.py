@@ -25,7 +25,7 @@ from miner.engine.sampler import sample
 from miner.kv.cache import PAGE_SIZE
 from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
-from miner.pipeline.head import Head, params_of
+from miner.pipeline.head import Head
 from miner.pipeline.ledger import RequestRecord, StageLedger
 from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
 from miner.transport.link import Context, Inbox, Outbox
@@ -240,7 +240,7 @@ class StageWorker:
         rows = [i for i, flag in enumerate(header.sample) if flag]
         records = [self.ledger.records[header.request_ids[i]] for i in rows]
         positions = tuple(header.positions[i] + header.query_lens[i] for i in rows)
-        tokens = sample(out[rows], [params_of(r.spec) for r in records], list(positions))
+        tokens = sample(out[rows], [r.spec.params for r in records], list(positions))
         for record, position, token in zip(records, positions, tokens, strict=True):
             record.write(position, [token])
         self._account(started)

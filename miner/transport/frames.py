@@ -30,13 +30,13 @@ from typing import Any
 import msgpack
 import torch
 
-from client_sdk.protocol.constants import MAX_SEED
+from client_sdk.protocol.sampling import SamplingParams
 from miner.model.dtypes import DTYPES as STAGE_DTYPES
 
-# 3: submits may resume a request from output tokens generated elsewhere, and the token at position p of a
-# request is drawn with a generator seeded by (its seed, p) (miner/engine/sampler.py); stages of a pipeline
-# must agree on both, so a version-2 peer is refused.
-PROTOCOL_VERSION = 3
+# 4: a new request carries its sampling parameters whole, [id, prompt_len, [max_tokens, temperature, top_p,
+# seed, stop ids]] (client_sdk.protocol.sampling.SamplingParams.to_wire), where version 3 listed them flat
+# beside the id; stages of a pipeline must agree, so a version-3 peer is refused.
+PROTOCOL_VERSION = 4
 KINDS = ("submit", "activations", "tokens", "completions", "shutdown")
 DTYPES: dict[str, torch.dtype] = {**STAGE_DTYPES, "int64": torch.int64}  # activations, and token ids
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
@@ -83,26 +83,15 @@ class FrameError(ValueError):
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """What stages need to know about a request besides its tokens."""
+    """What stages need to know about a request besides its tokens: its id, its prompt's length and how it is
+    sampled."""
 
     request_id: int
     prompt_len: int
-    max_tokens: int
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    stop_token_ids: tuple[int, ...] = ()
+    params: SamplingParams
 
     def as_list(self) -> list[Any]:
-        return [
-            self.request_id,
-            self.prompt_len,
-            self.max_tokens,
-            self.temperature,
-            self.top_p,
-            self.seed,
-            list(self.stop_token_ids),
-        ]
+        return [self.request_id, self.prompt_len, self.params.to_wire()]
 
 
 @dataclass(frozen=True)
@@ -298,29 +287,15 @@ def _validate(fields: object, limits: Limits) -> Header:
 
 
 def _request_spec(raw: object, limits: Limits) -> RequestSpec:
-    if not isinstance(raw, list) or len(raw) != 7:
-        raise FrameError("a new request must be [id, prompt_len, max_tokens, temperature, top_p, seed, stop]")
-    request_id, prompt_len, max_tokens, temperature, top_p, seed, stop = raw
-    if not isinstance(temperature, int | float) or isinstance(temperature, bool):
-        raise FrameError("temperature must be a number")
-    if not isinstance(top_p, int | float) or isinstance(top_p, bool):
-        raise FrameError("top_p must be a number")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise FrameError("temperature must be finite and non-negative")
-    if not 0 < top_p <= 1:
-        raise FrameError("top_p must be in (0, 1]")
-    if _non_negative_int(max_tokens, "max_tokens") < 1:
-        raise FrameError("max_tokens must be at least 1")
-    if _non_negative_int(seed, "seed") > MAX_SEED:
-        raise FrameError(f"seed must be at most {MAX_SEED}")
+    if not isinstance(raw, list) or len(raw) != 3:
+        raise FrameError("a new request must be [id, prompt_len, sampling parameters]")
+    request_id, prompt_len, params = raw
+    try:
+        sampling = SamplingParams.from_wire(params, limits.max_stop_tokens)
+    except ValueError as exc:
+        raise FrameError(f"a new request's {exc}") from None
     return RequestSpec(
-        _non_negative_int(request_id, "request id"),
-        _non_negative_int(prompt_len, "prompt_len"),
-        max_tokens,
-        float(temperature),
-        float(top_p),
-        seed,
-        _int_list(stop, "stop token ids", limits.max_stop_tokens),
+        _non_negative_int(request_id, "request id"), _non_negative_int(prompt_len, "prompt_len"), sampling
     )
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import torch
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.attention.reference import ReferenceAttention
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PAGE_SIZE
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard

@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from client_sdk.protocol.sampling import SamplingParams
 from client_sdk.results import ResultLeaf
-from miner.engine.sequence import SamplingParams
 from miner.verify.rescore import DEFAULT_TOP_P_SLACK, Claim, Rescorer, TokenScore
 
 

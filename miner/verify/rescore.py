@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.attention.layout import BatchLayout
 from miner.engine import gumbel
 from miner.engine.sampler import draw, draw_keys, scale, top_p_sets
-from miner.engine.sequence import SamplingParams
 from miner.kv.cache import PAGE_SIZE, PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard

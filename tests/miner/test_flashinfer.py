@@ -10,10 +10,10 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.attention.reference import ReferenceAttention
 from miner.attention.registry import flashinfer_installed, select_attention
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from tests.miner.attention_inputs import PagedInputs, dense_attention, random_paged_inputs
 

@@ -10,8 +10,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.transport.frames import (
     DTYPES,
+    PROTOCOL_VERSION,
     Finished,
     FrameError,
     Header,
@@ -33,7 +35,7 @@ def activations(tensor: torch.Tensor) -> tuple[Header, torch.Tensor]:
         query_lens=(5, 1),
         token_ids=(1, 2, 3, 4, 5, 6),
         sample=(True, False),
-        new_requests=(RequestSpec(7, 5, 16, 0.7, 0.9, 2**40, (2,)),),
+        new_requests=(RequestSpec(7, 5, SamplingParams(16, 0.7, 0.9, 2**40, (2,))),),
         finished=(Finished(4, 20, 11),),
         preempted=(8,),
         route=("tcp://a:1", "tcp://b:2"),
@@ -78,7 +80,14 @@ def frames_with(**changes: object) -> list[bytes]:
     return [msgpack.packb(fields), tensor.numpy().tobytes()]
 
 
-SPEC = [7, 5, 16, 0.7, 0.9, 3, [2]]
+PARAMS: list[object] = [16, 0.7, 0.9, 3, [2]]  # max_tokens, temperature, top_p, seed, stop ids
+
+
+def sampled(index: int, value: object) -> list[list[object]]:
+    """A new request [id 7, prompt_len 5, PARAMS], with one of its sampling parameters changed."""
+    params = list(PARAMS)
+    params[index] = value
+    return [[7, 5, params]]
 
 
 @pytest.mark.parametrize(
@@ -87,7 +96,7 @@ SPEC = [7, 5, 16, 0.7, 0.9, 3, [2]]
         ([b"x"], "expected 2 frames, got 1"),
         ([b"\xc1", b""], "header is not valid msgpack"),
         ([msgpack.packb([1, 2]), b""], "header is not a map"),
-        (frames_with(v=2), "protocol version 2 is not 3"),
+        (frames_with(v=2), f"protocol version 2 is not {PROTOCOL_VERSION}"),
         (frames_with(kind="pickle"), "kind 'pickle' is not one of"),
         (frames_with(microbatch=-1), "microbatch must be a non-negative integer"),
         (frames_with(microbatch=True), "microbatch must be a non-negative integer"),
@@ -103,14 +112,16 @@ SPEC = [7, 5, 16, 0.7, 0.9, 3, [2]]
         (frames_with(extra=1), "exceeds max_map_len"),
         ([msgpack.packb({"v": 3, "kind": "shutdown"}), b""], "header keys"),
         (frames_with(new_requests=[[7, 5]]), "a new request must be"),
-        (frames_with(new_requests=[[*SPEC[:3], -1.0, *SPEC[4:]]]), "temperature must be finite"),
-        (frames_with(new_requests=[[*SPEC[:3], float("nan"), *SPEC[4:]]]), "temperature must be finite"),
-        (frames_with(new_requests=[[*SPEC[:3], "hot", *SPEC[4:]]]), "temperature must be a number"),
-        (frames_with(new_requests=[[*SPEC[:4], 0.0, *SPEC[5:]]]), r"top_p must be in \(0, 1\]"),
-        (frames_with(new_requests=[[*SPEC[:4], 1.5, *SPEC[5:]]]), r"top_p must be in \(0, 1\]"),
-        (frames_with(new_requests=[[*SPEC[:2], 0, *SPEC[3:]]]), "max_tokens must be at least 1"),
-        (frames_with(new_requests=[[*SPEC[:5], 2**63, SPEC[6]]]), "seed must be at most"),
-        (frames_with(new_requests=[[*SPEC[:6], list(range(17))]]), "stop token ids must be a list"),
+        (frames_with(new_requests=sampled(1, -1.0)), "a new request's temperature must be a finite"),
+        (frames_with(new_requests=sampled(1, float("nan"))), "temperature must be a finite non-negative"),
+        (frames_with(new_requests=sampled(1, "hot")), "temperature must be a number"),
+        (frames_with(new_requests=sampled(2, 0.0)), r"top_p must be a number in \(0, 1\]"),
+        (frames_with(new_requests=sampled(2, 1.5)), r"top_p must be a number in \(0, 1\]"),
+        (frames_with(new_requests=sampled(0, 0)), "max_tokens must be an integer of at least 1"),
+        (frames_with(new_requests=sampled(3, 2**63)), "seed must be an integer from 0 to"),
+        (frames_with(new_requests=sampled(4, list(range(17)))), "stop_token_ids must be a list of at most"),
+        (frames_with(new_requests=sampled(4, [-1])), "stop_token_ids must be non-negative integers"),
+        (frames_with(new_requests=[[7, 5, 16, 0.7, 0.9, 3, [2]]]), "a new request must be"),
         (frames_with(finished=[[4, 20]]), r"a finished request must be \[id, position, token\]"),
         (frames_with(preempted=["x"]), "preempted must be a non-negative integer"),
     ],

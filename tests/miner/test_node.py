@@ -23,10 +23,10 @@ from client_sdk.device import DeviceProfile
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.inputs import custom_id_hash, line_hash
 from client_sdk.protocol.endpoint import tcp_connect_ms
+from client_sdk.protocol.sampling import SamplingParams
 from client_sdk.protocol.settlement import split
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
 from coordinator.services.signing import usage_witness
-from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor

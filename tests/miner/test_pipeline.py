@@ -22,8 +22,8 @@ import pytest
 import torch
 import zmq
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings

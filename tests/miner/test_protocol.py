@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.pipeline.head import Head
 from miner.pipeline.ledger import StageLedger
 from miner.transport.frames import FrameError, Header, RequestSpec, decode, encode, message
@@ -59,7 +60,7 @@ def test_a_stage_mirror_stays_in_step_with_the_head(
                 query_lens=tuple(len(r) for r in runs.values()),
                 token_ids=tuple(t for r in runs.values() for t in r),
                 new_requests=tuple(
-                    RequestSpec(i, len(prompts[i]), n) for i, (_, n, _) in enumerate(requests)
+                    RequestSpec(i, len(prompts[i]), SamplingParams(n)) for i, (_, n, _) in enumerate(requests)
                 ),
             )
         )
@@ -110,11 +111,12 @@ def test_a_stage_mirror_stays_in_step_with_the_head(
 
 def test_the_head_resumes_a_request_only_from_an_unfinished_output() -> None:
     runs = {  # request id: (prompt + output so far, its spec)
-        1: ((1, 2, 3), RequestSpec(1, 4, 4)),  # a prompt longer than the run
-        2: ((1, 2, 3), RequestSpec(2, 0, 4)),  # no prompt
-        3: ((1, 2, 3, 4, 5), RequestSpec(3, 2, 3)),  # max_tokens of output already
-        4: ((1, 2, 9, 4), RequestSpec(4, 2, 8, stop_token_ids=(9,))),  # an output past its stop token
-        5: ((1, 2, 3, 4), RequestSpec(5, 2, 8)),  # 2 prompt tokens, 2 output tokens so far
+        1: ((1, 2, 3), RequestSpec(1, 4, SamplingParams(4))),  # a prompt longer than the run
+        2: ((1, 2, 3), RequestSpec(2, 0, SamplingParams(4))),  # no prompt
+        3: ((1, 2, 3, 4, 5), RequestSpec(3, 2, SamplingParams(3))),  # max_tokens of output already
+        # an output past its stop token
+        4: ((1, 2, 9, 4), RequestSpec(4, 2, SamplingParams(8, stop_token_ids=(9,)))),
+        5: ((1, 2, 3, 4), RequestSpec(5, 2, SamplingParams(8))),  # 2 prompt tokens, 2 output tokens so far
     }
     head = Head(1, 8, PAGE)
     head.submit(
@@ -134,7 +136,7 @@ def test_the_head_resumes_a_request_only_from_an_unfinished_output() -> None:
 
 def test_a_mirror_rejects_headers_that_do_not_fit() -> None:
     mirror = StageLedger(1, 2, PAGE)
-    spec = RequestSpec(1, 5, 4)
+    spec = RequestSpec(1, 5, SamplingParams(4))
     step, _ = message("activations", request_ids=(1,), query_lens=(5,), token_ids=(1, 2, 3, 4, 5))
     with pytest.raises(FrameError, match="request 1 was never introduced"):
         mirror.apply(step)

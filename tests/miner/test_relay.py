@@ -16,7 +16,7 @@ import pytest
 import torch
 import zmq
 
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import SamplingParams
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer
 from miner.pipeline.processes import StageProcesses, even_split

@@ -13,9 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine import gumbel
 from miner.engine.sampler import draw, draw_keys, sample, scale, top_p_sets
-from miner.engine.sequence import SamplingParams
 
 VOCAB = 64
 MASK_32 = 2**32 - 1

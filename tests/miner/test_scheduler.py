@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.scheduler import Scheduler
-from miner.engine.sequence import SamplingParams, Sequence
+from miner.engine.sequence import Sequence
 from miner.kv.blocks import BlockManager
 
 REQUESTS = st.lists(st.tuples(st.integers(1, 30), st.integers(1, 12)), min_size=1, max_size=12)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.model.shard import StageShard
 from tests.miner.checkpoints import FAMILIES, build_checkpoint, hf_greedy
 

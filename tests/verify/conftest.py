@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import SamplingParams
 from miner.tiny_checkpoint import build_tiny_model
 from miner.verify.rescore import Claim, Rescorer
 from tests.verify.honest import generate

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 from miner.verify.rescore import Claim

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
-from miner.engine.sequence import SamplingParams
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 from miner.node.executor import HeadExecutor

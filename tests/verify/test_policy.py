@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miner.engine.sequence import SamplingParams
+from client_sdk.protocol.sampling import SamplingParams
 from miner.verify.corrupt import corrupt
 from miner.verify.policy import DEFAULT_TOLERANCES, LineStats, Tolerances, judge, verify
 from miner.verify.rescore import Claim, Rescorer, TokenScore
