@@ -133,8 +133,12 @@ def signable(
 
 
 def digest(commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str) -> bytes:
-    """The 32-byte EIP-712 digest: keccak256(0x1901 || domainSeparator || structHash)."""
-    message = signable(commitment, served_root, chain_id, task_registry)
+    """The commitment's 32-byte EIP-712 digest (TaskRegistry.commitmentDigest)."""
+    return _digest_of(signable(commitment, served_root, chain_id, task_registry))
+
+
+def _digest_of(message: SignableMessage) -> bytes:
+    """keccak256(0x1901 || domainSeparator || structHash): what an EIP-712 signature signs."""
     return bytes(keccak(b"\x19" + message.version + message.header + message.body))
 
 
@@ -185,6 +189,11 @@ def _acceptance(
         message_types=ACCEPT_TASK_TYPES,
         message_data={"taskId": task_id, "stakeLock": stake_lock, "expiry": expiry},
     )
+
+
+def acceptance_digest(task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str) -> bytes:
+    """The acceptance's 32-byte EIP-712 digest (TaskRegistry.acceptanceDigest)."""
+    return _digest_of(_acceptance(task_id, stake_lock, expiry, chain_id, task_registry))
 
 
 def sign_acceptance(

@@ -1,6 +1,6 @@
 """Test vectors of the formats the parties and the contracts share: result leaves and their hashes, the
 positional results sum tree and its proofs (yielding the task's usage), the miners' served trees, input
-leaves and the EIP-712 digest of a commitment.
+leaves and the EIP-712 digests of a commitment and of a miner's acceptance of a task.
 
 Built here by the Python protocol code and committed as contracts/test/vectors/protocol.json: pytest checks
 that Python still builds exactly that file (tests/test_protocol_vectors.py) and forge checks that the
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from client_sdk.eip712 import ResultCommitment, digest
+from client_sdk.eip712 import ResultCommitment, acceptance_digest, digest
 from client_sdk.inputs import input_leaf
 from client_sdk.merkle import keccak256
 from client_sdk.results import ResultLeaf, ResultTrees
@@ -32,6 +32,8 @@ MINERS = (
 # Five requests (an odd count, so the last leaf is carried up a level): pipelines of one and two stages, a
 # line no miner served (a cancelled batch's line that never ran).
 PIPELINES = ((MINERS[0], MINERS[1]), (MINERS[1],), (MINERS[0], MINERS[1]), None, (MINERS[1], MINERS[0]))
+# A miner's consent to lock 10 tokens (6 decimals) of its stake for the task, usable until 2030-01-01.
+ACCEPTED_LOCK, ACCEPTED_UNTIL = 10_000_000, 1_893_456_000
 
 
 def _hex(value: bytes) -> str:
@@ -104,6 +106,13 @@ def build() -> dict[str, Any]:
             "digests": [
                 _hex(digest(commitment, root, CHAIN_ID, VERIFYING_CONTRACT)) for root in trees.served_roots()
             ],
+        },
+        "acceptance": {
+            "stakeLock": ACCEPTED_LOCK,
+            "expiry": ACCEPTED_UNTIL,
+            "digest": _hex(
+                acceptance_digest(TASK_ID, ACCEPTED_LOCK, ACCEPTED_UNTIL, CHAIN_ID, VERIFYING_CONTRACT)
+            ),
         },
     }
 

@@ -32,8 +32,8 @@ contract ProtocolHarness {
 }
 
 /// @notice The test vectors that Python builds (tests/protocol_vectors.py) computed again by the contracts: leaf
-/// hashes, positional results sum-tree proofs (valid at their own position only, yielding the committed usage), served proofs and the EIP-712 digest each
-/// miner signs. pytest checks the same file against Python, so the two encodings cannot drift apart.
+/// hashes, positional results sum-tree proofs (valid at their own position only, yielding the committed usage), served proofs and the EIP-712 digests
+/// miners sign (each one's commitment, and an acceptance of a task). pytest checks the same file against Python, so the two encodings cannot drift apart.
 contract ProtocolVectorsTest is Test {
     string internal json;
     ProtocolHarness internal harness;
@@ -116,8 +116,8 @@ contract ProtocolVectorsTest is Test {
         assertEq(served[2], bytes32(0), "a miner that served nothing");
     }
 
-    /// @dev A TaskRegistry placed at the vectors' verifying contract computes each miner's digest.
-    function test_vectors_commitmentDigests() public {
+    /// @dev A TaskRegistry at the vectors' verifying contract, on the vectors' chain.
+    function _registry() internal returns (TaskRegistry) {
         address at = vm.parseJsonAddress(json, ".commitment.verifyingContract");
         ITaskRegistry.Config memory config = ITaskRegistry.Config({
             challengeWindow: 1 days,
@@ -132,6 +132,12 @@ contract ProtocolVectorsTest is Test {
             at
         );
         vm.chainId(vm.parseJsonUint(json, ".commitment.chainId"));
+        return TaskRegistry(at);
+    }
+
+    /// @dev Each miner's commitment digest.
+    function test_vectors_commitmentDigests() public {
+        TaskRegistry registry = _registry();
         bytes32[] memory served = vm.parseJsonBytes32Array(json, ".servedRoots");
         ITaskRegistry.Commitment memory c = ITaskRegistry.Commitment({
             resultsRoot: vm.parseJsonBytes32(json, ".resultsRoot"),
@@ -144,7 +150,20 @@ contract ProtocolVectorsTest is Test {
         bytes32[] memory digests = vm.parseJsonBytes32Array(json, ".commitment.digests");
         uint256 taskId = vm.parseJsonUint(json, ".taskId");
         for (uint256 i = 0; i < served.length; ++i) {
-            assertEq(TaskRegistry(at).commitmentDigest(taskId, c, served[i]), digests[i]);
+            assertEq(registry.commitmentDigest(taskId, c, served[i]), digests[i]);
         }
+    }
+
+    /// @dev A miner's acceptance of the task's stake lock.
+    function test_vectors_acceptanceDigest() public {
+        TaskRegistry registry = _registry();
+        assertEq(
+            registry.acceptanceDigest(
+                vm.parseJsonUint(json, ".taskId"),
+                uint128(vm.parseJsonUint(json, ".acceptance.stakeLock")),
+                uint64(vm.parseJsonUint(json, ".acceptance.expiry"))
+            ),
+            vm.parseJsonBytes32(json, ".acceptance.digest")
+        );
     }
 }
