@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
-from client_sdk.results import ResultTrees
+from client_sdk.protocol.signing import SigningLine, SigningRequest
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Result, Signature
 from coordinator.services.dispatch import input_rows
@@ -23,48 +23,42 @@ from coordinator.services.lifecycle import Context, miner_weights, result_trees,
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
-    """The commitments waiting for this miner's signature, each with the lines it served (request line, result
-    line, pipeline and Merkle proof), the usage witness, and the assigned miners with the work weights the
-    miners' part of the payment was split by."""
+    """The commitments waiting for this miner's signature, as signing requests (client_sdk.protocol.signing):
+    each with the lines it served (request line, result line, pipeline and Merkle proof), the usage witness,
+    and the assigned miners with the work weights the miners' part of the payment was split by."""
     signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
     batches = session.scalars(
         select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
     )
     out = []
     for batch in batches:
-        if miner not in (batch.miners or []) or batch.id in signed:
+        if batch.commitment is None or miner not in (batch.miners or []) or batch.id in signed:
             continue
         results, trees = result_trees(session, batch)
         requests = input_rows(session, batch.input_file_id)
-        lines = [
-            {
-                "index": r.line_index,
-                "request": requests[r.line_index],
-                "line": json.loads(r.body),
-                "pipeline": r.pipeline,
-                "proof": ["0x" + p.hex() for p in trees.proof(position)],
-            }
-            for position, r in enumerate(results)
+        lines = tuple(
+            SigningLine(
+                r.line_index,
+                requests[r.line_index],
+                json.loads(r.body),
+                tuple(r.pipeline),
+                tuple(trees.proof(i)),
+            )
+            for i, r in enumerate(results)
             if r is not None and miner in r.pipeline
-        ]
-        out.append(
-            {
-                "batch_id": batch.id,
-                "task_id": batch.task_id,
-                "request_count": len(results),
-                "commitment": batch.commitment,
-                "lines": lines,
-                "usage_witness": usage_witness(trees),
-                "miners": batch.miners,
-                "weights": miner_weights(results, batch.miners or []),
-            }
         )
+        request = SigningRequest(
+            batch_id=batch.id,
+            commitment=ResultCommitment.from_json(batch.task_id, batch.commitment),
+            request_count=len(results),
+            lines=lines,
+            witness=trees.leaves[0],  # any leaf's proof yields the tree's usage
+            witness_proof=tuple(trees.proof(0)),
+            miners=tuple(batch.miners or []),
+            weights=tuple(miner_weights(results, batch.miners or [])),
+        )
+        out.append(request.to_json())
     return out
-
-
-def usage_witness(trees: ResultTrees) -> dict[str, Any]:
-    """The first leaf's fields and its proof in the results sum tree, which yields the tree's usage."""
-    return trees.leaves[0].to_json() | {"proof": ["0x" + p.hex() for p in trees.proof(0)]}
 
 
 def accept(

@@ -17,13 +17,13 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
-from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.eip712 import sign_commitment
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import Usage, root_at
-from client_sdk.protocol.fields import field, words
 from client_sdk.protocol.settlement import split
-from client_sdk.results import MAX_RESULTS_PROOF_WORDS, ZERO_ROOT, ResultLeaf, output_hash, served_tree
+from client_sdk.protocol.signing import SigningLine, SigningRequest
+from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
 
@@ -45,7 +45,7 @@ class Unrecorded(RefusedToSign):
 
 def check_line(
     task_id: int,
-    item: dict[str, Any],
+    item: SigningLine,
     mine: Served,
     reader: Reader,
     address: str,
@@ -54,16 +54,16 @@ def check_line(
 ) -> ResultLeaf:
     """The line's leaf; raises RefusedToSign unless the item is the line we served, and its leaf is at its
     position of a results tree of `count` leaves whose root and usage are `committed`."""
-    index = int(item["index"])
+    index = item.index
     where = f"task {task_id} line {index}"
     try:
-        request = openai_batch.parse_line(item["request"], index + 1)
+        request = openai_batch.parse_line(item.request, index + 1)
         prepared = reader.prepare([request], task_id)
     except UserError as exc:
         raise RefusedToSign(f"{where}: the request cannot be served here ({exc})") from None
     if not prepared or tuple(prepared[0].prompt) != mine.prompt:
         raise RefusedToSign(f"{where}: the prompt we were fed is not this request's")
-    line = item["line"]
+    line = item.line
     created = int(line["response"]["body"]["created"])
     expected = reader.result_line(task_id, index, request, created, len(mine.prompt), mine.output)
     if canonical_json(line) != canonical_json(expected):
@@ -76,15 +76,11 @@ def check_line(
         output_hash=output_hash(line),
         input_tokens=len(mine.prompt),
         output_tokens=len(mine.output),
-        pipeline=tuple(item["pipeline"]),
+        pipeline=item.pipeline,
     )
     if address not in leaf.pipeline:
         raise RefusedToSign(f"{where}: its leaf does not name us")
-    try:
-        proof = words(item["proof"], "proof", f"{where}'s signing item", MAX_RESULTS_PROOF_WORDS)
-    except ValueError as exc:
-        raise RefusedToSign(str(exc)) from None
-    check_proof(task_id, leaf, proof, committed, count)
+    check_proof(task_id, leaf, item.proof, committed, count)
     return leaf
 
 
@@ -107,68 +103,57 @@ def check_proof(
 
 def check_and_sign(
     account: LocalAccount,
-    request: dict[str, Any],
+    raw: dict[str, Any],
     served: Mapping[tuple[int, int], Served],
     reader: Reader,
     chain_id: int,
     task_registry: str,
 ) -> bytes:
     """The EIP-712 signature over the commitment and our served root, after every line we served checks
-    out."""
-    task_id = int(request["task_id"])
-    count = int(request["request_count"])
+    out. `raw` is the coordinator's signing request, as JSON."""
     try:
-        commitment = ResultCommitment.from_json(task_id, request["commitment"])
-    except (KeyError, ValueError) as exc:
-        raise RefusedToSign(f"task {task_id}: {exc}") from None
-    committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
-    witness, what = request["usage_witness"], "the usage witness"
-    try:
-        leaf = ResultLeaf.from_json(task_id, witness)
-        proof = words(field(witness, "proof", list, what), "proof", what, MAX_RESULTS_PROOF_WORDS)
+        request = SigningRequest.from_json(raw)
     except ValueError as exc:
-        raise RefusedToSign(f"task {task_id}: {exc}") from None
-    check_proof(task_id, leaf, proof, committed, count)
-    unrecorded = [
-        int(item["index"]) for item in request["lines"] if (task_id, int(item["index"])) not in served
-    ]
+        raise RefusedToSign(f"batch {raw.get('batch_id')!r:.60}: {exc}") from None
+    task_id, count, commitment = request.task_id, request.request_count, request.commitment
+    committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
+    check_proof(task_id, request.witness, request.witness_proof, committed, count)
+    unrecorded = [item.index for item in request.lines if (task_id, item.index) not in served]
     if unrecorded:
         raise Unrecorded(task_id, unrecorded)
     hashes: dict[int, bytes] = {}
-    for item in request["lines"]:
-        mine = served[(task_id, int(item["index"]))]
+    for item in request.lines:
+        mine = served[(task_id, item.index)]
         leaf = check_line(task_id, item, mine, reader, account.address, committed, count)
         hashes[leaf.request_index] = leaf.hash()
-    check_share(request, commitment, account.address, _work(request, served), reader.config.num_layers)
+    check_share(request, account.address, _work(request, served), reader.config.num_layers)
     tree = served_tree(hashes)
     served_root = tree.root if tree is not None else ZERO_ROOT
     return sign_commitment(account, commitment, served_root, chain_id, task_registry)
 
 
-def _work(request: dict[str, Any], served: Mapping[tuple[int, int], Served]) -> int | None:
+def _work(request: SigningRequest, served: Mapping[tuple[int, int], Served]) -> int | None:
     """Our work on the lines the request credits to us: their tokens times the layers we journaled for each;
     None if our journal lacks the layers of one of them (written before it recorded them)."""
-    task_id = int(request["task_id"])
     work = 0
-    for item in request["lines"]:
-        mine = served[(task_id, int(item["index"]))]
+    for item in request.lines:
+        mine = served[(request.task_id, item.index)]
         if mine.layers == 0:
             return None
         work += (len(mine.prompt) + len(mine.output)) * mine.layers
     return work
 
 
-def check_share(
-    request: dict[str, Any], commitment: ResultCommitment, address: str, work: int | None, num_layers: int
-) -> None:
+def check_share(request: SigningRequest, address: str, work: int | None, num_layers: int) -> None:
     """Raises RefusedToSign unless the miners' part is split exactly by the work weights the coordinator
     sent, the weights add up to the task's tokens times the model's layers (every line runs through all of
     them), and ours is the work we did (`work`; not checked when None). With every honest miner checking its
     own weight and the total fixed, colluders can only move shares among themselves."""
+    commitment = request.commitment
     task_id = commitment.task_id
-    miners = [str(m).lower() for m in request["miners"]]
-    weights = [int(w) for w in request["weights"]]
-    if len(weights) != len(miners) or len(miners) != len(commitment.miner_amounts):
+    miners = [m.lower() for m in request.miners]
+    weights = list(request.weights)
+    if len(miners) != len(commitment.miner_amounts):
         raise RefusedToSign(f"task {task_id}: one work weight and one amount per assigned miner expected")
     if address.lower() not in miners:
         raise RefusedToSign(f"task {task_id}: we are not among its assigned miners")

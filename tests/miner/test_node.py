@@ -25,8 +25,8 @@ from client_sdk.inputs import custom_id_hash, line_hash
 from client_sdk.protocol.endpoint import tcp_connect_ms
 from client_sdk.protocol.sampling import SamplingParams
 from client_sdk.protocol.settlement import split
+from client_sdk.protocol.signing import SigningLine, SigningRequest
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
-from coordinator.services.signing import usage_witness
 from miner.model.shard import StageShard
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
@@ -259,32 +259,32 @@ def signing_request(
                 pipeline,
             )
         )
-        lines.append({"index": index, "request": rows[index], "line": result, "pipeline": list(pipeline)})
+        lines.append((index, rows[index], result))
     trees = ResultTrees(leaves, miners)
     stage_work = (trees.usage.input_tokens + trees.usage.output_tokens) * 2
-    weights = [stage_work, stage_work, 0][: len(miners)]
-    for item in lines:
-        item["proof"] = ["0x" + p.hex() for p in trees.proof(item["index"])]
-        item.update((tamper or {}).get(item["index"], {}))
+    weights = (stage_work, stage_work, 0)[: len(miners)]
     commitment = ResultCommitment(
         TASK,
         trees.root,
         sum(leaf.input_tokens for leaf in leaves),
         sum(leaf.output_tokens for leaf in leaves),
         1000,
-        tuple(split(1000, weights)),
+        tuple(split(1000, list(weights))),
         trees.served_roots(),
     )
-    return {
-        "batch_id": "batch_x",
-        "task_id": TASK,
-        "request_count": len(leaves),
-        "commitment": commitment.to_json(),
-        "lines": lines,
-        "usage_witness": usage_witness(trees),
-        "miners": list(miners),
-        "weights": weights,
-    }
+    request = SigningRequest(
+        batch_id="batch_x",
+        commitment=commitment,
+        request_count=len(leaves),
+        lines=tuple(SigningLine(i, row, result, pipeline, tuple(trees.proof(i))) for i, row, result in lines),
+        witness=trees.leaves[0],
+        witness_proof=tuple(trees.proof(0)),
+        miners=miners,
+        weights=weights,
+    ).to_json()
+    for item in request["lines"]:
+        item.update((tamper or {}).get(item["index"], {}))
+    return request
 
 
 def test_each_stage_signs_after_checking_its_lines(reader: Reader, two_stage_run: Any) -> None:
