@@ -3,11 +3,9 @@ tasks on-chain, reclaim one past its deadline, see and withdraw balances."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Task, TaskStatus
@@ -22,6 +20,7 @@ from client_sdk.cli.support import (
     console,
     one_line_errors,
     open_market,
+    show_report,
 )
 from client_sdk.errors import UserError
 from client_sdk.protocol.model_identity import describe
@@ -55,13 +54,7 @@ def task(
         "results_root": "0x" + record.results_root.hex(),
         "miners": market.tasks.miners_of(task_id),
     }
-    if as_json:
-        console.print_json(json.dumps(report))
-        return
-    table = Table(title=f"task {task_id}", show_header=False)
-    for key, value in report.items():
-        table.add_row(key.replace("_", " "), ", ".join(value) if isinstance(value, list) else str(value))
-    console.print(table)
+    show_report(report, f"task {task_id}", as_json)
 
 
 @app.command()

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import requests
 import typer
 import typer.rich_utils
 from eth_account.signers.local import LocalAccount
 from rich.console import Console
+from rich.table import Table
 
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.errors import UserError
@@ -64,6 +66,18 @@ KeystoreOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def show_report(report: dict[str, Any], title: str, as_json: bool) -> None:
+    """A report as JSON, or for people as a two-column table (a list one item per line, nothing as "-")."""
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    table = Table(title=title, show_header=False)
+    for key, value in report.items():
+        shown = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
+        table.add_row(key.replace("_", " "), "-" if value is None else shown)
+    console.print(table)
 
 
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:

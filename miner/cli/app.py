@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile
@@ -28,6 +26,7 @@ from client_sdk.cli.support import (
     error_console,
     one_line_errors,
     open_market,
+    show_report,
 )
 from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
@@ -127,18 +126,6 @@ def _registered(rpc_url: str, deployment: Path, keystore: Path | None) -> tuple[
     return market, me
 
 
-def _show(report: dict[str, Any], title: str, as_json: bool) -> None:
-    """A report as JSON, or as a table for people (a list one item per line, nothing as "-")."""
-    if as_json:
-        console.print_json(json.dumps(report))
-        return
-    table = Table(title=title, show_header=False)
-    for key, value in report.items():
-        shown = "-" if value is None else "\n".join(value) if isinstance(value, list) else str(value)
-        table.add_row(key.replace("_", " "), shown)
-    console.print(table)
-
-
 def _utc(timestamp: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(timestamp))
 
@@ -195,7 +182,7 @@ def status(
         "wallet_balance": format_amount(market.token.balance_of(me)),
         "token": market.token.symbol,
     }
-    _show(report, f"miner {me}", as_json)
+    show_report(report, f"miner {me}", as_json)
 
 
 @app.command()
@@ -309,7 +296,7 @@ def stake_show(
         "minimum": format_amount(market.registry.min_stake()),
         "token": market.token.symbol,
     }
-    _show(report, f"stake of {me}", as_json)
+    show_report(report, f"stake of {me}", as_json)
 
 
 @app.command()
