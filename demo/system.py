@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +109,7 @@ class LocalSystem:
         self.postgres: PostgresServer | None = None
         self.api_url = f"http://127.0.0.1:{free_port()}"
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._miner_started_at: dict[int, int] = {}  # wall-clock seconds of each miner's latest start
         self._stack = contextlib.ExitStack()
 
     # -- lifecycle
@@ -159,6 +161,7 @@ class LocalSystem:
             self._fund_audit_pool()
         for index in range(len(self.verifier_accounts)):
             self.start_verifier(index)
+        self.wait_for_verifiers()
 
     def __exit__(self, *_exc: object) -> None:
         for name in list(self.processes):
@@ -291,6 +294,7 @@ class LocalSystem:
             if index == 0 and self.config.faulty_miner
             else {}
         )
+        self._miner_started_at[index] = int(time.time())
         self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty, lends_cpu=True)
 
     def start_verifier(self, index: int) -> None:
@@ -326,6 +330,37 @@ class LocalSystem:
         finally:
             engine.dispose()
         raise RuntimeError(f"fewer than {count} miners joined within {timeout} s")
+
+    def wait_for_verifiers(self, timeout: float = 120.0) -> None:
+        """Until every verifier has staked and registered on-chain: a dispute opened before would draw its
+        jury from the verifiers registered by then."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(self.market.verifiers.is_verifier(v.address) for v in self.verifier_accounts):
+                return
+            for index in range(len(self.verifier_accounts)):
+                self._check_alive(f"verifier{index}")
+            time.sleep(0.2)
+        raise RuntimeError(f"the verifiers did not all register within {timeout} s")
+
+    def wait_until_joined(self, indices: Iterable[int], timeout: float = 120.0) -> None:
+        """Until each of these miners has joined the coordinator since it was last started: a batch submitted
+        before a restarted miner is back is planned and assigned without it (only the miners assigned
+        on-chain can serve a task)."""
+        wanted = {self.miner_accounts[i].address: self._miner_started_at[i] for i in indices}
+        engine = sa.create_engine(self.database_url)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with engine.connect() as connection:
+                    query = sa.select(Miner.address, Miner.session_started_at)
+                    joined = dict(connection.execute(query.where(Miner.address.in_(list(wanted)))).all())
+                if all((joined.get(a) or 0) >= since for a, since in wanted.items()):
+                    return
+                time.sleep(0.2)
+        finally:
+            engine.dispose()
+        raise RuntimeError(f"miners {sorted(wanted)} did not join again within {timeout} s")
 
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]
