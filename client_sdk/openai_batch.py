@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from client_sdk import bounded_json
 from client_sdk.errors import UserError
 from client_sdk.protocol.constants import MAX_SEED
+from client_sdk.protocol.fields import is_int, is_number
 
 CHAT = "/v1/chat/completions"
 COMPLETIONS = "/v1/completions"
@@ -168,7 +169,7 @@ def parse_line(row: str, number: int) -> BatchLine:
         prompt = _prompt(body.get("prompt"), fail)
         max_tokens = _integer(body, ("max_tokens",), 1, 1 << 31, DEFAULT_MAX_TOKENS, fail)
     seed = body.get("seed")
-    if seed is not None and (not _is_int(seed) or not 0 <= seed <= MAX_SEED):
+    if seed is not None and (not is_int(seed) or not 0 <= seed <= MAX_SEED):
         raise fail(f"body.seed must be an integer from 0 to {MAX_SEED}")
     return BatchLine(
         line_number=number,
@@ -185,10 +186,6 @@ def parse_line(row: str, number: int) -> BatchLine:
     )
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _integer(body: dict[str, Any], keys: Sequence[str], low: int, high: int, default: int, fail: Any) -> int:
     present = [key for key in keys if body.get(key) is not None]
     if len(present) > 1:
@@ -196,7 +193,7 @@ def _integer(body: dict[str, Any], keys: Sequence[str], low: int, high: int, def
     if not present:
         return default
     value = body[present[0]]
-    if not _is_int(value) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
         raise fail(f"body.{present[0]} must be an integer from {low} to {high}")
     return int(value)
 
@@ -207,7 +204,7 @@ def _number(
     value = body.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         raise fail(f"body.{key} must be a number")
     if not (low < value if open_low else low <= value) or value > high:
         bound = f"above {low}" if open_low else f"from {low}"
@@ -218,7 +215,7 @@ def _number(
 def _prompt(value: object, fail: Any) -> str | tuple[int, ...]:
     if isinstance(value, str) and value:
         return value
-    if isinstance(value, list) and value and all(_is_int(t) and t >= 0 for t in value):
+    if isinstance(value, list) and value and all(is_int(t) and t >= 0 for t in value):
         return tuple(value)
     raise fail("body.prompt must be a non-empty string or a non-empty list of token ids")
 

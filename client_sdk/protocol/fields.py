@@ -4,13 +4,23 @@ every refusal is a ValueError naming the message and the field ("the commitment'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from eth_utils.address import is_address, to_checksum_address
 
 from client_sdk.encoding import hex_bytes
 
 _JSON_NAMES = {list: "array", str: "string", int: "integer", dict: "object"}
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """A JSON integer (a boolean is not one, though Python counts it as an int)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number: an integer or a float, not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def field(message: Mapping[str, Any], name: str, kind: type, what: str) -> Any:
@@ -27,7 +37,7 @@ def field(message: Mapping[str, Any], name: str, kind: type, what: str) -> Any:
 
 def uint(value: object, bits: int, name: str, what: str) -> int:
     """`value` as a uint<bits> (an integer in [0, 2^bits))."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**bits:
+    if not is_int(value) or not 0 <= value < 2**bits:
         raise ValueError(f"{what}'s {name} must be an integer in [0, 2^{bits}), not {value!r:.40}")
     return value
 

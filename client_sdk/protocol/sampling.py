@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from client_sdk.protocol.constants import MAX_SEED
+from client_sdk.protocol.fields import is_int, is_number
 
 
 @dataclass(frozen=True)
@@ -28,16 +29,16 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _is_int(self.max_tokens) or self.max_tokens < 1:
+        if not is_int(self.max_tokens) or self.max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer of at least 1, not {self.max_tokens!r}")
         temperature = self.temperature
-        if not _is_number(temperature) or not (math.isfinite(temperature) and temperature >= 0):
+        if not is_number(temperature) or not (math.isfinite(temperature) and temperature >= 0):
             raise ValueError(f"temperature must be a finite non-negative number, not {self.temperature!r}")
-        if not _is_number(self.top_p) or not 0 < self.top_p <= 1:
+        if not is_number(self.top_p) or not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be a number in (0, 1], not {self.top_p!r}")
-        if not _is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
+        if not is_int(self.seed) or not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer from 0 to {MAX_SEED}, not {self.seed!r}")
-        if not all(_is_int(t) and t >= 0 for t in self.stop_token_ids):
+        if not all(is_int(t) and t >= 0 for t in self.stop_token_ids):
             raise ValueError(f"stop_token_ids must be non-negative integers, not {self.stop_token_ids!r:.60}")
 
     def completed_by(self, output: collections.abc.Sequence[int]) -> bool:
@@ -59,17 +60,9 @@ class SamplingParams:
         if not isinstance(stop, list) or len(stop) > max_stop_tokens:
             raise ValueError(f"stop_token_ids must be a list of at most {max_stop_tokens} integers")
         for name, value in (("temperature", temperature), ("top_p", top_p)):
-            if not _is_number(value):
+            if not is_number(value):
                 raise ValueError(f"{name} must be a number, not {value!r:.40}")
         return cls(max_tokens, float(temperature), float(top_p), seed, tuple(stop))
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _DOMAIN = b"batchmarket seed v1"

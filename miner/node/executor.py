@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from client_sdk import openai_batch
+from client_sdk.protocol.fields import is_int
 from client_sdk.protocol.sampling import SamplingParams
 from miner.node.journal import Served
 from miner.node.requests import SCRATCH_IDS, Reader, request_id
@@ -65,7 +66,7 @@ class HeadExecutor:
         if (
             isinstance(partial, list)
             and len(partial) < prepared.params.max_tokens  # checked first: it bounds the scan below
-            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in partial)
+            and all(is_int(t) and 0 <= t < vocab for t in partial)
             and not prepared.params.completed_by(partial)
         ):
             return tuple(partial)

@@ -30,6 +30,7 @@ from typing import Any
 import msgpack
 import torch
 
+from client_sdk.protocol.fields import is_int
 from client_sdk.protocol.sampling import SamplingParams
 from miner.model.dtypes import DTYPES as STAGE_DTYPES
 
@@ -306,7 +307,7 @@ def _finished(raw: object) -> Finished:
 
 
 def _non_negative_int(value: object, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not is_int(value) or value < 0:
         raise FrameError(f"{name} must be a non-negative integer")
     return value
 
