@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,7 +156,7 @@ class LocalSystem:
             self.start_relay()
         for index in range(len(self.miner_accounts)):
             self.start_miner(index)
-        self.wait_for_miners(len(self.miner_accounts))
+        self.wait_for_miners(range(len(self.miner_accounts)))
         if self.verifier_accounts:
             self._fund_audit_pool()
         for index in range(len(self.verifier_accounts)):
@@ -311,56 +311,47 @@ class LocalSystem:
         ]  # fmt: skip
         self._spawn(f"verifier{index}", args, account, lends_cpu=True)
 
-    def wait_for_miners(self, count: int, timeout: float = 120.0) -> None:
-        """Until `count` miners have joined the coordinator (a batch submitted earlier would be planned over
-        fewer, and only the miners assigned on-chain can serve a task)."""
+    def wait_for_miners(self, indices: Iterable[int], timeout: float = 120.0) -> None:
+        """Until each of these miners has joined the coordinator since it was last started: a batch submitted
+        before a (re)started miner is in is planned and assigned without it (only the miners assigned
+        on-chain can serve a task)."""
+        indices = list(indices)
+        wanted = {self.miner_accounts[i].address: self._miner_started_at[i] for i in indices}
+        query = sa.select(Miner.address, Miner.session_started_at).where(Miner.address.in_(list(wanted)))
         engine = sa.create_engine(self.database_url)
-        deadline = time.monotonic() + timeout
+
+        def joined() -> bool:
+            with engine.connect() as connection:
+                sessions = dict(connection.execute(query).all())
+            return all((sessions.get(a) or 0) >= since for a, since in wanted.items())
+
+        failure = f"miners {sorted(wanted)} did not join within {timeout} s"
         try:
-            while time.monotonic() < deadline:
-                with engine.connect() as connection:
-                    if (
-                        connection.execute(sa.select(sa.func.count()).select_from(Miner)).scalar_one()
-                        >= count
-                    ):
-                        return
-                for index in range(count):
-                    self._check_alive(f"miner{index}")
-                time.sleep(0.2)
+            self._wait_until(joined, [f"miner{i}" for i in indices], failure, timeout)
         finally:
             engine.dispose()
-        raise RuntimeError(f"fewer than {count} miners joined within {timeout} s")
 
     def wait_for_verifiers(self, timeout: float = 120.0) -> None:
         """Until every verifier has staked and registered on-chain: a dispute opened before would draw its
         jury from the verifiers registered by then."""
+        self._wait_until(
+            lambda: all(self.market.verifiers.is_verifier(v.address) for v in self.verifier_accounts),
+            [f"verifier{i}" for i in range(len(self.verifier_accounts))],
+            f"the verifiers did not all register within {timeout} s",
+            timeout,
+        )
+
+    def _wait_until(self, done: Callable[[], bool], alive: list[str], failure: str, timeout: float) -> None:
+        """Polls `done` until it holds; RuntimeError(`failure`) after `timeout` seconds, or at once with the
+        log to read if one of the processes named in `alive` exited meanwhile."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(self.market.verifiers.is_verifier(v.address) for v in self.verifier_accounts):
+            if done():
                 return
-            for index in range(len(self.verifier_accounts)):
-                self._check_alive(f"verifier{index}")
+            for name in alive:
+                self._check_alive(name)
             time.sleep(0.2)
-        raise RuntimeError(f"the verifiers did not all register within {timeout} s")
-
-    def wait_until_joined(self, indices: Iterable[int], timeout: float = 120.0) -> None:
-        """Until each of these miners has joined the coordinator since it was last started: a batch submitted
-        before a restarted miner is back is planned and assigned without it (only the miners assigned
-        on-chain can serve a task)."""
-        wanted = {self.miner_accounts[i].address: self._miner_started_at[i] for i in indices}
-        engine = sa.create_engine(self.database_url)
-        deadline = time.monotonic() + timeout
-        try:
-            while time.monotonic() < deadline:
-                with engine.connect() as connection:
-                    query = sa.select(Miner.address, Miner.session_started_at)
-                    joined = dict(connection.execute(query.where(Miner.address.in_(list(wanted)))).all())
-                if all((joined.get(a) or 0) >= since for a, since in wanted.items()):
-                    return
-                time.sleep(0.2)
-        finally:
-            engine.dispose()
-        raise RuntimeError(f"miners {sorted(wanted)} did not join again within {timeout} s")
+        raise RuntimeError(failure)
 
     def _check_alive(self, name: str) -> None:
         process = self.processes[name]

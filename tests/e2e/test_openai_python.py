@@ -72,7 +72,7 @@ def test_a_batch_cancelled_before_any_miner_started_refunds_its_escrow_at_once(
     finally:
         for index in range(len(system.miner_accounts)):
             system.start_miner(index)
-        system.wait_for_miners(len(system.miner_accounts))
+        system.wait_for_miners(range(len(system.miner_accounts)))
 
 
 def test_files_and_a_batch_through_openai_python(system: LocalSystem, oai: openai.OpenAI) -> None:

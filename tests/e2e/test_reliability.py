@@ -105,7 +105,7 @@ def test_a_head_killed_mid_unit_has_its_lines_resumed_from_their_tokens(system: 
     the head is killed once the coordinator holds its unit's progress, and the other pipeline resumes those
     lines from it."""
     client = system.client()
-    system.wait_until_joined(range(len(system.miner_accounts)))  # the previous test restarted one
+    system.wait_for_miners(range(len(system.miner_accounts)))  # the previous test restarted one
     max_tokens = 400  # of the tiny model's 512 positions; the prompts take 33 at most
     batch_id = submit(client, "resume", max_tokens)
     head, with_progress = wait_for(lambda: head_halfway_through_a_unit(system, max_tokens), poll=0.05)
@@ -119,7 +119,7 @@ def test_a_head_killed_mid_unit_has_its_lines_resumed_from_their_tokens(system: 
 
 def test_restarting_the_api_and_the_worker_loses_no_line(system: LocalSystem) -> None:
     client = system.client()
-    system.wait_until_joined(range(len(system.miner_accounts)))  # the previous test restarted one
+    system.wait_for_miners(range(len(system.miner_accounts)))  # the previous test restarted one
     batch_id = submit(client, "restart")
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     system.stop("worker", kill=True)
