@@ -77,8 +77,15 @@ def result_leaf(task_id: int, result_line: dict[str, Any]) -> ResultLeaf:
     """The result leaf a result line stands for: the hash of the line itself and of its custom_id, and the
     index, input hash, token counts and pipeline from its proof fields (KeyError/ValueError/TypeError if
     missing). Whether the input hash is the user's request is `answers`' question."""
+    return proven_leaf(task_id, result_line)[0]
+
+
+def proven_leaf(task_id: int, result_line: dict[str, Any]) -> tuple[ResultLeaf, Proof, ServedProofs]:
+    """The line's leaf (as `result_leaf`), with its positional proof in the results tree and, per pipeline
+    miner, its proof in that miner's served tree, from one reading of its proof fields."""
     fields = LineProof.from_json(result_line[PROOF_KEY])
-    return fields.leaf(task_id, custom_id_hash(str(result_line["custom_id"])), output_hash(result_line))
+    leaf = fields.leaf(task_id, custom_id_hash(str(result_line["custom_id"])), output_hash(result_line))
+    return leaf, fields.proof, fields.served_proofs
 
 
 def answers(leaf: ResultLeaf, request_line: dict[str, Any]) -> bool:
@@ -100,13 +107,6 @@ def is_input_line(
     if not isinstance(custom_id, str) or not 0 <= index < 2**32:
         return False
     return verify(proof, input_root, input_leaf(index, custom_id, line_hash(request_line)))
-
-
-def proofs_of(result_line: dict[str, Any]) -> tuple[Proof, ServedProofs]:
-    """A result line's positional proof in the results tree and, per pipeline miner, its proof in that miner's
-    served tree (KeyError/ValueError/TypeError if missing or malformed)."""
-    fields = LineProof.from_json(result_line[PROOF_KEY])
-    return fields.proof, fields.served_proofs
 
 
 def check_commitment(
@@ -181,12 +181,10 @@ def check_lines(
         where = f"result line {number}"
         try:
             line = bounded_json.loads(row)
-            extra = line[PROOF_KEY]
-            index = int(extra["index"])
             custom_id = str(line["custom_id"])
             where += f" (custom_id {custom_id!r})"
-            leaf = result_leaf(task_id, line)
-            proof, served_proofs = proofs_of(line)
+            leaf, proof, served_proofs = proven_leaf(task_id, line)
+            index = leaf.request_index
         except (ValueError, KeyError, TypeError) as exc:
             raise ResultsRejected(f"{where}: malformed ({exc})") from exc
         if not 0 <= index < len(inputs) or inputs[index].get("custom_id") != custom_id:

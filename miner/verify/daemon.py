@@ -35,7 +35,7 @@ from client_sdk.http import json_of
 from client_sdk.protocol.model_identity import describe as describe_model
 from client_sdk.protocol.model_identity import model_hash
 from client_sdk.results import ResultLeaf
-from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proofs_of, result_leaf
+from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proven_leaf, result_leaf
 from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.claims import claim_for
@@ -367,8 +367,7 @@ class Verifier:
             return False
         request_line, result_line = line["request_line"], line["result_line"]
         try:
-            leaf = result_leaf(task_id, result_line)
-            proof, served_proofs = proofs_of(result_line)
+            leaf, proof, served_proofs = proven_leaf(task_id, result_line)
             input_proof = [hex_bytes(p) for p in line["input_proof"]]
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("task %d: malformed audit line from the coordinator (%s)", task_id, exc)
