@@ -3,9 +3,10 @@ chat line: the model's chat template (SmolLM2's adds its system prompt) with the
 
 from __future__ import annotations
 
-from client_sdk.openai_batch import Tokenizer, prompt_token_ids, read_batch
+import json
+
+from client_sdk.openai_batch import CHAT, Tokenizer, parse_line, prompt_token_ids
 from miner.model.packaged import SMOLLM2
-from tests.coordinator.helpers import chat_line, jsonl
 
 TOPICS = (
     "France", "the moon", "photosynthesis", "the Roman Empire", "volcanoes", "jazz", "prime numbers",
@@ -25,7 +26,6 @@ QUESTIONS = tuple(
 
 def chat_prompts(tokenizer: Tokenizer) -> list[list[int]]:
     """Each of QUESTIONS as one user message, as the prompt token ids the model sees."""
-    lines = [chat_line(f"q{i}", q, model=SMOLLM2.name) for i, q in enumerate(QUESTIONS)]
-    parsed, problems = read_batch(jsonl(lines), max_lines=len(lines))
-    assert not problems, problems
-    return [prompt_token_ids(tokenizer, line) for line in parsed]
+    bodies = ({"model": SMOLLM2.name, "messages": [{"role": "user", "content": q}]} for q in QUESTIONS)
+    rows = ({"custom_id": f"q{i}", "method": "POST", "url": CHAT, "body": b} for i, b in enumerate(bodies))
+    return [prompt_token_ids(tokenizer, parse_line(json.dumps(row), n)) for n, row in enumerate(rows, 1)]

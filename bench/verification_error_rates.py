@@ -120,13 +120,17 @@ def requests(
 
 
 def engine_for(
-    model: Path, condition: Condition, longest: int, adapt: Callable[[StageShard], StageShard] = lambda s: s
+    model: Path,
+    condition: Condition,
+    longest: int,
+    adapt: Callable[[StageShard], StageShard] = lambda s: s,
+    device: str = "cpu",
 ) -> Engine:
-    """An engine of the condition with pages for ENGINE_SEQS sequences of `longest` tokens, each shard
-    through `adapt` (a cheaper miner's change)."""
+    """An engine of the condition on `device` with pages for ENGINE_SEQS sequences of `longest` tokens, each
+    shard through `adapt` (a cheaper miner's change)."""
     splits = even_split(ModelConfig.load(model).num_layers, condition.stages)
     return Engine(
-        [adapt(StageShard.load(model, start, end, condition.dtype)) for start, end in splits],
+        [adapt(StageShard.load(model, start, end, condition.dtype, device)) for start, end in splits],
         page_size=condition.page_size,
         local_pages=ENGINE_SEQS * -(-longest // condition.page_size),
         max_seqs=ENGINE_SEQS,

@@ -77,7 +77,7 @@ class ReferenceAttention(AttentionBackend):
                 attended = F.scaled_dot_product_attention(
                     grouped, k, v, attn_mask=batch.mask, scale=self.scale
                 )
-            per_token = attended.view(size, heads, queries, dim).transpose(1, 2).reshape(-1, heads, dim)
+            per_token = attended.reshape(size, heads, queries, dim).transpose(1, 2).reshape(-1, heads, dim)
             if batch.whole:
                 return per_token
             out.index_copy_(0, batch.rows.index_select(0, batch.real), per_token.index_select(0, batch.real))

