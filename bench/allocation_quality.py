@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from bench._clusters import QWEN3_32B, quality_clusters
+from bench._report import publish
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
@@ -34,7 +35,6 @@ LABELS = {
     "even": "even split (HexGen-like)",
     "hypercluster": "HyperCluster Alg. 1",
 }
-RESULTS = Path(__file__).parent / "results"
 DECODE_ONLY = (1, 16)  # prompt tokens short enough that prefill hardly weighs on the decode steps
 
 Outcome = tuple[SimResult | None, str, int, float]  # result or None, note, pipelines, simulation seconds
@@ -182,18 +182,7 @@ def main() -> None:
         "5x RTX 5090 + 2x RTX 4090, ~10 ms apart, Qwen3-32B); the paper measured a real deployment, "
         "these are simulations.",
     ]
-    console = Console(width=130)
-    console.print(table)
-    for line in lines:
-        console.print(line, markup=False)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "allocation_quality.txt").open("w") as handle:
-        out = Console(file=handle, width=130)
-        out.print(table)
-        for line in lines:
-            out.print(line, markup=False)
-    plot(results, RESULTS / "allocation_quality.png")
-    console.print(f"wrote {RESULTS / 'allocation_quality.txt'} and {RESULTS / 'allocation_quality.png'}")
+    publish("allocation_quality", [table], width=130, notes=lines, plot=partial(plot, results))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -41,9 +42,9 @@ import numpy as np
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from client_sdk.auth import sign_request
 from client_sdk.chain.anvil import free_port
 from client_sdk.client import Batches
@@ -65,7 +66,6 @@ SHAPES = (
 POLLS_PER_CLIENT = 10  # per load shape: 2,000 requests each
 SIGNATURE_LIFETIME_S = 300  # the pre-signed headers must outlive a load run (the server allows up to 600 s)
 TARGET_P99_MS = 50.0
-RESULTS = Path(__file__).parent / "results"
 
 
 @dataclass(frozen=True)
@@ -310,14 +310,7 @@ def plot(runs: list[Run], path: Path) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         runs = run(Path(scratch))
-    table = report(runs)
-    console = Console(width=130)
-    console.print(table)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "api_polling.txt").open("w") as handle:
-        Console(file=handle, width=130).print(table)
-    plot(runs, RESULTS / "api_polling.png")
-    console.print(f"wrote {RESULTS / 'api_polling.txt'} and {RESULTS / 'api_polling.png'}")
+    publish("api_polling", [report(runs)], width=130, plot=partial(plot, runs))
 
 
 if __name__ == "__main__":

@@ -24,13 +24,14 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from bench.api_polling import SDK_POLL_S, load
 from client_sdk.auth import sign_request
 from client_sdk.chain.types import TaskPrices
@@ -44,7 +45,6 @@ POLLS = 1 + POLLS_PER_CLIENT  # and one unmeasured, to open the connection
 BATCH_LINES = 30_000
 TARGET_P99_MS = 200.0
 SIGNATURE_LIFETIME_S = 300
-RESULTS = Path(__file__).parent / "results"
 
 
 @dataclass(frozen=True)
@@ -190,12 +190,7 @@ def plot(rows: list[Row], path: Path) -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         rows = run(Path(scratch))
-    console = Console(record=True, width=130)
-    console.print(report(rows))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "api_polling_busy.txt").write_text(console.export_text())
-    plot(rows, RESULTS / "api_polling_busy.png")
-    print(f"wrote {RESULTS / 'api_polling_busy.txt'} and {RESULTS / 'api_polling_busy.png'}")
+    publish("api_polling_busy", [report(rows)], width=130, plot=partial(plot, rows))
 
 
 if __name__ == "__main__":

@@ -30,11 +30,12 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from client_sdk.openai_batch import CHAT
 from demo.batch_demo import real_model_config
 from demo.system import UNIT, LocalSystem
@@ -46,7 +47,6 @@ from tests.coordinator.helpers import chat_line, jsonl
 REQUESTS = 256
 TARGET_OVERHEAD = 0.15
 MINER_THREADS = 1  # the target placement: the miner on one core, the rest of the system on the other
-RESULTS = Path(__file__).parent / "results"
 
 
 @dataclass(frozen=True)
@@ -187,14 +187,7 @@ def main() -> None:
     for placement in PLACEMENTS:
         with tempfile.TemporaryDirectory() as scratch:
             outcomes.append((placement, *run(Path(scratch), placement)))
-    table = report(outcomes)
-    console = Console(width=130)
-    console.print(table)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "e2e_overhead.txt").open("w") as handle:
-        Console(file=handle, width=130).print(table)
-    plot(outcomes, RESULTS / "e2e_overhead.png")
-    console.print(f"wrote {RESULTS / 'e2e_overhead.txt'} and {RESULTS / 'e2e_overhead.png'}")
+    publish("e2e_overhead", [report(outcomes)], width=130, plot=partial(plot, outcomes))
 
 
 if __name__ == "__main__":

@@ -36,16 +36,17 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import torch
-from rich.console import Console
 from rich.table import Table
 from transformers import AutoModelForCausalLM
 
 from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
+from bench._report import publish
 from bench._roofline import ModelCost, Roofs, measure_roofs
 from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
@@ -56,7 +57,6 @@ from miner.model.shard import StageShard
 from miner.pipeline.batch import RunSettings, load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
 
-RESULTS = Path(__file__).parent / "results"
 MAX_TOKENS = 128
 ROUNDS = 3
 DEFAULT_SEQS = RunSettings().max_batch_size
@@ -385,18 +385,13 @@ def main() -> None:
     memory = measure_memory_in_subprocess(model_dir)
     timed, roofs = time_all(model_dir, work)
     table_rows = rows(timed, work, ModelCost.of(ModelConfig.load(model_dir)), roofs)
-    tables = [speed_table(table_rows, roofs, work), memory_table(memory)]
-    console = Console(width=150)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "engine_vs_hf.txt").open("w") as handle:
-        for table in tables:
-            console.print(table)
-            Console(file=handle, width=150).print(table)
-        for line in verdicts(timed, table_rows):
-            console.print(line)
-            print(line, file=handle)
-    plot(table_rows, memory, RESULTS / "engine_vs_hf.png")
-    console.print(f"wrote {RESULTS / 'engine_vs_hf.txt'} and {RESULTS / 'engine_vs_hf.png'}")
+    publish(
+        "engine_vs_hf",
+        [speed_table(table_rows, roofs, work), memory_table(memory)],
+        width=150,
+        notes=verdicts(timed, table_rows),
+        plot=partial(plot, table_rows, memory),
+    )
 
 
 if __name__ == "__main__":

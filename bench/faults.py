@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session
 
+from bench._report import publish
 from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
@@ -35,7 +36,6 @@ from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
-RESULTS = Path(__file__).parent / "results"
 LINES = 300
 MAX_TOKENS = 16
 MAX_PRICE = 20 * UNIT
@@ -271,13 +271,7 @@ def main(faults: tuple[str, ...] = FAULTS) -> None:
             row = run_fault((fault,), Path(scratch))
         console.print(dataclasses.asdict(row))
         rows.append(row)
-    table = report(rows)
-    console.print(table)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "faults.txt").open("w") as handle:
-        Console(file=handle, width=140).print(table)
-    plot(rows, RESULTS / "faults.png")
-    console.print(f"wrote {RESULTS / 'faults.txt'} and {RESULTS / 'faults.png'}")
+    publish("faults", [report(rows)], width=140, plot=partial(plot, rows))
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@ per-request work on-chain.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import cast
 
-from rich.console import Console
 from rich.table import Table
 from web3.types import TxData
 
+from bench._report import publish
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
@@ -35,7 +36,6 @@ from demo.lifecycle import (
 REQUEST_COUNTS = (10, 100, 1_000, 50_000, 1_000_000)
 BASELINE = 10
 STEPS = ("create", "assign", "commit", "finalize")
-RESULTS = Path(__file__).parent / "results"
 
 
 def last_tx_gas(market: Market) -> tuple[int, int]:
@@ -142,14 +142,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         results = run(Path(scratch))
-    table = report(results)
-    console = Console(width=120)
-    console.print(table)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "gas_per_task.txt").open("w") as handle:
-        Console(file=handle, width=120).print(table)
-    plot(results, RESULTS / "gas_per_task.png")
-    console.print(f"wrote {RESULTS / 'gas_per_task.txt'} and {RESULTS / 'gas_per_task.png'}")
+    publish("gas_per_task", [report(results)], width=120, plot=partial(plot, results))
 
 
 if __name__ == "__main__":

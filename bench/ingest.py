@@ -19,13 +19,14 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from client_sdk import openai_batch
 from client_sdk.client import Client
 from client_sdk.inputs import input_tree
@@ -48,7 +49,6 @@ STEPS = (
     "hash lines into the input Merkle tree",
     "ingest_batch_file, all of it (+ SQLite inserts)",
 )
-RESULTS = Path(__file__).parent / "results"
 Steps = dict[str, tuple[float, float]]  # step: (wall s, CPU s)
 
 
@@ -200,14 +200,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         rounds, steps = run(Path(scratch))
     tables = report(rounds, steps, len(batch_file(LINES)))
-    console = Console(width=120)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "ingest.txt").open("w") as handle:
-        for table in tables:
-            console.print(table)
-            Console(file=handle, width=120).print(table)
-    plot(rounds, RESULTS / "ingest.png")
-    console.print(f"wrote {RESULTS / 'ingest.txt'} and {RESULTS / 'ingest.png'}")
+    publish("ingest", tables, width=120, plot=partial(plot, rounds))
 
 
 if __name__ == "__main__":

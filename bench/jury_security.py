@@ -24,12 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-RESULTS = Path(__file__).parent / "results"
+from bench._report import publish
+
 SEAT_STAKE = 100.0  # tokens: VerifierRegistry.minStake, one seat
 PENALTY_BPS = 5_000  # jurorPenaltyBps
 BASE_JURY = 5
@@ -110,16 +110,10 @@ def main() -> None:
             for cap in CAPS
         ),
     ]
-    console = Console(record=True, width=150)
-    console.print(table)
-    for line in lines:
-        console.print(line)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "jury_security.txt").write_text(console.export_text())
-    plot()
+    publish("jury_security", [table], width=150, notes=lines, plot=plot)
 
 
-def plot() -> None:
+def plot(path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,7 +128,7 @@ def plot() -> None:
     axes.set_ylabel("tokens one dispute may move")
     axes.legend()
     figure.tight_layout()
-    figure.savefig(RESULTS / "jury_security.png", dpi=120)
+    figure.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from bench._chat import chat_prompts
+from bench._report import publish
 from client_sdk.protocol.pipeline import microbatches
 from client_sdk.protocol.sampling import SamplingParams
 from miner.kv.cache import PAGE_SIZE
@@ -34,7 +36,6 @@ from miner.pipeline.batch import load_tokenizer
 from miner.pipeline.processes import StageProcesses, even_split
 from miner.pipeline.stage import CacheSettings
 
-RESULTS = Path(__file__).parent / "results"
 STAGES = 4
 LATENCIES_MS = (0, 16, 64, 256)
 BATCH = 16  # sequences per microbatch
@@ -240,15 +241,13 @@ def main() -> None:
             f"{latency} ms: naive {a.steady_tokens_s:.0f} tokens/s, "
             f"planned ({b.microbatches} microbatches) {b.steady_tokens_s:.0f} tokens/s"
         )
-    table = results_table(naive, planned)
-    summary = targets(naive, planned, stage_ms)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "latency_tolerance.txt").open("w") as handle:
-        for out in (console, Console(file=handle, width=150)):
-            out.print(table)
-            out.print(summary)
-    plot(naive, planned, RESULTS / "latency_tolerance.png")
-    console.print(f"wrote {RESULTS / 'latency_tolerance.txt'} and {RESULTS / 'latency_tolerance.png'}")
+    publish(
+        "latency_tolerance",
+        [results_table(naive, planned)],
+        width=150,
+        notes=[targets(naive, planned, stage_ms)],
+        plot=partial(plot, naive, planned),
+    )
 
 
 if __name__ == "__main__":

@@ -14,15 +14,15 @@ from __future__ import annotations
 import statistics
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
-    RESULTS,
     STAGES,
     naive_sequences,
     run,
@@ -115,17 +115,10 @@ def plot(pairs: dict[int, Pairs], path: Path) -> None:
 
 
 def main() -> None:
-    console = Console(width=120)
     with tempfile.TemporaryDirectory() as tmp:
         model, stage_ms = small_model(Path(tmp))
         pairs = curve_overhead(model, stage_ms)
-    table = curve_table(pairs)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "link_security.txt").open("w") as handle:
-        for out in (console, Console(file=handle, width=120)):
-            out.print(table)
-    plot(pairs, RESULTS / "link_security.png")
-    console.print(f"wrote {RESULTS / 'link_security.txt'} and {RESULTS / 'link_security.png'}")
+    publish("link_security", [curve_table(pairs)], width=120, plot=partial(plot, pairs))
 
 
 if __name__ == "__main__":

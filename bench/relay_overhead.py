@@ -32,16 +32,17 @@ from __future__ import annotations
 import statistics
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
     NEW,
-    RESULTS,
     STAGES,
     run,
 )
@@ -256,13 +257,7 @@ def main() -> None:
         model, stage_ms = small_model(Path(tmp))
         results = relay_overhead(model, stage_ms, console)
     tables = (throughput_table(results, stage_ms), latency_table(results))
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "relay_overhead.txt").open("w") as handle:
-        for out in (console, Console(file=handle, width=120)):
-            for table in tables:
-                out.print(table)
-    plot(results, RESULTS / "relay_overhead.png")
-    console.print(f"wrote {RESULTS / 'relay_overhead.txt'} and {RESULTS / 'relay_overhead.png'}")
+    publish("relay_overhead", tables, width=120, plot=partial(plot, results))
 
 
 if __name__ == "__main__":

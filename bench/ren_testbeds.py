@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
+from bench._report import publish
 from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.latency import (
     LatencyMachine,
@@ -37,7 +37,6 @@ from coordinator.scheduling.latency import (
 )
 
 DATA = Path(__file__).parent / "data" / "ren2024.json"
-RESULTS = Path(__file__).parent / "results"
 Data = dict[str, Any]  # bench/data/ren2024.json
 SEEDS = 16
 NOISE = 0.2
@@ -275,14 +274,7 @@ def main() -> None:
     data = load()
     outcomes = {name: run_testbed(data, name) for name in data["testbeds"] if name != "source"}
     tables = (results_table(data, outcomes), conditions_table(outcomes))
-    console = Console(width=150)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "ren_testbeds.txt").open("w") as handle:
-        for table in tables:
-            console.print(table)
-            Console(file=handle, width=150).print(table)
-    plot(data, outcomes, RESULTS / "ren_testbeds.png")
-    console.print(f"wrote {RESULTS / 'ren_testbeds.txt'} and {RESULTS / 'ren_testbeds.png'}")
+    publish("ren_testbeds", tables, width=150, plot=partial(plot, data, outcomes))
 
 
 if __name__ == "__main__":

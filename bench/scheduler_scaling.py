@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from functools import cache, partial
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from bench._clusters import ANCHOR_TYPES, QWEN3_32B, REGIONS
+from bench._report import publish
 from coordinator.scheduling.allocation import allocate, capacities
 from coordinator.scheduling.baselines import parallax_shipped, petals
 from coordinator.scheduling.cluster import Cluster
@@ -36,7 +36,6 @@ from coordinator.scheduling.stages import StageSearch
 
 SIZES = (4, 8, 16, 32, 64, 128, 256)
 SEEDS = 3
-RESULTS = Path(__file__).parent / "results"
 PAPER = {"phase1": {4: 0.10, 256: 8.55}, "phase2": {4: 0.0136, 256: 6.6339}}  # paper_figures.json, ms
 ANCHORS = {  # ../shared/ANCHORS.md: Parallax's shipped code on a 2-core machine, ms
     "greedy": {8: 0.28, 16: 0.74, 24: 1.34, 32: 1.74, 64: 3.94, 128: 9.80, 256: 26.25},
@@ -275,18 +274,7 @@ def main() -> None:
     cores = os.cpu_count()
     load = f"{load_before:.1f} before, {load_after:.1f} after"
     lines.append(f"Machine load (1-minute average, {cores} cores, shared with other jobs): {load}.")
-    console = Console(width=200)
-    console.print(table)
-    for line in lines:
-        console.print(line, markup=False)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "scheduler_scaling.txt").open("w") as handle:
-        out = Console(file=handle, width=200)
-        out.print(table)
-        for line in lines:
-            out.print(line, markup=False)
-    plot(rows, RESULTS / "scheduler_scaling.png")
-    console.print(f"wrote {RESULTS / 'scheduler_scaling.txt'} and {RESULTS / 'scheduler_scaling.png'}")
+    publish("scheduler_scaling", [table], width=200, notes=lines, plot=partial(plot, rows))
 
 
 if __name__ == "__main__":

@@ -41,11 +41,11 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from rich.console import Console
 from rich.table import Table
 from safetensors.torch import load_file, save_file
 
 from bench._chat import chat_prompts
+from bench._report import publish
 from bench._roofline import ModelCost, measure_roofs
 from bench._timing import best_time
 from client_sdk.protocol.sampling import SamplingParams
@@ -62,7 +62,6 @@ from miner.verify.miner_scores import SUSPECT_SCORE, WINDOW_TOKENS
 from miner.verify.policy import DEFAULT_TOLERANCES, STRUCTURAL_REASONS, Verdict, verify
 from miner.verify.rescore import Claim, Rescorer, TokenScore
 
-RESULTS = Path(__file__).parent / "results"
 SEED = 0
 LINES_PER_CONDITION = {"greedy": 24, "sampled": 500}  # 4 conditions: 96 greedy, 2,000 sampled lines
 CORRUPTED_LINES = 200  # per kind and mode, taken from the honest lines
@@ -466,16 +465,8 @@ def main() -> None:
         reference_lines = [j.claim for j in results[("honest: float32, 1 stage", "sampled")]]
         served = substitute_lines(model, Path(tmp), reference_lines)
     tables = (rates_table(results), margins_table(results), roc_table(results, served), cost_table(model))
-    console = Console(width=170)
-    RESULTS.mkdir(exist_ok=True)
-    with (RESULTS / "verification_error_rates.txt").open("w") as handle:
-        for table in tables:
-            console.print(table)
-            Console(file=handle, width=170).print(table)
-    plot(results, served, RESULTS / "verification_error_rates.png")
-    console.print(
-        f"wrote {RESULTS / 'verification_error_rates.txt'} and .png in {time.monotonic() - started:.0f} s"
-    )
+    publish("verification_error_rates", tables, width=170, plot=partial(plot, results, served))
+    print(f"took {time.monotonic() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -28,10 +28,10 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from rich.console import Console
 from rich.table import Table
 
 from bench._chat import chat_prompts
+from bench._report import RESULTS, publish
 from bench._timing import best_time
 from bench.verification_error_rates import (
     CONDITIONS,
@@ -53,7 +53,6 @@ from miner.model.shard import StageShard
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.verify.rescore import Claim, Rescorer
 
-RESULTS = Path(__file__).parent / "results"
 NOISE_KEYS = 16
 COST_LINES, COST_TOKENS = (16, 64), (32, 128)
 COST_REPEATS = 2
@@ -214,17 +213,15 @@ def main() -> None:
     costs, savings = cost_table(model, device, started)
     tables.append(costs)
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
-    console = Console(width=150)
-    arguments.out.mkdir(parents=True, exist_ok=True)
-    with (arguments.out / "verification_gpu.txt").open("w") as handle:
-        for table in tables:
-            console.print(table)
-            Console(file=handle, width=150).print(table)
-        footer = f"{model.name} on {name}, torch {torch.__version__}, {time.monotonic() - started:.0f} s"
-        console.print(footer)
-        print(footer, file=handle)
-    plot(savings, name, arguments.out / "verification_gpu.png")
-    log(f"wrote {arguments.out / 'verification_gpu.txt'} and .png", started)
+    footer = f"{model.name} on {name}, torch {torch.__version__}, {time.monotonic() - started:.0f} s"
+    publish(
+        "verification_gpu",
+        tables,
+        width=150,
+        notes=[footer],
+        plot=partial(plot, savings, name),
+        out=arguments.out,
+    )
 
 
 if __name__ == "__main__":

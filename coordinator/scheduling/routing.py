@@ -3,9 +3,10 @@
 `ShardGraph.cheapest_chain` is Parallax's chain selection: a DP over the shard-level DAG (an edge joins
 shard u to shard v when v starts where u ends). A shard costs its GPU's per-layer time times *all* the layers
 it holds (a request runs every layer a GPU holds before moving on), inflated by the GPU's live queue depth;
-an edge costs the one-way latency between the two GPUs. `RoundRobin` cycles over fixed pipelines (Parallax's
-production default). `SpanGraph` is Petals-style routing, where a server may serve any part of its
-span, so chains can switch servers at any shard boundary.
+an edge costs the one-way latency between the two GPUs' regions (none on one GPU). `chain_cost` prices one
+given chain, with any links (the coordinator's router prices its pipelines with measured ones).
+`RoundRobin` cycles over fixed pipelines (Parallax's production default). `SpanGraph` is Petals-style
+routing, where a server may serve any part of its span, so chains can switch servers at any shard boundary.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import cycle
+
+import numpy as np
 
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import REFERENCE_BATCH
@@ -34,22 +37,50 @@ class Chain:
     cost_ms: float
 
 
+def chain_cost(
+    stages: Sequence[Stage],
+    links: Cluster,
+    step_ms: Mapping[str, float],
+    load: Mapping[str, float] | None = None,
+    load_weight: float = LOAD_WEIGHT,
+) -> float:
+    """What Phase 2 charges for a work unit run through `stages` in order: each stage's layers times its GPU's
+    per-layer time, inflated by the GPU's queue depth as in `ShardGraph`, plus the one-way latency of each hop
+    (`links.one_way_ms`, which may be measured per pair of GPUs)."""
+    total = 0.0
+    for i, stage in enumerate(stages):
+        if i:
+            total += links.one_way_ms(stages[i - 1].gpu, stage.gpu)
+        depth = load.get(stage.gpu, 0.0) if load else 0.0
+        total += stage.layers * step_ms[stage.gpu] * (1.0 + load_weight * depth / REFERENCE_BATCH)
+    return total
+
+
 class ShardGraph:
-    """The shard DAG of a placement, built once; `cheapest_chain` runs per work unit."""
+    """The shard DAG of a placement, built once in time linear in its shards; `cheapest_chain` runs per work
+    unit, in time linear in the shards plus the layer boundaries times the regions squared.
+
+    An edge's latency depends only on the two GPUs' regions (zero when both shards are on one GPU), so the DP
+    never walks the quadratic set of edges: at each layer boundary it keeps the cheapest arrival per region,
+    and every shard starting there enters from the cheapest region (`tests/scheduling/test_routing.py` holds
+    the edge-by-edge DP as the reference it must equal)."""
 
     def __init__(
         self, shards: Sequence[Stage], cluster: Cluster, step_ms: Mapping[str, float], num_layers: int
     ) -> None:
         self.shards = sorted(shards, key=lambda s: (s.start, s.end, s.gpu))
         self.num_layers = num_layers
-        self.cost = [s.layers * step_ms[s.gpu] for s in self.shards]
-        ending: dict[int, list[int]] = defaultdict(list)
-        for i, shard in enumerate(self.shards):
-            ending[shard.end].append(i)
-        self.preds: list[list[tuple[int, float]]] = [
-            [(u, cluster.one_way_ms(self.shards[u].gpu, shard.gpu)) for u in ending[shard.start]]
-            for shard in self.shards
-        ]
+        self.cost = np.array([s.layers * step_ms[s.gpu] for s in self.shards], dtype=float)
+        gpus = sorted({s.gpu for s in self.shards})
+        self._gpu_index = {gpu: i for i, gpu in enumerate(gpus)}
+        self._gpu = np.array([self._gpu_index[s.gpu] for s in self.shards], dtype=np.int64)
+        regions = sorted({cluster.gpu(gpu).region for gpu in gpus})
+        region_index = {region: i for i, region in enumerate(regions)}
+        self._region = np.array(
+            [region_index[cluster.gpu(s.gpu).region] for s in self.shards], dtype=np.int64
+        )
+        self._link = np.array([[cluster.rtt(a, b) / 2.0 for b in regions] for a in regions], dtype=float)
+        self._levels = _Levels(self.shards, self._region, self._gpu)
 
     def cheapest_chain(
         self,
@@ -62,31 +93,95 @@ class ShardGraph:
         `load[gpu]` is the GPU's live queue depth (requests in flight); its shards cost
         (1 + load_weight * depth / REFERENCE_BATCH) times their idle cost. None when no chain exists.
         """
-        n = len(self.shards)
-        best = [math.inf] * n
-        back = [-1] * n
-        finish, last = math.inf, -1
-        for v, shard in enumerate(self.shards):
-            if shard.gpu in blocked:
+        own = self._own_costs(load, load_weight, blocked)
+        levels = self._levels
+        best = np.full(len(self.shards), math.inf)
+        entry = np.zeros(len(self.shards))
+        for level in range(len(levels.bounds)):
+            starting = levels.starting[level]
+            if not len(starting):
                 continue
-            depth = load.get(shard.gpu, 0.0) if load else 0.0
-            own = self.cost[v] * (1.0 + load_weight * depth / REFERENCE_BATCH)
-            if shard.start == 0:
-                best[v] = own
-            else:
-                for u, link in self.preds[v]:
-                    total = best[u] + link + own
-                    if total < best[v]:
-                        best[v], back[v] = total, u
-            if shard.end == self.num_layers and best[v] < finish:
-                finish, last = best[v], v
-        if last < 0:
+            if levels.bounds[level]:  # a chain starts at layer 0 and enters any later shard over a link
+                arrival = self._arrival_by_region(best, level)
+                entry[starting] = arrival[self._region[starting]]
+                for v, same_gpu in levels.same_gpu.get(level, ()):
+                    entry[v] = min(entry[v], float(best[same_gpu].min()))  # no link on one GPU
+            best[starting] = entry[starting] + own[starting]
+        finals = (
+            levels.ending[levels.level_of[self.num_layers]] if self.num_layers in levels.level_of else None
+        )
+        if finals is None or not len(finals) or math.isinf(best[finals].min()):
             return None
-        path = []
-        while last >= 0:
-            path.append(self.shards[last])
-            last = back[last]
-        return Chain(tuple(reversed(path)), finish)
+        last = int(finals[int(best[finals].argmin())])
+        return Chain(self._walk_back(last, best, entry), float(best[last]))
+
+    def _own_costs(
+        self, load: Mapping[str, float] | None, load_weight: float, blocked: Container[str]
+    ) -> np.ndarray:
+        depth = np.zeros(len(self._gpu_index))
+        for gpu, value in (load or {}).items():
+            index = self._gpu_index.get(gpu)
+            if index is not None:
+                depth[index] = value
+        unusable = np.array([gpu in blocked for gpu in self._gpu_index], dtype=bool)
+        own = self.cost * (1.0 + load_weight * depth[self._gpu] / REFERENCE_BATCH)
+        own[unusable[self._gpu]] = math.inf
+        return own
+
+    def _arrival_by_region(self, best: np.ndarray, level: int) -> np.ndarray:
+        """The cheapest cost of entering a shard of each region at boundary `level`: over the regions that
+        shards end in there, the cheapest of them plus the link."""
+        levels = self._levels
+        ending = levels.ending[level]
+        if not len(ending):
+            return np.full(len(self._link), math.inf)
+        cheapest = np.minimum.reduceat(best[ending], levels.region_starts[level])
+        arrival: np.ndarray = (cheapest[:, None] + self._link[levels.ending_regions[level]]).min(axis=0)
+        return arrival
+
+    def _walk_back(self, last: int, best: np.ndarray, entry: np.ndarray) -> tuple[Stage, ...]:
+        """The chain ending in shard `last`: from each shard, the predecessor whose arrival is its entry."""
+        path = [last]
+        while self.shards[path[-1]].start != 0:
+            v = path[-1]
+            ending = self._levels.ending[self._levels.level_of[self.shards[v].start]]
+            link = np.where(
+                self._gpu[ending] == self._gpu[v], 0.0, self._link[self._region[ending], self._region[v]]
+            )
+            path.append(int(ending[int((best[ending] + link).argmin())]))
+        return tuple(self.shards[v] for v in reversed(path))
+
+
+class _Levels:
+    """The layer boundaries of sorted shards, and per boundary the shards starting and ending there (the
+    ending ones grouped by region, for one reduction per boundary) and the shards that may continue on their
+    own GPU."""
+
+    def __init__(self, shards: Sequence[Stage], region: np.ndarray, gpu: np.ndarray) -> None:
+        self.bounds = sorted({s.start for s in shards} | {s.end for s in shards})
+        self.level_of = {bound: i for i, bound in enumerate(self.bounds)}
+        starting: list[list[int]] = [[] for _ in self.bounds]
+        ending: list[list[int]] = [[] for _ in self.bounds]
+        for i, shard in enumerate(shards):
+            starting[self.level_of[shard.start]].append(i)
+            ending[self.level_of[shard.end]].append(i)
+        self.starting = [np.array(ids, dtype=np.int64) for ids in starting]
+        self.ending, self.ending_regions, self.region_starts = [], [], []
+        for ids in ending:
+            ordered = np.array(sorted(ids, key=lambda i: region[i]), dtype=np.int64)
+            regions, firsts = np.unique(region[ordered], return_index=True)
+            self.ending.append(ordered)
+            self.ending_regions.append(regions)
+            self.region_starts.append(firsts)
+        # shards whose GPU also holds a shard ending where they start: that step costs no link
+        self.same_gpu: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
+        for level, ids in enumerate(starting):
+            ending_on: dict[int, list[int]] = defaultdict(list)
+            for u in ending[level]:
+                ending_on[int(gpu[u])].append(u)
+            for v in ids:
+                if int(gpu[v]) in ending_on:
+                    self.same_gpu[level].append((v, np.array(ending_on[int(gpu[v])], dtype=np.int64)))
 
 
 class RoundRobin:

@@ -4,7 +4,7 @@ depth and dead miners decide how many units each pipeline gets."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import pairwise
 
 from hypothesis import given
@@ -156,3 +156,39 @@ def test_every_unit_goes_to_a_live_pipeline_and_no_line_is_lost(
         given_out[target] += lines
     assert r.lines == Counter(queued) + given_out
     assert sum(r.lines.values()) == sum(queued.values()) + (sum(units) if live else 0)
+
+
+@st.composite
+def shared_plans(draw: st.DrawFn) -> Callable[[], Router]:
+    """Up to eight pipelines over a pool of six miners, so that some share miners (a unit given to one makes
+    the others dearer too), with random speeds, regions, queue depths, queued lines and dead miners: a
+    function making a fresh router of them."""
+    pool = [f"m{i}" for i in range(6)]
+    pipelines: dict[int, list[Stage]] = {}
+    for pipeline_id in range(1, draw(st.integers(1, 8)) + 1):
+        cuts = sorted(draw(st.sets(st.integers(1, LAYERS - 1), max_size=3)))
+        miners = draw(st.permutations(pool))
+        pipelines[pipeline_id] = [
+            Stage(miners[i], a, b) for i, (a, b) in enumerate(pairwise([0, *cuts, LAYERS]))
+        ]
+    links = cluster({m: draw(st.sampled_from([NEAR, FAR, "eu-west-1"])) for m in pool})
+    step_ms = {m: draw(st.floats(0.1, 10.0)) for m in pool}
+    queued = {p: draw(st.integers(0, 200)) for p in pipelines}
+    depth = {m: draw(st.floats(0, 64)) for m in pool}
+    dead = {m for m in pool if draw(st.integers(0, 5)) == 0}
+    return lambda: Router(pipelines, links, step_ms, queued_lines=queued, queue_depth=depth, dead=dead)
+
+
+@given(shared_plans(), st.lists(st.integers(1, 64), max_size=60))
+def test_routing_a_wave_at_once_chooses_what_one_unit_at_a_time_chooses(
+    plan: Callable[[], Router], units: list[int]
+) -> None:
+    one_by_one, at_once = plan(), plan()
+    expected = []
+    for lines in units:
+        target = one_by_one.cheapest()
+        expected.append(target)
+        if target is not None:
+            one_by_one.move(lines, to=target)
+    assert at_once.assign(units) == expected
+    assert at_once.lines == one_by_one.lines

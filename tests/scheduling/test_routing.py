@@ -1,8 +1,10 @@
-"""Phase 2: the shard-DAG DP equals exhaustive enumeration; round-robin; Petals-style span routing."""
+"""Phase 2: the shard-DAG DP equals exhaustive enumeration and, on larger clusters, the edge-by-edge DP it
+replaced; round-robin; Petals-style span routing."""
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from itertools import pairwise
 
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import REFERENCE_BATCH
 from coordinator.scheduling.plan import Pipeline, Stage
-from coordinator.scheduling.routing import LOAD_WEIGHT, RoundRobin, ShardGraph, SpanGraph
+from coordinator.scheduling.routing import LOAD_WEIGHT, RoundRobin, ShardGraph, SpanGraph, chain_cost
 
 LAYERS = 8
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
@@ -69,6 +71,71 @@ def test_phase_two_equals_exhaustive_enumeration(placement: tuple) -> None:
     assert chain.stages[0].start == 0 and chain.stages[-1].end == LAYERS
     assert all(a.end == b.start for a, b in pairwise(chain.stages))
     assert not blocked & {s.gpu for s in chain.stages}
+
+
+def edge_by_edge(
+    cluster: Cluster, shards: list[Stage], step: dict[str, float], load: dict[str, float], blocked: set[str]
+) -> float:
+    """The reference: Parallax's DP over every edge of the shard DAG (quadratic in the shards at a boundary),
+    as ShardGraph ran before it kept one arrival per region."""
+    ordered = sorted(shards, key=lambda s: (s.start, s.end, s.gpu))
+    ending: dict[int, list[int]] = defaultdict(list)
+    best = [math.inf] * len(ordered)
+    finish = math.inf
+    for v, shard in enumerate(ordered):
+        if shard.gpu not in blocked:
+            own = shard.layers * step[shard.gpu] * (1.0 + LOAD_WEIGHT * load[shard.gpu] / REFERENCE_BATCH)
+            if shard.start == 0:
+                best[v] = own
+            for u in ending[shard.start]:
+                best[v] = min(best[v], best[u] + cluster.one_way_ms(ordered[u].gpu, shard.gpu) + own)
+            if shard.end == LARGE_LAYERS:
+                finish = min(finish, best[v])
+        ending[shard.end].append(v)
+    return finish
+
+
+LARGE_LAYERS = 24
+
+
+@st.composite
+def large_placements(
+    draw: st.DrawFn,
+) -> tuple[Cluster, list[Stage], dict[str, float], dict[str, float], set[str]]:
+    """Up to 80 shards cut at random boundaries over 24 layers, on a pool of GPUs in all regions: some GPUs
+    hold several shards, including consecutive ones (a step that costs no link)."""
+    gpu_count = draw(st.integers(1, 30))
+    regions = st.sampled_from((*REGIONS, "ap-northeast-1", "sa-east-1"))
+    gpus = [{"id": f"g{i}", "type": "RTX4090", "region": draw(regions)} for i in range(gpu_count)]
+    cuts = sorted(draw(st.sets(st.integers(1, LARGE_LAYERS - 1), min_size=1, max_size=8)))
+    bounds = [0, *cuts, LARGE_LAYERS]
+    shards = set()
+    for _ in range(draw(st.integers(1, 80))):
+        a, b = sorted(draw(st.lists(st.sampled_from(bounds), min_size=2, max_size=2, unique=True)))
+        shards.add(Stage(f"g{draw(st.integers(0, gpu_count - 1))}", a, b))
+    step = {g["id"]: draw(st.floats(0.5, 5.0)) for g in gpus}
+    load = {g["id"]: float(draw(st.integers(0, 200))) for g in gpus}
+    blocked = {g["id"] for g in gpus if draw(st.integers(0, 4)) == 0}
+    return Cluster.from_dict({"gpus": gpus}), sorted(shards, key=str), step, load, blocked
+
+
+@settings(max_examples=300, deadline=None)
+@given(large_placements())
+def test_phase_two_equals_the_edge_by_edge_dp_on_larger_clusters(placement: tuple) -> None:
+    """The same cost as the quadratic DP, on a chain that is gap-free, avoids blocked GPUs and costs what it
+    says."""
+    cluster, shards, step, load, blocked = placement
+    chain = ShardGraph(shards, cluster, step, LARGE_LAYERS).cheapest_chain(load, blocked=blocked)
+    expected = edge_by_edge(cluster, shards, step, load, blocked)
+    if math.isinf(expected):
+        assert chain is None
+        return
+    assert chain is not None
+    assert chain.cost_ms == expected
+    assert chain.stages[0].start == 0 and chain.stages[-1].end == LARGE_LAYERS
+    assert all(a.end == b.start for a, b in pairwise(chain.stages))
+    assert not blocked & {s.gpu for s in chain.stages}
+    assert math.isclose(chain_cost(chain.stages, cluster, step, load), expected, rel_tol=1e-12)
 
 
 def test_queue_depth_steers_work_to_the_idle_replica() -> None:

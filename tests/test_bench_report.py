@@ -1,0 +1,38 @@
+"""bench._report.publish writes exactly what it prints (the tables, then the notes verbatim) to NAME.txt, has
+the plot drawn to NAME.png, and writes nothing else."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from bench._report import publish
+
+WIDTH = 60
+NOTE = "target [b] met: 3.2x"  # brackets that rich would read as markup
+
+
+def rendered(table: Table) -> str:
+    console = Console(file=io.StringIO(), width=WIDTH, record=True)
+    console.print(table)
+    return console.export_text()
+
+
+def test_publish_writes_the_tables_and_notes_and_has_the_plot_drawn(tmp_path: Path) -> None:
+    table = Table("setup", "tokens/s", title="speed")
+    table.add_row("engine", "3,400")
+    plotted: list[Path] = []
+
+    def plot(path: Path) -> None:
+        plotted.append(path)
+        path.write_bytes(b"png")
+
+    publish("demo", [table], width=WIDTH, notes=[NOTE], plot=plot, out=tmp_path)
+
+    assert (tmp_path / "demo.txt").read_text() == rendered(table) + NOTE + "\n"
+    assert "│ engine │ 3,400    │" in rendered(table)
+    assert plotted == [tmp_path / "demo.png"]
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "demo.png", tmp_path / "demo.txt"]
