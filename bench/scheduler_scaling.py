@@ -1,4 +1,5 @@
-"""Scheduler scaling (Parallax Figure 5): Phase 1 and Phase 2 run time for clusters of 4 to 256 GPUs.
+"""Scheduler scaling (Parallax Figure 5): Phase 1 and Phase 2 run time for clusters of 4 to 256 GPUs, and
+ours alone up to internet scale (Phase 1 to 16,384 GPUs; the shard graph, Phase 2 and batch routing to 4,096).
 
 Clusters mix the GPU types of ../shared/ANCHORS.md (A100-80GB, A100-40GB, RTX 5090, RTX 4090) at random,
 either in one region or over 8 AWS regions; the model has Qwen3-32B's shape (64 layers, bf16). Phase 1 is
@@ -8,10 +9,16 @@ of repeated runs (see `median_ms`), then the worst of 3 random clusters. Baselin
 the per-GPU DP as the paper states it (state: GPU index, sorted residuals of partial pipelines, finished
 count; exponential, stopped once one size takes over 10 s), Parallax's shipped variant, Petals-style
 placement and its span routing per request.
+
+At internet scale (one cluster over 8 regions per size) the second table adds the coordinator's routing of a
+50,000-line batch in units of 32 lines over the plan's pipelines: one unit at a time (`Router.cheapest`,
+timed on the first 20 units) against the whole batch in one pass (`Router.assign`), per unit; and the growth
+of each phase from 256 to 4,096 GPUs with its fitted exponent (time ~ GPUs^e; linear is 16x, e = 1).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import statistics
@@ -33,8 +40,12 @@ from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Stage
 from coordinator.scheduling.routing import ShardGraph, SpanGraph
 from coordinator.scheduling.stages import StageSearch
+from coordinator.services.routing import Router
 
 SIZES = (4, 8, 16, 32, 64, 128, 256)
+LARGE_SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
+ROUTED_UP_TO = 4096  # the shard graph, Phase 2 and batch routing are measured up to this size
+BATCH_LINES, UNIT_LINES, TIMED_ONE_AT_A_TIME = 50_000, 32, 20
 SEEDS = 3
 PAPER = {"phase1": {4: 0.10, 256: 8.55}, "phase2": {4: 0.0136, 256: 6.6339}}  # paper_figures.json, ms
 ANCHORS = {  # ../shared/ANCHORS.md: Parallax's shipped code on a 2-core machine, ms
@@ -163,6 +174,94 @@ def measure(model: ModelSpec) -> tuple[dict[int, Row], bool]:
     return rows, all_exact
 
 
+def measure_large(model: ModelSpec) -> dict[int, Row]:
+    """Ours alone at internet scale (see the module's docstring)."""
+    rows: dict[int, Row] = {}
+    units = [UNIT_LINES] * (BATCH_LINES // UNIT_LINES)
+    for n in LARGE_SIZES:
+        cluster = cluster_of(n, 8, 0)
+        plan = allocate(cluster, model)
+        row: Row = {
+            "pipelines": len(plan.pipelines),
+            "p1": median_ms(partial(allocate, cluster, model), 0.5, 3),
+        }
+        if n <= ROUTED_UP_TO:
+            step = step_times(cluster.gpus, model)
+            shards = list(plan.shards())
+            row["build"] = median_ms(partial(ShardGraph, shards, cluster, step, model.num_layers), 0.3, 3)
+            graph = ShardGraph(shards, cluster, step, model.num_layers)
+            rnd = random.Random(n)
+            loads = [{s.gpu: float(rnd.randrange(64)) for s in shards} for _ in range(64)]
+            row["p2"] = median_ms(partial(cheapest_under_next, graph, loads, iter(range(10**9))))
+            pipelines = {i: p.stages for i, p in enumerate(plan.pipelines)}
+
+            router = partial(Router, pipelines, cluster, step, queued_lines={}, queue_depth={})
+            one_by_one = router()
+            cpu = time.process_time()
+            for lines in units[:TIMED_ONE_AT_A_TIME]:
+                one_by_one.move(lines, to=one_by_one.cheapest() or 0)
+            row["unit_each"] = (time.process_time() - cpu) * 1e3 / TIMED_ONE_AT_A_TIME
+            at_once = router()
+            cpu = time.process_time()
+            at_once.assign(units)
+            row["unit_wave"] = (time.process_time() - cpu) * 1e3 / len(units)
+        rows[n] = row
+        print(f"  {n} GPUs measured (internet scale)", flush=True)
+    return rows
+
+
+def growth(rows: dict[int, Row], key: str) -> tuple[float, float]:
+    """How many times a phase's time grew from 256 to 4,096 GPUs, and the fitted exponent e of time ~ GPUs^e
+    (least squares on the logarithms of every size measured)."""
+    points = [(math.log(n), math.log(v)) for n, r in rows.items() if (v := r.get(key))]
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
+    return (rows[4096][key] or math.nan) / (rows[256][key] or math.nan), slope
+
+
+LARGE_PHASES = (
+    ("p1", "Phase 1"),
+    ("build", "shard graph build"),
+    ("p2", "Phase 2 per request"),
+    ("unit_wave", "batch routing per unit, one pass"),
+)
+
+
+def large_report(rows: dict[int, Row]) -> tuple[Table, list[str]]:
+    table = Table(
+        title="Ours at internet scale, CPU ms (median of repeats, one cluster over 8 regions per size)"
+    )
+    columns = (
+        "GPUs",
+        "pipelines",
+        "Phase 1",
+        "shard graph build",
+        "Phase 2 / request",
+        f"{BATCH_LINES:,}-line batch routed, per unit of {UNIT_LINES}: one at a time",
+        "in one pass",
+    )
+    for column in columns:
+        table.add_column(column, justify="right")
+    for n, r in rows.items():
+        keys = ("pipelines", "p1", "build", "p2", "unit_each", "unit_wave")
+        table.add_row(f"{n:,}", *(f"{r[k]:.0f}" if k == "pipelines" else fmt(r.get(k)) for k in keys))
+    lines = []
+    for key, name in LARGE_PHASES:
+        times, exponent = growth(rows, key)
+        verdict = "met" if times <= 32 else "NOT met"
+        lines.append(
+            f"{name}: {times:.1f}x from 256 to 4,096 GPUs (linear: 16x; target at most 32x: {verdict}), "
+            f"fitted exponent {exponent:.2f}"
+        )
+    p2 = rows[4096]["p2"] or math.nan
+    lines.append(
+        f"Phase 2 at 4,096 GPUs: {fmt(p2)} ms per request (target at most 1 ms: "
+        f"{'met' if p2 <= 1 else 'NOT met'})"
+    )
+    return table, lines
+
+
 def fmt(value: float | None) -> str:
     if value is None:
         return "—"
@@ -224,14 +323,14 @@ def verdicts(rows: dict[int, Row], exact: bool) -> list[str]:
     return lines
 
 
-def plot(rows: dict[int, Row], path: Path) -> None:
+def plot(rows: dict[int, Row], large: dict[int, Row], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sizes = list(rows)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, right, far) = plt.subplots(1, 3, figsize=(18, 4.5))
 
     def series(ax: object, key: str, label: str, style: str) -> None:
         points = [(n, rows[n][key]) for n in sizes if rows[n][key] is not None]
@@ -253,7 +352,19 @@ def plot(rows: dict[int, Row], path: Path) -> None:
     right.plot(list(routing), list(routing.values()), "k--", label="shipped DP routing (ANCHORS)")
     right.plot(list(PAPER["phase2"]), list(PAPER["phase2"].values()), "r*", markersize=12, label="paper")
     right.set_title("Phase 2 (chain selection, per request)")
-    for ax in (left, right):
+    for (key, name), style in zip(LARGE_PHASES, ("o-", "s-", "^-", "x-"), strict=True):
+        points = [(n, r[key]) for n, r in large.items() if r.get(key)]
+        far.plot(
+            [n for n, _ in points],
+            [v for _, v in points],
+            style,
+            label=f"{name} (e = {growth(large, key)[1]:.2f})",
+        )
+    far.plot(
+        [256, 4096], [large[256]["p2"] or 1.0, 16 * (large[256]["p2"] or 1.0)], "k:", label="linear from 256"
+    )
+    far.set_title("Ours at internet scale")
+    for ax in (left, right, far):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("GPUs")
@@ -268,13 +379,17 @@ def main() -> None:
     model = ModelSpec.from_hf_config(QWEN3_32B, name="Qwen3-32B")
     load_before = os.getloadavg()[0]
     rows, exact = measure(model)
+    large = measure_large(model)
     table = report(rows)
-    lines = verdicts(rows, exact)
+    large_table, large_lines = large_report(large)
+    lines = verdicts(rows, exact) + large_lines
     load_after = os.getloadavg()[0]
     cores = os.cpu_count()
     load = f"{load_before:.1f} before, {load_after:.1f} after"
     lines.append(f"Machine load (1-minute average, {cores} cores, shared with other jobs): {load}.")
-    publish("scheduler_scaling", [table], width=200, notes=lines, plot=partial(plot, rows))
+    publish(
+        "scheduler_scaling", [table, large_table], width=200, notes=lines, plot=partial(plot, rows, large)
+    )
 
 
 if __name__ == "__main__":
