@@ -12,8 +12,9 @@ placement and its span routing per request.
 
 At internet scale (one cluster over 8 regions per size) the second table adds the coordinator's routing of a
 50,000-line batch in units of 32 lines over the plan's pipelines: one unit at a time (`Router.cheapest`,
-timed on the first 20 units) against the whole batch in one pass (`Router.assign`), per unit; and the growth
-of each phase from 256 to 4,096 GPUs with its fitted exponent (time ~ GPUs^e; linear is 16x, e = 1).
+timed on the first 20 units) against the whole batch in one pass (`Router.assign`), per unit; one GPU
+joining and leaving the running plan (`Membership`) beside a full re-plan; and the growth of each phase from
+256 to 4,096 GPUs with its fitted exponent (time ~ GPUs^e; linear is 16x, e = 1).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import cache, partial
 from pathlib import Path
 
@@ -36,6 +38,7 @@ from coordinator.scheduling.allocation import allocate, capacities
 from coordinator.scheduling.baselines import parallax_shipped, petals
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import step_times
+from coordinator.scheduling.membership import Membership
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Stage
 from coordinator.scheduling.routing import ShardGraph, SpanGraph
@@ -205,9 +208,26 @@ def measure_large(model: ModelSpec) -> dict[int, Row]:
             cpu = time.process_time()
             at_once.assign(units)
             row["unit_wave"] = (time.process_time() - cpu) * 1e3 / len(units)
+            row["join"], row["leave"], row["replan"] = membership_ms(cluster, model)
         rows[n] = row
         print(f"  {n} GPUs measured (internet scale)", flush=True)
     return rows
+
+
+def membership_ms(cluster: Cluster, model: ModelSpec, events: int = 7) -> tuple[float, float, float]:
+    """Median CPU ms of one GPU joining a running plan, of it leaving again, and of a full re-plan (Phase 1
+    on the members, keeping shards in place)."""
+    members = Membership(cluster, model)
+    joins, leaves = [], []
+    for i in range(events):
+        newcomer = replace(cluster.gpus[i], id=f"newcomer-{i}")
+        cpu = time.process_time()
+        members.join(newcomer)
+        joins.append((time.process_time() - cpu) * 1e3)
+        cpu = time.process_time()
+        members.leave(newcomer.id)
+        leaves.append((time.process_time() - cpu) * 1e3)
+    return statistics.median(joins), statistics.median(leaves), median_ms(members.rebalance, 0.5, 3)
 
 
 def growth(rows: dict[int, Row], key: str) -> tuple[float, float]:
@@ -240,11 +260,14 @@ def large_report(rows: dict[int, Row]) -> tuple[Table, list[str]]:
         "Phase 2 / request",
         f"{BATCH_LINES:,}-line batch routed, per unit of {UNIT_LINES}: one at a time",
         "in one pass",
+        "one GPU joins",
+        "one GPU leaves",
+        "full re-plan",
     )
     for column in columns:
         table.add_column(column, justify="right")
     for n, r in rows.items():
-        keys = ("pipelines", "p1", "build", "p2", "unit_each", "unit_wave")
+        keys = ("pipelines", "p1", "build", "p2", "unit_each", "unit_wave", "join", "leave", "replan")
         table.add_row(f"{n:,}", *(f"{r[k]:.0f}" if k == "pipelines" else fmt(r.get(k)) for k in keys))
     lines = []
     for key, name in LARGE_PHASES:
@@ -253,6 +276,13 @@ def large_report(rows: dict[int, Row]) -> tuple[Table, list[str]]:
         lines.append(
             f"{name}: {times:.1f}x from 256 to 4,096 GPUs (linear: 16x; target at most 32x: {verdict}), "
             f"fitted exponent {exponent:.2f}"
+        )
+    last = rows[ROUTED_UP_TO]
+    for event in ("join", "leave"):
+        share = (last[event] or math.nan) / (last["replan"] or math.nan)
+        lines.append(
+            f"One GPU {event}s a plan of {ROUTED_UP_TO:,} GPUs in {share:.1%} of a full re-plan "
+            f"(target under 10%: {'met' if share < 0.1 else 'NOT met'})"
         )
     p2 = rows[4096]["p2"] or math.nan
     lines.append(

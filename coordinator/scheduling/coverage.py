@@ -9,7 +9,9 @@ imbalance (it triggers a global rebalance past a threshold).
 from __future__ import annotations
 
 import bisect
+import copy
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import accumulate
 
@@ -19,33 +21,59 @@ from coordinator.scheduling.plan import Stage
 # Reliefs (decode steps per ms, of the order of 1 / step_ms) are compared to this many decimals, so the same
 # relief summed in another order ties exactly and the tie-break on length decides.
 RELIEF_DIGITS = 12
+# Rates below this (decode steps per ms) are rounding noise: the layer is held by nobody.
+ZERO_RATE = 1e-12
 
 
 class Coverage:
-    """Layer rates of a growing set of shards; `step_ms[gpu]` is that GPU's time per layer."""
+    """Layer rates of a changing set of shards; `step_ms[gpu]` is that GPU's time per layer."""
 
     def __init__(self, shards: Iterable[Stage], step_ms: Mapping[str, float], model: ModelSpec) -> None:
         self.model = model
         self.step_ms = step_ms
         changes = [0.0] * (model.num_layers + 1)  # a shard's rate starts at its first layer, stops at its end
-        bounds = {0, model.num_layers}
+        self._bound_uses: Counter[int] = Counter()  # how many shards start or end at each bound
         for stage in shards:
             rate = 1.0 / (stage.layers * step_ms[stage.gpu])
             changes[stage.start] += rate
             changes[stage.end] -= rate
-            bounds.update((stage.start, stage.end))
+            self._bound_uses.update((stage.start, stage.end))
         # a layer nobody holds is exactly zero, not rounding noise
-        self.rates = [r if r > 1e-12 else 0.0 for r in accumulate(changes[:-1])]
-        self.bounds = sorted(bounds)
+        self.rates = [r if r > ZERO_RATE else 0.0 for r in accumulate(changes[:-1])]
+        self.bounds = sorted({0, model.num_layers, *self._bound_uses})
 
     def add(self, stage: Stage) -> None:
         rate = 1.0 / (stage.layers * self.step_ms[stage.gpu])
         for layer in range(stage.start, stage.end):
             self.rates[layer] += rate
         for bound in (stage.start, stage.end):
+            self._bound_uses[bound] += 1
             i = bisect.bisect_left(self.bounds, bound)
             if i == len(self.bounds) or self.bounds[i] != bound:
                 self.bounds.insert(i, bound)
+
+    def remove(self, stage: Stage) -> None:
+        """Takes away a shard added before (a GPU left), in time linear in its layers."""
+        rate = 1.0 / (stage.layers * self.step_ms[stage.gpu])
+        for layer in range(stage.start, stage.end):
+            left = self.rates[layer] - rate
+            self.rates[layer] = left if left > ZERO_RATE else 0.0
+        for bound in (stage.start, stage.end):
+            self._bound_uses[bound] -= 1
+            if not self._bound_uses[bound]:
+                del self._bound_uses[bound]
+                if bound not in (0, self.model.num_layers):
+                    self.bounds.remove(bound)
+
+    def copy(self) -> Coverage:
+        """A snapshot that later changes to this one leave as it is."""
+        twin = copy.copy(self)
+        twin.rates, twin.bounds, twin._bound_uses = (
+            list(self.rates),
+            list(self.bounds),
+            Counter(self._bound_uses),
+        )
+        return twin
 
     def imbalance(self) -> float:
         """Coefficient of variation of the layer rates (infinite when a layer is not served at all)."""

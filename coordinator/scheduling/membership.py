@@ -52,58 +52,67 @@ class Membership:
         self.options = options or AllocationOptions()
         self.cv_threshold = cv_threshold
         self.plan = allocate(cluster, model, self.options)
+        # kept current event by event, so that a join or a leave costs about its own shards, not the cluster
+        self._step_ms = step_times(cluster.gpus, model)
+        self._coverage = Coverage(self.plan.shards(), self._step_ms, model)
 
     def coverage(self) -> Coverage:
-        step_ms = step_times(self.cluster.gpus, self.model)
-        return Coverage(self.plan.shards(), step_ms, self.model)
+        """The layer rates of the current plan (a snapshot)."""
+        return self._coverage.copy()
 
     def join(self, gpu: Gpu) -> MembershipEvent:
-        if gpu.id in {g.id for g in self.cluster.gpus}:
+        if gpu.id in self._step_ms:
             raise SchedulingError(f"gpu {gpu.id}: already a member")
         if gpu.region not in self.cluster.rtt_ms:
             raise SchedulingError(f"gpu {gpu.id}: region {gpu.region!r} is not in rtt_ms")
         self.cluster = Cluster((*self.cluster.gpus, gpu), self.cluster.rtt_ms)
+        self._step_ms.update(step_times([gpu], self.model))
         capacity = self.model.capacity_units(gpu.memory_bytes, self.options.kv_reserve)
-        stage = self.coverage().bottleneck_shard(gpu.id, capacity)
+        stage = self._coverage.bottleneck_shard(gpu.id, capacity)
         reloads = 0
         if stage is not None:
             self.plan = replace(self.plan, extra=(*self.plan.extra, stage))
+            self._coverage.add(stage)
             reloads = 1
         return self._settle("join", gpu.id, reloads)
 
     def leave(self, gpu_id: str) -> MembershipEvent:
-        if gpu_id not in {g.id for g in self.cluster.gpus}:
+        if gpu_id not in self._step_ms:
             raise SchedulingError(f"gpu {gpu_id}: not a member")
-        self.cluster = self.cluster.subset({g.id for g in self.cluster.gpus} - {gpu_id})
+        self.cluster = self.cluster.subset(set(self._step_ms) - {gpu_id})
         kept: list[Pipeline] = []
         extra = [s for s in self.plan.extra if s.gpu != gpu_id]
         for pipeline in self.plan.pipelines:
-            if gpu_id in pipeline.gpus:
+            if any(s.gpu == gpu_id for s in pipeline.stages):
                 extra.extend(s for s in pipeline.stages if s.gpu != gpu_id)
             else:
                 kept.append(pipeline)
+        for stage in self.plan.shards():
+            if stage.gpu == gpu_id:
+                self._coverage.remove(stage)
+        del self._step_ms[gpu_id]
         self.plan = replace(self.plan, pipelines=tuple(kept), extra=tuple(extra))
         reloads = 0
-        if min(self.coverage().rates) == 0.0:
+        if min(self._coverage.rates) == 0.0:
             reloads = self._repair()
         return self._settle("leave", gpu_id, reloads)
 
     def rebalance(self) -> MembershipEvent:
         """Phase 1 from scratch on the current members, keeping as many shards in place as possible."""
-        return MembershipEvent("rebalance", None, self._rebuild(), True, self.coverage().imbalance())
+        return MembershipEvent("rebalance", None, self._rebuild(), True, self._coverage.imbalance())
 
     def _settle(self, kind: str, gpu: str | None, reloads: int) -> MembershipEvent:
-        cv = self.coverage().imbalance()
+        cv = self._coverage.imbalance()
         if cv <= self.cv_threshold:
             return MembershipEvent(kind, gpu, reloads, False, cv)
         reloads += self._rebuild()
-        return MembershipEvent(kind, gpu, reloads, True, self.coverage().imbalance())
+        return MembershipEvent(kind, gpu, reloads, True, self._coverage.imbalance())
 
     def _repair(self) -> int:
         """Moves one spare GPU (unused or holding an extra shard) onto the uncovered layers if that closes
         the hole; returns the GPUs that reload (0 when no single move suffices)."""
         held = {s.gpu for s in self.plan.shards()}
-        step_ms = self.coverage().step_ms
+        step_ms = self._step_ms
         spares = [g for g in self.cluster.gpus if g.id not in held]
         spares += [self.cluster.gpu(s.gpu) for s in self.plan.extra]
         for gpu in sorted(spares, key=lambda g: -g.memory_bytes):
@@ -116,6 +125,7 @@ class Membership:
                 coverage.add(stage)
                 if min(coverage.rates) > 0.0:
                     self.plan = replace(trial, extra=(*others, stage))
+                    self._coverage = coverage
                     return 1
         return 0
 
@@ -123,6 +133,7 @@ class Membership:
         before = {s.gpu: (s.start, s.end) for s in self.plan.shards()}
         fresh = allocate(self.cluster, self.model, self.options)
         self.plan = keep_in_place(fresh, before, self.cluster, self.model, self.options)
+        self._coverage = Coverage(self.plan.shards(), self._step_ms, self.model)
         return sum(1 for s in self.plan.shards() if before.get(s.gpu) != (s.start, s.end))
 
 

@@ -4,9 +4,13 @@ event counts the GPUs that reload weights, and rebuilds keep interchangeable GPU
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench._clusters import QWEN3_32B, heterogeneous
 from coordinator.scheduling.cluster import Cluster, Gpu
+from coordinator.scheduling.costs import step_times
+from coordinator.scheduling.coverage import Coverage
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.membership import Membership
 from coordinator.scheduling.model import ModelSpec
@@ -79,3 +83,22 @@ def test_membership_errors() -> None:
         members.leave("nobody")
     with pytest.raises(SchedulingError, match="is not in rtt_ms"):
         members.join(a100("lost", "mars-1"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 10**6)), min_size=1, max_size=25))
+def test_the_coverage_kept_event_by_event_is_the_coverage_of_the_plan(events: list[tuple[bool, int]]) -> None:
+    """Joins and leaves update the layer rates and bounds in place; they must stay those of the plan counted
+    from scratch (equal bounds, rates equal but for rounding), through repairs and rebalances too."""
+    members = Membership(Cluster.from_dict(heterogeneous(24, 3)), MODEL, cv_threshold=0.8)
+    for n, (joins, pick) in enumerate(events):
+        gpus = members.cluster.gpus
+        if joins or len(gpus) < 4:
+            members.join(a100(f"new{n}", gpus[pick % len(gpus)].region))
+        else:
+            members.leave(gpus[pick % len(gpus)].id)
+        kept = members.coverage()
+        counted = Coverage(members.plan.shards(), step_times(members.cluster.gpus, MODEL), MODEL)
+        assert kept.bounds == counted.bounds
+        assert kept.rates == pytest.approx(counted.rates, abs=1e-12)
+        assert (min(kept.rates) == 0) == (min(counted.rates) == 0)
