@@ -3,10 +3,11 @@ results/NAME.png."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from rich.console import Console, RenderableType
+from rich.table import Table
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -32,3 +33,13 @@ def publish(
     text.write_text(console.export_text())
     plot(figure)
     print(f"wrote {text} and {figure}")
+
+
+def report_table(
+    title: str, columns: Sequence[str], *, left: Collection[str] = (), caption: str | None = None
+) -> Table:
+    """A table with these columns in order, right-aligned (numbers) except those in `left` (labels)."""
+    table = Table(title=title, caption=caption)
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right")
+    return table

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.table import Table
 
 from bench._clusters import QWEN3_32B, quality_clusters
-from bench._report import publish
+from bench._report import publish, report_table
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
@@ -64,9 +64,11 @@ def run() -> dict[str, dict[str, Outcome]]:
 
 
 def report(results: dict[str, dict[str, Outcome]]) -> Table:
-    table = Table(title="Simulated offline serving: Qwen3-32B bf16 (ours first; best throughput in bold)")
-    for column in ("cluster", "strategy", "pipelines", "tokens/s", "vs ours", "p50 s", "p99 s", "GPU util"):
-        table.add_column(column, justify="left" if column in ("cluster", "strategy") else "right")
+    table = report_table(
+        title="Simulated offline serving: Qwen3-32B bf16 (ours first; best throughput in bold)",
+        columns=("cluster", "strategy", "pipelines", "tokens/s", "vs ours", "p50 s", "p99 s", "GPU util"),
+        left=("cluster", "strategy"),
+    )
     for name, rows in results.items():
         ours = rows["parallax"][0]
         best = max((r.throughput_tokens_s for r, *_ in rows.values() if r), default=0.0)

@@ -44,7 +44,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from client_sdk.auth import sign_request
 from client_sdk.chain.anvil import free_port
 from client_sdk.client import Batches
@@ -248,25 +248,25 @@ def http_parser() -> str:
 
 
 def report(runs: list[Run]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"GET /v1/batches/{{id}} by {CLIENTS} concurrent wallet-signed clients on loopback, "
         f"{CLIENTS * POLLS_PER_CLIENT:,} requests per row (target: p99 under {TARGET_P99_MS:.0f} ms "
         "when polling)",
         caption=f"coordinator serve (uvicorn, {http_parser()}) + Redis + SQLite; load generator in the same "
         f"machine's {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end)",
+        columns=(
+            "workers",
+            "load",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "requests/s",
+            "errors",
+            "p99 target",
+        ),
+        left=("load",),
     )
-    for column in (
-        "workers",
-        "load",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "max ms",
-        "requests/s",
-        "errors",
-        "p99 target",
-    ):
-        table.add_column(column, justify="left" if column == "load" else "right")
     for r in runs:
         polling = r.shape != "back-to-back"
         verdict = ("met" if r.percentile(99) < TARGET_P99_MS else "missed") if polling else "(saturation)"

@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from bench.api_polling import SDK_POLL_S, load
 from client_sdk.auth import sign_request
 from client_sdk.chain.types import TaskPrices
@@ -137,17 +137,26 @@ def run_on(scratch: Path, config: SystemConfig) -> list[Row]:
 
 
 def report(rows: list[Row]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"GET /v1/batches/{{id}} by {CLIENTS} clients polling every {SDK_POLL_S:g} s, "
         f"{CLIENTS * POLLS_PER_CLIENT:,} polls per row "
         f"(target: p99 under {TARGET_P99_MS:.0f} ms with the batch running)",
         caption=f"the whole system and the load generator on this machine's {os.cpu_count()} cores; "
         f"coordinator serve with {os.cpu_count()} workers on PostgreSQL; baseline: the signed row of the "
         "same background",
+        columns=(
+            "background",
+            "auth",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "p99 vs signed",
+            "errors",
+            "lines done during the row",
+        ),
+        left=("background", "auth"),
     )
-    for column in ("background", "auth", "p50 ms", "p95 ms", "p99 ms", "max ms", "p99 vs signed", "errors"):
-        table.add_column(column, justify="left" if column in ("background", "auth") else "right")
-    table.add_column("lines done during the row", justify="right")
     for row in rows:
         baseline = next(r for r in rows if r.background == row.background and r.auth == "signed")
         verdict = ""

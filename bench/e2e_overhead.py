@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from client_sdk.openai_batch import CHAT
 from demo.batch_demo import real_model_config
 from demo.system import UNIT, LocalSystem
@@ -134,14 +134,14 @@ def overhead(system_run: Measured, local_run: Measured) -> float:
 
 
 def report(outcomes: list[Outcome]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"Output tokens/s of a {REQUESTS:,}-request batch: the whole system vs. `miner run-local` "
         f"(target: overhead at most {TARGET_OVERHEAD:.0%} with the miner on its own core)",
         caption=f"{SMOLLM2.name} on CPU; one miner node = one run-local stage (see bench/e2e_overhead.py); "
         f"{os.cpu_count()} shared cores, load average {os.getloadavg()[0]:.1f} at the end",
+        columns=("placement", "run", "requests", "output tokens", "seconds", "output tokens/s"),
+        left=("placement", "run"),
     )
-    for column in ("placement", "run", "requests", "output tokens", "seconds", "output tokens/s"):
-        table.add_column(column, justify="left" if column in ("placement", "run") else "right")
     for placement, system_run, local_run in outcomes:
         for index, measured in enumerate((local_run, system_run)):
             table.add_row(

@@ -46,7 +46,7 @@ from transformers import AutoModelForCausalLM
 
 from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
-from bench._report import publish
+from bench._report import publish, report_table
 from bench._roofline import ModelCost, Roofs, measure_roofs
 from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
@@ -244,7 +244,7 @@ def verdicts(timed: list[Timed], table_rows: list[Row]) -> list[str]:
 
 
 def speed_table(table_rows: list[Row], roofs: Roofs, work: Workload) -> Table:
-    table = Table(
+    table = report_table(
         title=(
             f"Engine vs transformers generate on {SMOLLM2.name}: chat questions, up to {MAX_TOKENS} tokens, "
             f"float32, one stage, {torch.get_num_threads()} CPU threads each"
@@ -256,10 +256,18 @@ def speed_table(table_rows: list[Row], roofs: Roofs, work: Workload) -> Table:
             "ratios. Batch 1 runs the first "
             f"{SETUPS[0].requests} questions, the others all {len(work.prompts)}."
         ),
+        columns=(
+            "setup",
+            "runner",
+            "output tokens/s",
+            "ours / theirs",
+            "compute roof",
+            "bandwidth roof",
+            "forward steps",
+            "equal answers",
+        ),
+        left=("setup", "runner"),
     )
-    columns = ("setup", "runner", "output tokens/s", "ours / theirs", "compute roof", "bandwidth roof")
-    for column in (*columns, "forward steps", "equal answers"):
-        table.add_column(column, justify="left" if column in ("setup", "runner") else "right")
     for row in table_rows:
         setup = row.timed.setup
         ours = row.runner == "engine"
@@ -317,7 +325,7 @@ def mib(count: int) -> str:
 
 
 def memory_table(memory: dict[str, int]) -> Table:
-    table = Table(
+    table = report_table(
         title="Peak memory of the stage (CPU, batch 64, engine defaults) against its budget",
         caption=(
             "Budget: the weights (the tied LM head's packed copy beside the embedding included) and "
@@ -327,9 +335,8 @@ def memory_table(memory: dict[str, int]) -> Table:
             "while measuring: "
             f"{memory['file_pages_paged_in']} B."
         ),
+        columns=("weights", "KV pools", "budget", "measured peak", "within"),
     )
-    for column in ("weights", "KV pools", "budget", "measured peak", "within"):
-        table.add_column(column, justify="right")
     table.add_row(
         mib(memory["weight_bytes"]),
         f"{mib(memory['kv_device_bytes'])} ({memory['pages']} pages of {PAGE_SIZE})",

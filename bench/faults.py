@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from bench._report import publish
+from bench._report import publish, report_table
 from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
@@ -217,12 +217,12 @@ def _final(client: Client, batch_id: str) -> Batch | None:
 
 def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
     budget = 2 * config.heartbeat_ttl_s
-    table = Table(
+    table = report_table(
         title=f"Fault matrix: {rows[0].lines} lines, 2-stage pipeline + spare, PostgreSQL, one SIGKILL per "
         f"run once a quarter is done (recovery target: {budget} s, two heartbeat timeouts)",
+        columns=("fault", "completed", "failed", "duplicated", "lost", "total s", "recovery s", "balances"),
+        left=("fault",),
     )
-    for column in ("fault", "completed", "failed", "duplicated", "lost", "total s", "recovery s", "balances"):
-        table.add_column(column, justify="left" if column == "fault" else "right")
     for row in rows:
         recovery = "" if row.recovery_s is None else f"{row.recovery_s:.1f}"
         if row.recovery_s is not None and row.recovery_s > budget:

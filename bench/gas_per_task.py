@@ -17,7 +17,7 @@ from typing import cast
 from rich.table import Table
 from web3.types import TxData
 
-from bench._report import publish
+from bench._report import publish, report_table
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
@@ -99,10 +99,10 @@ def run(scratch: Path) -> dict[int, dict[str, tuple[int, int]]]:
 
 def report(results: dict[int, dict[str, tuple[int, int]]]) -> Table:
     base = sum(execution for execution, _ in results[BASELINE].values())
-    table = Table(title="Execution gas per task vs. requests in the batch (baseline: 10 requests, same run)")
-    table.add_column("requests", justify="right")
-    for column in (*STEPS, "execution", "ratio", "+ intrinsic"):
-        table.add_column(column, justify="right")
+    table = report_table(
+        title="Execution gas per task vs. requests in the batch (baseline: 10 requests, same run)",
+        columns=("requests", *STEPS, "execution", "ratio", "+ intrinsic"),
+    )
     for n, gas in results.items():
         execution = sum(e for e, _ in gas.values())
         intrinsic = sum(i for _, i in gas.values())

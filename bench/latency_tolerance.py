@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench._chat import chat_prompts
-from bench._report import publish
+from bench._report import publish, report_table
 from client_sdk.protocol.pipeline import microbatches
 from client_sdk.protocol.sampling import SamplingParams
 from miner.kv.cache import PAGE_SIZE
@@ -130,7 +130,7 @@ def run(
 
 
 def results_table(naive: dict[int, Outcome], planned: dict[int, Outcome]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"Latency tolerance: {SMOLLM2.name}, {STAGES}-stage pipeline (one process per stage), "
         "output tokens/s",
         caption="This CPU has 2 cores shared by the 4 stage processes (and anything else running), so stage "
@@ -140,21 +140,20 @@ def results_table(naive: dict[int, Outcome], planned: dict[int, Outcome]) -> Tab
         "microbatch per stage, which leaves stages idle between messages here (per-message costs and 4 "
         "processes on 2 busy cores are outside its model), so more microbatches at higher latency can exceed "
         "it. device KV pages: per stage, local pools of every microbatch plus the two global pools.",
+        columns=(
+            "one-way latency",
+            "(a) naive mb",
+            "(a) steady",
+            "(a) e2e",
+            "(a) % of 0 ms",
+            "(b) planned mb",
+            "(b) steady",
+            "(b) e2e",
+            "(b) % of 0 ms",
+            "(b) / (a)",
+            "(b) device KV pages",
+        ),
     )
-    for column in (
-        "one-way latency",
-        "(a) naive mb",
-        "(a) steady",
-        "(a) e2e",
-        "(a) % of 0 ms",
-        "(b) planned mb",
-        "(b) steady",
-        "(b) e2e",
-        "(b) % of 0 ms",
-        "(b) / (a)",
-        "(b) device KV pages",
-    ):
-        table.add_column(column, justify="right")
     for latency in LATENCIES_MS:
         a, b = naive[latency], planned[latency]
         table.add_row(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
@@ -70,13 +70,18 @@ def curve_overhead(model: Path, stage_ms: float) -> dict[int, Pairs]:
 
 
 def curve_table(pairs: dict[int, Pairs]) -> Table:
-    table = Table(
+    table = report_table(
         title="CURVE on the stage links: planned pipeline, steady output tokens/s "
         f"({REPEATS} alternating pairs of runs; baseline: plain TCP, same run)",
+        columns=(
+            "link latency",
+            "plain (median)",
+            "CURVE (median)",
+            "CURVE / plain",
+            "pairs' spread",
+            "target",
+        ),
     )
-    columns = ("link latency", "plain (median)", "CURVE (median)", "CURVE / plain", "pairs' spread", "target")
-    for column in columns:
-        table.add_column(column, justify="right")
     for latency, runs in pairs.items():
         ratio = statistics.median(runs.ratios)
         table.add_row(

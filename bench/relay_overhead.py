@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
@@ -143,7 +143,7 @@ def relay_overhead(model: Path, stage_ms: float, console: Console) -> dict[int, 
 
 
 def throughput_table(results: dict[int, Runs], stage_ms: float) -> Table:
-    table = Table(
+    table = report_table(
         title="Relayed stage links: planned pipeline, steady output tokens/s, every link CURVE "
         f"({REPEATS} alternating rounds; baseline: direct links, same run)",
         caption=f"stage time {stage_ms:.1f} ms (slowest stage, measured at 0 ms); planner's hop: the one-way "
@@ -153,19 +153,17 @@ def throughput_table(results: dict[int, Runs], stage_ms: float) -> Table:
         "as many microbatches as relay far over direct links: relay far / control is the relay's own cost "
         f"once the work in flight is the same ({far_over_control(results):.3f} here); control / direct is "
         "what the extra microbatches cost this CPU.",
+        columns=(
+            "link latency",
+            "mode",
+            "planner's hop",
+            "microbatches",
+            "tokens/s (median)",
+            "relayed / direct",
+            "rounds' spread",
+            "target",
+        ),
     )
-    columns = (
-        "link latency",
-        "mode",
-        "planner's hop",
-        "microbatches",
-        "tokens/s (median)",
-        "relayed / direct",
-        "rounds' spread",
-        "target",
-    )
-    for column in columns:
-        table.add_column(column, justify="right")
     for latency, runs in results.items():
         for mode in modes(latency):
             ratios = runs.ratios(mode.name)
@@ -197,15 +195,14 @@ def far_over_control(results: dict[int, Runs]) -> float:
 
 
 def latency_table(results: dict[int, Runs]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"Added latency: one request alone ({NEW} tokens, one microbatch), ms per token (median of "
         f"{ALONE_REPEATS}); a token crosses {STAGES} links",
         caption="ms per token: the ring's round trip (1 / the request's steady rate). Added per link: (mode "
         f"- direct) / {STAGES}; expected: the relay's forwarding cost when near, plus one link latency when "
         "far.",
+        columns=("link latency", "mode", "ms per token", "added per token", "added per link"),
     )
-    for column in ("link latency", "mode", "ms per token", "added per token", "added per link"):
-        table.add_column(column, justify="right")
     for latency, runs in results.items():
         direct = runs.ms_per_token(DIRECT.name)
         for mode in filter(timed_alone, modes(latency)):

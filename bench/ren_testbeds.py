@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.latency import (
     LatencyMachine,
@@ -156,16 +156,16 @@ def solved(outcome: Outcome, label: str) -> list[float]:
 
 
 def results_table(data: Data, outcomes: dict[str, Outcome]) -> Table:
-    table = Table(
+    table = report_table(
         title=f"Ren 2024 testbeds, llama-2-70b, {SEEDS} seeds each: mean TPOT and scheduler run time",
         caption="paper: the report's Tables 3 and 4 (its 'ours' is the greedy here, 'ours_augmented' the "
         f"greedy-augmented; its ILP ran 4 s and 16 s, ours {ILP_SHORT_S:g} s and {ILP_LONG_S:g} s to keep "
         "this benchmark under 5 minutes). above optimum: mean of TPOT / optimum - 1 over the seeds where "
         "the method found a schedule; the optimum of every seed is proven by our search run with unbounded "
         "width. Run times on this machine, one core.",
+        columns=("testbed", "algorithm", "TPOT ms", "paper", "above optimum", "run time ms", "paper ms"),
+        left=("testbed", "algorithm"),
     )
-    for column in ("testbed", "algorithm", "TPOT ms", "paper", "above optimum", "run time ms", "paper ms"):
-        table.add_column(column, justify="left" if column in ("testbed", "algorithm") else "right")
     paper_tpot, paper_time = data["table3_mean_tpot_ms"], data["table4_scheduler_runtime_s"]
     for name, outcome in outcomes.items():
         for algorithm in ALGORITHMS:
@@ -197,15 +197,17 @@ def results_table(data: Data, outcomes: dict[str, Outcome]) -> Table:
 
 def conditions_table(outcomes: dict[str, Outcome]) -> Table:
     """The issue's three conditions for our scheduler, per testbed."""
-    table = Table(title="Ours against the greedy heuristic and the best ILP solution found, per testbed")
-    for column in (
-        "testbed",
-        "mean TPOT ours / greedy",
-        "seeds ours <= greedy",
-        "worst ours / best ILP",
-        "mean time ours / greedy",
-    ):
-        table.add_column(column, justify="left" if column == "testbed" else "right")
+    table = report_table(
+        title="Ours against the greedy heuristic and the best ILP solution found, per testbed",
+        columns=(
+            "testbed",
+            "mean TPOT ours / greedy",
+            "seeds ours <= greedy",
+            "worst ours / best ILP",
+            "mean time ours / greedy",
+        ),
+        left=("testbed",),
+    )
     for name, outcome in outcomes.items():
         ours, greedy = solved(outcome, "ours"), solved(outcome, "greedy")
         ilp_runs = (tpots(outcome, a.label) for a in ALGORITHMS if a.label.startswith("ilp"))

@@ -33,7 +33,7 @@ from pathlib import Path
 from rich.table import Table
 
 from bench._clusters import ANCHOR_TYPES, QWEN3_32B, REGIONS
-from bench._report import publish
+from bench._report import publish, report_table
 from coordinator.scheduling.allocation import allocate, capacities
 from coordinator.scheduling.baselines import parallax_shipped, petals
 from coordinator.scheduling.cluster import Cluster
@@ -249,23 +249,21 @@ LARGE_PHASES = (
 
 
 def large_report(rows: dict[int, Row]) -> tuple[Table, list[str]]:
-    table = Table(
-        title="Ours at internet scale, CPU ms (median of repeats, one cluster over 8 regions per size)"
+    table = report_table(
+        title="Ours at internet scale, CPU ms (median of repeats, one cluster over 8 regions per size)",
+        columns=(
+            "GPUs",
+            "pipelines",
+            "Phase 1",
+            "shard graph build",
+            "Phase 2 / request",
+            f"{BATCH_LINES:,}-line batch routed, per unit of {UNIT_LINES}: one at a time",
+            "in one pass",
+            "one GPU joins",
+            "one GPU leaves",
+            "full re-plan",
+        ),
     )
-    columns = (
-        "GPUs",
-        "pipelines",
-        "Phase 1",
-        "shard graph build",
-        "Phase 2 / request",
-        f"{BATCH_LINES:,}-line batch routed, per unit of {UNIT_LINES}: one at a time",
-        "in one pass",
-        "one GPU joins",
-        "one GPU leaves",
-        "full re-plan",
-    )
-    for column in columns:
-        table.add_column(column, justify="right")
     for n, r in rows.items():
         keys = ("pipelines", "p1", "build", "p2", "unit_each", "unit_wave", "join", "leave", "replan")
         table.add_row(f"{n:,}", *(f"{r[k]:.0f}" if k == "pipelines" else fmt(r.get(k)) for k in keys))
@@ -300,24 +298,24 @@ def fmt(value: float | None) -> str:
 
 def report(rows: dict[int, Row]) -> Table:
     title = "Scheduler CPU time, ms (median of repeats, worst of 3 clusters), 2-core build machine"
-    table = Table(title=title)
-    columns = (
-        "GPUs",
-        "ours P1 1 region",
-        "ours P1 8 regions",
-        "paper P1",
-        "per-GPU DP (ours, same run)",
-        "shipped DP (ANCHORS)",
-        "shipped greedy (ANCHORS)",
-        "shipped variant P1",
-        "Petals P1",
-        "ours P2 / req",
-        "paper P2",
-        "shipped routing (ANCHORS)",
-        "Petals P2 / req",
+    table = report_table(
+        title=title,
+        columns=(
+            "GPUs",
+            "ours P1 1 region",
+            "ours P1 8 regions",
+            "paper P1",
+            "per-GPU DP (ours, same run)",
+            "shipped DP (ANCHORS)",
+            "shipped greedy (ANCHORS)",
+            "shipped variant P1",
+            "Petals P1",
+            "ours P2 / req",
+            "paper P2",
+            "shipped routing (ANCHORS)",
+            "Petals P2 / req",
+        ),
     )
-    for column in columns:
-        table.add_column(column, justify="right")
     for n, r in rows.items():
         table.add_row(
             str(n),

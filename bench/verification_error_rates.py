@@ -45,7 +45,7 @@ from rich.table import Table
 from safetensors.torch import load_file, save_file
 
 from bench._chat import chat_prompts
-from bench._report import publish
+from bench._report import publish, report_table
 from bench._roofline import ModelCost, measure_roofs
 from bench._timing import best_time
 from client_sdk.protocol.sampling import SamplingParams
@@ -269,13 +269,13 @@ def roc_table(results: dict[tuple[str, str], list[Judged]], served: dict[str, li
         "float32, 1 stage": results[("honest: float32, 1 stage", "sampled")],
         "bfloat16, 1 stage": results[("honest: bfloat16, 1 stage", "sampled")],
     }
-    table = Table(
+    table = report_table(
         title=f"A miner's score over windows of {WINDOW_TOKENS} sampled output tokens (mean clipped gap of "
         "the tokens the reference would not have drawn): honest miners against cheaper substitutes",
         caption="AUC: the probability that a substitute's window scores above an honest one's (1 = always).",
+        columns=("honest miner", "windows", "score (max)", "substitute", "windows", "score (min)", "AUC"),
+        left=("honest miner", "substitute"),
     )
-    for column in ("honest miner", "windows", "score (max)", "substitute", "windows", "score (min)", "AUC"):
-        table.add_column(column, justify="left" if column in ("honest miner", "substitute") else "right")
     for honest_name, honest_lines in honest.items():
         honest_scores = window_scores(honest_lines)
         for name, lines in served.items():
@@ -294,15 +294,15 @@ def roc_table(results: dict[tuple[str, str], list[Judged]], served: dict[str, li
 
 def rates_table(results: dict[tuple[str, str], list[Judged]]) -> Table:
     t = DEFAULT_TOLERANCES
-    table = Table(
+    table = report_table(
         title=f"Verification error rates on {SMOLLM2.name} (epsilon {t.logit_gap}, top-p slack "
         f"{t.top_p_slack}; float32 single-stage reference)",
         caption=f"other_checkpoint: the model with noise of {OTHER_NOISE:.0%} of each weight row's RMS "
         "added. Corrupted lines that came out equal to the honest ones are left out. top_p = 1: of the "
         "sampled lines whose request has top_p 1, flagged of all.",
+        columns=("lines", "mode", "count", "flagged", "rate", "top_p = 1", "by rule"),
+        left=("lines", "mode", "by rule"),
     )
-    for column in ("lines", "mode", "count", "flagged", "rate", "top_p = 1", "by rule"):
-        table.add_column(column, justify="left" if column in ("lines", "mode", "by rule") else "right")
     for (name, mode), lines in results.items():
         flagged = [line for line in lines if not line.verdict.passed]
         rules = Counter(line.verdict.reason for line in flagged)
@@ -327,9 +327,11 @@ def margins_table(results: dict[tuple[str, str], list[Judged]]) -> Table:
         mode: [j for (n, m), ls in results.items() if m == mode and n.startswith("honest") for j in ls]
         for mode in ("greedy", "sampled")
     }
-    table = Table(title="Margins (corrupted: lines that pass the structural checks)")
-    for column in ("quantity", "corrupted", "honest (worst)", "smallest", "1st percentile", "median"):
-        table.add_column(column, justify="left" if column in ("quantity", "corrupted") else "right")
+    table = report_table(
+        title="Margins (corrupted: lines that pass the structural checks)",
+        columns=("quantity", "corrupted", "honest (worst)", "smallest", "1st percentile", "median"),
+        left=("quantity", "corrupted"),
+    )
     # each quantity grows with suspicion; a tolerance belongs between the honest maximum and the corrupted
     # lines' low percentiles
     measures: tuple[tuple[str, str, Callable[[Judged], float]], ...] = (
@@ -370,23 +372,22 @@ def cost_table(model: Path) -> Table:
     shard = StageShard.load(model, 0, config.num_layers)
     rescorer = Rescorer.load(model)
     cost = ModelCost.of(config)
-    table = Table(
+    table = report_table(
         title=f"Cost per line ({TIMING_LINES} lines, chat prompts of {min(map(len, prompts))}-{longest} "
         f"tokens; target: re-scoring at least {TARGET_SAVING:.0f}x cheaper)",
         caption="Both sides do the same arithmetic; at most: the saving if re-scoring ran at the compute "
         "roof (a 2048-square float32 product, measured in this run).",
+        columns=(
+            "torch threads",
+            "output tokens",
+            "generation ms/line",
+            "re-scoring + verdict ms/line",
+            "re-scoring is cheaper by",
+            "at most",
+            "re-scoring at compute roof",
+            "target",
+        ),
     )
-    for column in (
-        "torch threads",
-        "output tokens",
-        "generation ms/line",
-        "re-scoring + verdict ms/line",
-        "re-scoring is cheaper by",
-        "at most",
-        "re-scoring at compute roof",
-        "target",
-    ):
-        table.add_column(column, justify="right")
     per_line = 1000 / TIMING_LINES
     threads_before = torch.get_num_threads()
     for threads in sorted({1, os.cpu_count() or 1}):

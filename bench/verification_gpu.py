@@ -31,7 +31,7 @@ import torch
 from rich.table import Table
 
 from bench._chat import chat_prompts
-from bench._report import RESULTS, publish
+from bench._report import RESULTS, publish, report_table
 from bench._timing import best_time
 from bench.verification_error_rates import (
     CONDITIONS,
@@ -69,9 +69,10 @@ def noise_table(device: str, vocab: int) -> Table:
     tokens = torch.arange(vocab)
     cpu = torch.stack([gumbel.noise_of([k] * vocab, tokens) for k in keys])
     other = torch.stack([gumbel.noise_of([k] * vocab, tokens.to(device)) for k in keys]).cpu()
-    table = Table(title=f"Gumbel noise g(seed, position, token): CPU against {device}")
-    for column in ("values compared", "bit-identical", "largest difference"):
-        table.add_column(column, justify="right")
+    table = report_table(
+        title=f"Gumbel noise g(seed, position, token): CPU against {device}",
+        columns=("values compared", "bit-identical", "largest difference"),
+    )
     table.add_row(
         f"{cpu.numel():,}", f"{int((cpu == other).sum()):,}", f"{float((cpu - other).abs().max()):.3g}"
     )
@@ -89,9 +90,11 @@ def honest_table(model: Path, device: str, sampled: int, greedy: int, started: f
         "sampled": requests(rng, sampled, prompts, stops, sampled=True),
     }
     cpu_reference, device_reference = Rescorer.load(model), Rescorer.load(model, device)
-    table = Table(title=f"Honest lines across devices (float32 references on the CPU and on {device})")
-    for column in ("generated on", "mode", "lines", "same as CPU", "flagged by CPU", f"flagged by {device}"):
-        table.add_column(column, justify="left" if column in ("generated on", "mode") else "right")
+    table = report_table(
+        title=f"Honest lines across devices (float32 references on the CPU and on {device})",
+        columns=("generated on", "mode", "lines", "same as CPU", "flagged by CPU", f"flagged by {device}"),
+        left=("generated on", "mode"),
+    )
     for mode, claims in asked.items():
         on_cpu = generated(engine_for(model, CONDITIONS[0], longest), claims)
         log(f"{mode}: {len(claims)} lines generated on the CPU", started)
@@ -124,21 +127,20 @@ def cost_table(model: Path, device: str, started: float) -> tuple[Table, list[tu
     prompts = chat_prompts(load_tokenizer(model))
     config = ModelConfig.load(model)
     reference = Rescorer.load(model, device)
-    table = Table(
+    table = report_table(
         title=f"Cost per line on {device} (chat prompts of {min(map(len, prompts))}-{max(map(len, prompts))} "
         f"tokens; target: re-scoring at least {TARGET_SAVING:.0f}x cheaper)",
         caption="The verifier re-scores in float32 whatever the miner's precision.",
+        columns=(
+            "miner precision",
+            "lines",
+            "output tokens",
+            "generation ms/line",
+            "re-scoring + verdict ms/line",
+            "re-scoring is cheaper by",
+            "target",
+        ),
     )
-    for column in (
-        "miner precision",
-        "lines",
-        "output tokens",
-        "generation ms/line",
-        "re-scoring + verdict ms/line",
-        "re-scoring is cheaper by",
-        "target",
-    ):
-        table.add_column(column, justify="right")
     savings = []
     for dtype in (torch.float32, torch.bfloat16):
         shard = StageShard.load(model, 0, config.num_layers, dtype, device)

@@ -1,5 +1,5 @@
 """bench._report.publish writes exactly what it prints (the tables, then the notes verbatim) to NAME.txt, has
-the plot drawn to NAME.png, and writes nothing else."""
+the plot drawn to NAME.png, and writes nothing else; report_table aligns labels left and numbers right."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import publish, report_table
 
 WIDTH = 60
 NOTE = "target [b] met: 3.2x"  # brackets that rich would read as markup
@@ -36,3 +36,18 @@ def test_publish_writes_the_tables_and_notes_and_has_the_plot_drawn(tmp_path: Pa
     assert "│ engine │ 3,400    │" in rendered(table)
     assert plotted == [tmp_path / "demo.png"]
     assert sorted(tmp_path.iterdir()) == [tmp_path / "demo.png", tmp_path / "demo.txt"]
+
+
+def test_report_table_has_the_columns_in_order_labels_left_and_numbers_right() -> None:
+    table = report_table(
+        "speed", ("setup", "tokens/s", "mode", "ratio"), left=("setup", "mode"), caption="note"
+    )
+
+    assert [(column.header, column.justify) for column in table.columns] == [
+        ("setup", "left"),
+        ("tokens/s", "right"),
+        ("mode", "left"),
+        ("ratio", "right"),
+    ]
+    assert (table.title, table.caption) == ("speed", "note")
+    assert report_table("bare", ("n",)).caption is None
