@@ -7,7 +7,7 @@ checks downloads with it. Every error names the 1-based line it is about.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -72,43 +72,68 @@ class LineProblem:
 
 def parse_batch(data: bytes, *, max_lines: int) -> list[BatchLine]:
     """Every line of a batch file, validated; raises BatchFormatError at the first problem."""
-    lines, problems = read_batch(data, max_lines=max_lines)
-    if problems:
-        raise BatchFormatError(problems[0].message)
-    return lines
+    return list(iter_batch(data, max_lines=max_lines))
+
+
+def iter_batch(data: bytes, *, max_lines: int) -> Iterator[BatchLine]:
+    """The lines of a batch file one at a time, each validated as it is reached (a large file is never held
+    parsed whole); raises BatchFormatError at the first problem, naming its line."""
+    seen: dict[str, int] = {}
+    for number, row in iter_rows(data, max_lines=max_lines):
+        parsed = parse_line(row, number)
+        repeated = _repeated(seen, parsed, number)
+        if repeated:
+            raise BatchFormatError(repeated)
+        yield parsed
 
 
 def read_batch(data: bytes, *, max_lines: int) -> tuple[list[BatchLine], list[LineProblem]]:
     """Each line validated on its own: the good ones, and what is wrong with each of the others. Problems of
     the whole file (not UTF-8, empty, too many lines) raise BatchFormatError."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        number = data[: exc.start].count(b"\n") + 1
-        raise BatchFormatError(f"line {number}: the file is not UTF-8 text") from exc
-    rows = text.split("\n")
-    if rows and rows[-1] == "":
-        rows.pop()  # the newline that ends the last line
-    if not rows:
-        raise BatchFormatError("the file is empty")
-    if len(rows) > max_lines:
-        raise BatchFormatError(f"the file has {len(rows)} lines; the limit is {max_lines}")
     lines: list[BatchLine] = []
     problems: list[LineProblem] = []
     seen: dict[str, int] = {}
-    for number, row in enumerate(rows, start=1):
+    for number, row in iter_rows(data, max_lines=max_lines):
         try:
             parsed = parse_line(row, number)
         except BatchFormatError as exc:
             problems.append(LineProblem(number, _readable_custom_id(row), str(exc)))
             continue
-        if parsed.custom_id in seen:
-            message = f"line {number}: custom_id {parsed.custom_id!r} repeats line {seen[parsed.custom_id]}"
-            problems.append(LineProblem(number, parsed.custom_id, message))
+        repeated = _repeated(seen, parsed, number)
+        if repeated:
+            problems.append(LineProblem(number, parsed.custom_id, repeated))
             continue
-        seen[parsed.custom_id] = number
         lines.append(parsed)
     return lines, problems
+
+
+def iter_rows(data: bytes, *, max_lines: int) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a batch file, decoded one at a time. An empty file, one of more
+    than `max_lines` lines (counted before any is read) and a line that is not UTF-8 raise BatchFormatError;
+    the newline ending the last line starts no line."""
+    count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) if data else 0
+    if not count:
+        raise BatchFormatError("the file is empty")
+    if count > max_lines:
+        raise BatchFormatError(f"the file has {count} lines; the limit is {max_lines}")
+    start = 0
+    for number in range(1, count + 1):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        try:
+            row = data[start:end].decode("utf-8")
+        except UnicodeDecodeError:
+            raise BatchFormatError(f"line {number}: the file is not UTF-8 text") from None
+        yield number, row
+        start = end + 1
+
+
+def _repeated(seen: dict[str, int], line: BatchLine, number: int) -> str | None:
+    """The problem of a custom_id an earlier line has (None, and it is remembered, when it is new)."""
+    if line.custom_id in seen:
+        return f"line {number}: custom_id {line.custom_id!r} repeats line {seen[line.custom_id]}"
+    seen[line.custom_id] = number
+    return None
 
 
 def _readable_custom_id(row: str) -> str | None:

@@ -3,8 +3,9 @@ line by line), and read files back."""
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -25,31 +26,62 @@ from coordinator.services.pages import newest_first
 Prompt = str | tuple[int, ...]  # rendered text, or token ids given as such
 
 
+INGEST_CHUNK_LINES = 4096  # lines parsed, tokenized, hashed and stored together
+
+
 def ingest_batch_file(
     session: Session, settings: Settings, owner: str, filename: str, data: bytes, now: int
 ) -> File:
     """Validates every line and stores the file with its requests; raises InvalidInput naming the first bad
-    line (nothing is stored then)."""
+    line (nothing is stored then: the caller's transaction is rolled back).
+
+    The file is read in chunks of INGEST_CHUNK_LINES lines, each parsed, tokenized, hashed and inserted before
+    the next is read, so what ingest holds beyond the file itself and its stored rows is one chunk, whatever
+    the file's size."""
     if len(data) > settings.max_file_bytes:
         raise TooLarge(f"the file is over the limit of {settings.max_file_bytes} bytes", "file_too_large")
+    record = File(id=new_id("file-"), owner=owner, purpose="batch", filename=filename, bytes=len(data))
+    record.created_at, record.line_count, record.input_tokens = now, 0, 0
+    leaves: list[bytes] = []
     try:
-        lines = openai_batch.parse_batch(data, max_lines=settings.max_file_lines)
+        chunks = _chunks(openai_batch.iter_batch(data, max_lines=settings.max_file_lines), INGEST_CHUNK_LINES)
+        first = next(chunks)  # an empty file raised already
+        tokenizer, context = _start(session, settings, record, first[0], data)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            for chunk in itertools.chain([first], chunks):
+                _check_shared(chunk, record)
+                # Chat templates render in Python, so here, before hashing (beside it they would only share
+                # the GIL); the tokenizer runs in Rust outside the GIL, so tokenizing overlaps the hashing.
+                prompts = render_prompts(tokenizer, chunk)
+                counting = pool.submit(count_tokens, tokenizer, prompts, chunk[0].url)
+                hashes = [line_hash(line.raw) for line in chunk]
+                start = len(leaves)
+                leaves += [
+                    input_leaf(start + i, line.custom_id, h)
+                    for i, (line, h) in enumerate(zip(chunk, hashes, strict=True))
+                ]
+                prompt_tokens = counting.result()
+                check_context(chunk, prompt_tokens, context)
+                _store_requests(session, record.id, start, chunk, hashes, prompt_tokens)
+                record.line_count += len(chunk)
+                record.input_tokens += sum(prompt_tokens)
     except openai_batch.BatchFormatError as exc:
         raise InvalidInput(str(exc), "file", "invalid_file") from exc
-    first = lines[0]
-    for line in lines:
-        if line.url != first.url:
-            raise InvalidInput(
-                f"line {line.line_number}: every request in a batch must use one endpoint ({first.url})",
-                "file",
-                "invalid_file",
-            )
-        if line.model != first.model:
-            raise InvalidInput(
-                f"line {line.line_number}: every request in a batch must use one model ({first.model})",
-                "file",
-                "invalid_file",
-            )
+    record.input_root = "0x" + MerkleTree(leaves).root.hex()
+    return record
+
+
+def _chunks(lines: Iterator[openai_batch.BatchLine], size: int) -> Iterator[list[openai_batch.BatchLine]]:
+    """Consecutive lists of `size` lines (the last may be shorter)."""
+    while chunk := list(itertools.islice(lines, size)):
+        yield chunk
+
+
+def _start(
+    session: Session, settings: Settings, record: File, first: openai_batch.BatchLine, data: bytes
+) -> tuple[Any, int]:
+    """At the first line: the served model's tokenizer and context, and the file's record and content added
+    (its requests' rows refer to it)."""
     served = settings.model(first.model)
     if served is None:
         raise InvalidInput(
@@ -58,49 +90,54 @@ def ingest_batch_file(
             "file",
             "model_not_found",
         )
-    tokenizer, context = _tokenizer(served.path)
-    # Chat templates render in Python, so here, before hashing (beside it they would only share the GIL); the
-    # tokenizer runs in Rust outside the GIL, so tokenizing the rendered prompts overlaps with the hashing.
-    prompts = render_prompts(tokenizer, lines)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        counting = pool.submit(count_tokens, tokenizer, prompts, first.url)
-        hashes = [line_hash(line.raw) for line in lines]
-        numbered = enumerate(zip(lines, hashes, strict=True))
-        tree = MerkleTree([input_leaf(i, line.custom_id, h) for i, (line, h) in numbered])
-        prompt_tokens = counting.result()
-    check_context(lines, prompt_tokens, context)
-    record = File(
-        id=new_id("file-"),
-        owner=owner,
-        purpose="batch",
-        filename=filename,
-        bytes=len(data),
-        created_at=now,
-        line_count=len(lines),
-        endpoint=first.url,
-        model=first.model,
-        input_root="0x" + tree.root.hex(),
-        input_tokens=sum(prompt_tokens),
-    )
+    record.endpoint, record.model = first.url, first.model
     session.add(record)
     session.add(FileContent(file_id=record.id, data=data))
     session.flush()
+    return _tokenizer(served.path)
+
+
+def _check_shared(chunk: Sequence[openai_batch.BatchLine], record: File) -> None:
+    """Every request of a batch uses the file's one endpoint and one model (its first line's)."""
+    for line in chunk:
+        if line.url != record.endpoint:
+            raise InvalidInput(
+                f"line {line.line_number}: every request in a batch must use one endpoint "
+                f"({record.endpoint})",
+                "file",
+                "invalid_file",
+            )
+        if line.model != record.model:
+            raise InvalidInput(
+                f"line {line.line_number}: every request in a batch must use one model ({record.model})",
+                "file",
+                "invalid_file",
+            )
+
+
+def _store_requests(
+    session: Session,
+    file_id: str,
+    first: int,
+    chunk: Sequence[openai_batch.BatchLine],
+    hashes: list[bytes],
+    prompt_tokens: list[int],
+) -> None:
     # on the session's connection: Session.execute would take the ORM's bulk insert, nearly twice as slow
     session.connection().execute(
         insert(Request),
         [
             {
-                "file_id": record.id,
-                "line_index": i,
+                "file_id": file_id,
+                "line_index": first + i,
                 "custom_id": line.custom_id,
                 "line_hash": "0x" + h.hex(),
                 "prompt_tokens": tokens,
                 "max_tokens": line.max_tokens,
             }
-            for i, (line, h, tokens) in enumerate(zip(lines, hashes, prompt_tokens, strict=True))
+            for i, (line, h, tokens) in enumerate(zip(chunk, hashes, prompt_tokens, strict=True))
         ],
     )
-    return record
 
 
 def count_prompt_tokens(tokenizer: Any, lines: list[openai_batch.BatchLine]) -> list[int]:

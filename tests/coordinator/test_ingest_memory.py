@@ -1,0 +1,55 @@
+"""Ingest holds one chunk of a batch file at a time: beyond the file's bytes (read before ingest, and stored
+as they are), its peak memory grows with the lines only by what every line must leave behind (its Merkle leaf
+and the tree above it, its custom_id for the repeat check), never by the parsed, rendered and tokenized file
+(all at once, that cost about 4,300 bytes per line of this file, five times the line itself)."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from coordinator.config import ServedModel, Settings
+from coordinator.db.migrate import upgrade
+from coordinator.db.session import Database
+from coordinator.services import files
+from tests.coordinator.conftest import ALICE
+from tests.coordinator.helpers import chat_line, jsonl
+
+# what one more line (about 850 bytes in the file) may add to the peak: its 32-byte leaf and the tree's nodes
+# above it, its custom_id in the repeat check, with Python's object overheads (measured: about 300)
+PER_LINE_BOUND = 600
+
+
+def ingest_peak(settings: Settings, lines: int) -> int:
+    """The peak of Python memory while a file of `lines` long chat lines is ingested (the file's bytes, made
+    before, not counted)."""
+    data = jsonl([chat_line(f"request-{i}", f"question {i}: " + "many words " * 60) for i in range(lines)])
+    database = Database(settings.database_url)
+    tracemalloc.start()
+    try:
+        with database.session() as session:
+            files.ingest_batch_file(session, settings, ALICE.address, "in.jsonl", data, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        database.dispose()
+    return peak
+
+
+@pytest.fixture
+def settings(tmp_path: Path, served_model: ServedModel) -> Settings:
+    """One SQLite database: the memory measured is this process's, whichever database stores the rows."""
+    url = f"sqlite:///{tmp_path / 'coordinator.db'}"
+    upgrade(url)
+    return Settings(database_url=url, redis_url="redis://127.0.0.1:1", models=(served_model,))
+
+
+def test_peak_memory_grows_with_the_lines_only_by_what_each_line_leaves_behind(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "INGEST_CHUNK_LINES", 200)
+    ingest_peak(settings, 200)  # the tokenizer loaded, the caches warm
+    per_line = (ingest_peak(settings, 2000) - ingest_peak(settings, 400)) / 1600
+    assert per_line < PER_LINE_BOUND, f"{per_line:.0f} bytes per line"
