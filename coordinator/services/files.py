@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -48,23 +48,26 @@ def ingest_batch_file(
         first = next(chunks)  # an empty file raised already
         tokenizer, context = _start(session, settings, record, first[0], data)
         with ThreadPoolExecutor(max_workers=1) as pool:
+            # The tokenizer runs in Rust outside the GIL, in the pool's thread; everything else is Python on
+            # this one. A chunk's prompts are rendered (chat templates are Python) and sent to be tokenized
+            # before the chunk before it is stored, so the tokenizer works while this thread parses the next
+            # chunk, hashes and inserts.
+            waiting: tuple[list[openai_batch.BatchLine], Future[list[int]], list[bytes]] | None = None
             for chunk in itertools.chain([first], chunks):
                 _check_shared(chunk, record)
-                # Chat templates render in Python, so here, before hashing (beside it they would only share
-                # the GIL); the tokenizer runs in Rust outside the GIL, so tokenizing overlaps the hashing.
-                prompts = render_prompts(tokenizer, chunk)
-                counting = pool.submit(count_tokens, tokenizer, prompts, chunk[0].url)
+                counting = pool.submit(
+                    count_tokens, tokenizer, render_prompts(tokenizer, chunk), chunk[0].url
+                )
+                if waiting:
+                    _store(session, record, context, *waiting)
                 hashes = [line_hash(line.raw) for line in chunk]
-                start = len(leaves)
                 leaves += [
-                    input_leaf(start + i, line.custom_id, h)
+                    input_leaf(len(leaves) + i, line.custom_id, h)
                     for i, (line, h) in enumerate(zip(chunk, hashes, strict=True))
                 ]
-                prompt_tokens = counting.result()
-                check_context(chunk, prompt_tokens, context)
-                _store_requests(session, record.id, start, chunk, hashes, prompt_tokens)
-                record.line_count += len(chunk)
-                record.input_tokens += sum(prompt_tokens)
+                waiting = (chunk, counting, hashes)
+            assert waiting is not None
+            _store(session, record, context, *waiting)
     except openai_batch.BatchFormatError as exc:
         raise InvalidInput(str(exc), "file", "invalid_file") from exc
     record.input_root = "0x" + MerkleTree(leaves).root.hex()
@@ -115,20 +118,24 @@ def _check_shared(chunk: Sequence[openai_batch.BatchLine], record: File) -> None
             )
 
 
-def _store_requests(
+def _store(
     session: Session,
-    file_id: str,
-    first: int,
-    chunk: Sequence[openai_batch.BatchLine],
+    record: File,
+    context: int,
+    chunk: list[openai_batch.BatchLine],
+    counting: Future[list[int]],
     hashes: list[bytes],
-    prompt_tokens: list[int],
 ) -> None:
+    """A chunk's request rows, once its prompts are counted and fit the model's context."""
+    prompt_tokens = counting.result()
+    check_context(chunk, prompt_tokens, context)
+    first = record.line_count
     # on the session's connection: Session.execute would take the ORM's bulk insert, nearly twice as slow
     session.connection().execute(
         insert(Request),
         [
             {
-                "file_id": file_id,
+                "file_id": record.id,
                 "line_index": first + i,
                 "custom_id": line.custom_id,
                 "line_hash": "0x" + h.hex(),
@@ -138,6 +145,8 @@ def _store_requests(
             for i, (line, h, tokens) in enumerate(zip(chunk, hashes, prompt_tokens, strict=True))
         ],
     )
+    record.line_count += len(chunk)
+    record.input_tokens = (record.input_tokens or 0) + sum(prompt_tokens)
 
 
 def count_prompt_tokens(tokenizer: Any, lines: list[openai_batch.BatchLine]) -> list[int]:
