@@ -14,7 +14,8 @@ At internet scale (one cluster over 8 regions per size) the second table adds th
 50,000-line batch in units of 32 lines over the plan's pipelines: one unit at a time (`Router.cheapest`,
 timed on the first 20 units) against the whole batch in one pass (`Router.assign`), per unit; one GPU
 joining and leaving the running plan (`Membership`) beside a full re-plan; and the growth of each phase from
-256 to 4,096 GPUs with its fitted exponent (time ~ GPUs^e; linear is 16x, e = 1).
+256 to 4,096 GPUs with its fitted exponent (time ~ GPUs^e; linear is 16x, e = 1). Last, the simulated
+throughput of our plans against Parallax's shipped scheduler at 1,024 GPUs (allocation_quality's workload).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rich.table import Table
 
 from bench._clusters import ANCHOR_TYPES, QWEN3_32B, REGIONS
 from bench._report import publish, report_table
+from bench.allocation_quality import workload_for
 from coordinator.scheduling.allocation import allocate, capacities
 from coordinator.scheduling.baselines import parallax_shipped, petals
 from coordinator.scheduling.cluster import Cluster
@@ -43,11 +45,14 @@ from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Stage
 from coordinator.scheduling.routing import ShardGraph, SpanGraph
 from coordinator.scheduling.stages import StageSearch
+from coordinator.scheduling.strategies import make_plan
 from coordinator.services.routing import Router
+from coordinator.simulate.engine import simulate
 
 SIZES = (4, 8, 16, 32, 64, 128, 256)
 LARGE_SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 ROUTED_UP_TO = 4096  # the shard graph, Phase 2 and batch routing are measured up to this size
+SIMULATED_GPUS = 1024
 BATCH_LINES, UNIT_LINES, TIMED_ONE_AT_A_TIME = 50_000, 32, 20
 SEEDS = 3
 PAPER = {"phase1": {4: 0.10, 256: 8.55}, "phase2": {4: 0.0136, 256: 6.6339}}  # paper_figures.json, ms
@@ -230,6 +235,21 @@ def membership_ms(cluster: Cluster, model: ModelSpec, events: int = 7) -> tuple[
     return statistics.median(joins), statistics.median(leaves), median_ms(members.rebalance, 0.5, 3)
 
 
+def simulated_at_scale(model: ModelSpec) -> list[str]:
+    """Throughput of our plans and routing against Parallax's shipped scheduler at SIMULATED_GPUS GPUs over 8
+    regions, in the simulator, on allocation_quality's workload (what the speed above buys)."""
+    cluster = cluster_of(SIMULATED_GPUS, 8, 0)
+    rates = {}
+    for strategy in ("parallax", "parallax-shipped"):
+        plan = make_plan(strategy, cluster, model)
+        rates[strategy] = simulate(plan, cluster, model, workload_for(SIMULATED_GPUS)).throughput_tokens_s
+    return [
+        f"Simulated at {SIMULATED_GPUS:,} GPUs over 8 regions ({workload_for(SIMULATED_GPUS).requests:,} "
+        f"requests): ours {rates['parallax']:,.0f} tokens/s, Parallax's shipped scheduler "
+        f"{rates['parallax-shipped']:,.0f} tokens/s ({rates['parallax'] / rates['parallax-shipped']:.2f}x)"
+    ]
+
+
 def growth(rows: dict[int, Row], key: str) -> tuple[float, float]:
     """How many times a phase's time grew from 256 to 4,096 GPUs, and the fitted exponent e of time ~ GPUs^e
     (least squares on the logarithms of every size measured)."""
@@ -348,6 +368,11 @@ def verdicts(rows: dict[int, Row], exact: bool) -> list[str]:
             )
     graph = max(max(r["ours1_build"] or 0.0, r["ours8_build"] or 0.0) for r in rows.values())
     lines.append(f"Building the shard DAG once per plan (not per request) takes at most {fmt(graph)} ms.")
+    lines.append(
+        "Phase 2 is one vectorized pass over the layer boundaries (arrivals kept per region): its fixed "
+        "cost, about 15 us of numpy calls, dominates below about 100 GPUs, where walking every edge took 2 "
+        "to 30 us (the paper's 4-GPU point is lost to it); from 128 GPUs up it is faster, and linear."
+    )
     return lines
 
 
@@ -410,7 +435,7 @@ def main() -> None:
     large = measure_large(model)
     table = report(rows)
     large_table, large_lines = large_report(large)
-    lines = verdicts(rows, exact) + large_lines
+    lines = verdicts(rows, exact) + large_lines + simulated_at_scale(model)
     load_after = os.getloadavg()[0]
     cores = os.cpu_count()
     load = f"{load_before:.1f} before, {load_after:.1f} after"

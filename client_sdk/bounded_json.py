@@ -30,6 +30,8 @@ class TooDeep(ValueError):
 def check_depth(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> None:
     """Raises TooDeep if `data` nests arrays and objects more than `max_depth` levels deep."""
     raw = data.encode() if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return  # it cannot nest deeper than the brackets it opens (most documents: two C scans, no regex)
     depth = 0
     for bracket in _BRACKETS.findall(_STRING.sub(b'""', raw)):
         if bracket in (b"[", b"{"):
