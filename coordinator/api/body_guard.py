@@ -47,6 +47,7 @@ class BodyGuard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        chunks.clear()  # the parts would live as long as the request: a large upload held twice
         if b"json" in headers.get(b"content-type", b""):
             try:
                 check_depth(body)
