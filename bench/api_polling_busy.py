@@ -34,7 +34,7 @@ from rich.table import Table
 from bench._report import publish, report_table
 from bench.api_polling import SDK_POLL_S, load
 from client_sdk.auth import sign_request
-from client_sdk.chain.types import TaskPrices
+from client_sdk.protocol.task import TaskPrices
 from demo.batch_demo import batch_lines
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig

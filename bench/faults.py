@@ -27,10 +27,10 @@ from rich.table import Table
 from sqlalchemy.orm import Session
 
 from bench._report import publish, report_table
-from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
+from client_sdk.protocol.task import TaskStatus
 from coordinator.db.models import PipelineRecord
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl

@@ -21,7 +21,6 @@ from eth_account.signers.local import LocalAccount
 from pydantic import BaseModel, ConfigDict
 
 from client_sdk.chain.contracts import Market, connect
-from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ContractRevert, UserError
 from client_sdk.http import coordinator_client, json_of
@@ -30,6 +29,7 @@ from client_sdk.openai_batch import parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.envelope import read_error
 from client_sdk.protocol.model_identity import describe, known_hash, parse_model_hash
+from client_sdk.protocol.task import TaskPrices, TaskStatus
 from client_sdk.units import format_amount
 from client_sdk.verify import ResultsRejected, VerifiedLine, check_commitment, check_inputs, check_lines
 

@@ -23,12 +23,12 @@ from typing import Any
 
 from client_sdk import bounded_json
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import ResultCommitment, recover_signer
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
 from client_sdk.inputs import custom_id_hash, input_leaf, input_tree, line_hash
 from client_sdk.merkle import Usage, root_at, verify
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.results import PROOF_KEY, ZERO_ROOT, LineProof, ResultLeaf, output_hash
 
 COMMITTED = (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINALIZED)

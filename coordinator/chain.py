@@ -14,8 +14,8 @@ from redis.lock import Lock
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
-from client_sdk.chain.types import Task, TaskTerms
 from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
+from client_sdk.protocol.task import Task, TaskTerms
 
 SEND_LOCK_TIMEOUT_S = 60  # held from nonce to broadcast: seconds at most; a crashed holder frees it this late
 

@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from client_sdk import openai_batch
-from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch, Client
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.units import format_amount
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.model.packaged import SMOLLM2, ensure

@@ -27,9 +27,9 @@ from rich.table import Table
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
-from client_sdk.chain.types import TaskPrices
 from client_sdk.eip712 import Acceptance, ResultCommitment, sign_acceptance, sign_commitment
 from client_sdk.protocol.model_identity import model_id_of
+from client_sdk.protocol.task import TaskPrices
 from client_sdk.results import ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 

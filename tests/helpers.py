@@ -12,12 +12,13 @@ from web3.contract.contract import ContractFunction
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import MinerProfile, TaskPrices, Vote
+from client_sdk.chain.types import MinerProfile, Vote
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.encoding import short_string
 from client_sdk.inputs import input_tree
 from client_sdk.protocol.model_identity import model_id_of
 from client_sdk.protocol.settlement import split
+from client_sdk.protocol.task import TaskPrices
 from client_sdk.results import ResultLeaf, ResultTrees
 from demo.lifecycle import MODEL, DemoConfig, accept_task, create_task, price_results, simulate_inference
 

@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskStatus
 from client_sdk.eip712 import (
     ResultCommitment,
     acceptance_signer,
@@ -23,6 +22,7 @@ from client_sdk.eip712 import (
     sign_commitment,
 )
 from client_sdk.errors import ContractRevert
+from client_sdk.protocol.task import TaskStatus
 from tests.helpers import assigned_task
 
 MINER_COUNTS = st.integers(min_value=1, max_value=6)

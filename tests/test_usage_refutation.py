@@ -8,8 +8,8 @@ import pytest
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskStatus
 from client_sdk.errors import ContractRevert
+from client_sdk.protocol.task import TaskStatus
 from demo.lifecycle import DemoConfig
 from tests.helpers import committed_task
 

@@ -13,8 +13,9 @@ from eth_utils.crypto import keccak
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import DisputeStatus, TaskStatus, Verifier, Vote
+from client_sdk.chain.types import DisputeStatus, Verifier, Vote
 from client_sdk.errors import ContractRevert
+from client_sdk.protocol.task import TaskStatus
 from demo.lifecycle import DemoConfig
 from tests.helpers import UNIT, committed_task, past_appeal, register_verifier, run_round, set_audit_rate
 

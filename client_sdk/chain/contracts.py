@@ -27,14 +27,12 @@ from client_sdk.chain.types import (
     MinerProfile,
     Round,
     Stake,
-    Task,
-    TaskPrices,
-    TaskTerms,
     Verifier,
     Vote,
 )
 from client_sdk.eip712 import Acceptance, ResultCommitment
 from client_sdk.errors import ChainError, UserError
+from client_sdk.protocol.task import Task, TaskPrices, TaskTerms
 from client_sdk.results import ResultLeaf
 from client_sdk.units import format_amount
 

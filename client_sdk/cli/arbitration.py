@@ -12,7 +12,7 @@ import typer
 from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round, Task, TaskStatus
+from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round
 from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
@@ -30,6 +30,7 @@ from client_sdk.cli.support import (
 from client_sdk.client import ApiError, Client
 from client_sdk.errors import UserError
 from client_sdk.inputs import input_tree
+from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.units import format_amount
 from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
 

@@ -19,7 +19,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from client_sdk.chain.types import TaskPrices, TaskStatus
 from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
@@ -37,6 +36,7 @@ from client_sdk.errors import UserError
 from client_sdk.openai_batch import BatchFormatError, parse_batch
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.model_identity import describe
+from client_sdk.protocol.task import TaskPrices, TaskStatus
 from client_sdk.units import parse_amount
 
 

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.cli import batches as batch_cli
 from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
@@ -24,6 +23,7 @@ from client_sdk.cli.support import (
 )
 from client_sdk.errors import UserError
 from client_sdk.protocol.model_identity import describe
+from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.units import format_amount, parse_amount
 
 app = typer.Typer(

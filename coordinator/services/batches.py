@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import TaskPrices
+from client_sdk.protocol.task import TaskPrices
 from client_sdk.units import format_amount
 from coordinator.db.models import Batch, File, Result, Signature
 from coordinator.services.errors import InvalidInput, NotFound

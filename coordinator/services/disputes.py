@@ -13,8 +13,9 @@ from typing import Any, Protocol
 from eth_abi.exceptions import EncodingError
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import Dispute, DisputeStatus, Task
+from client_sdk.chain.types import Dispute, DisputeStatus
 from client_sdk.inputs import canonical_json
+from client_sdk.protocol.task import Task
 from client_sdk.results import PROOF_KEY
 from client_sdk.verify import is_input_line, result_leaf
 from coordinator.db.models import DisputeEvidence

@@ -24,12 +24,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.inputs import custom_id_hash, params_hash
 from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, MAX_MINERS_PER_TASK, SETTLING_BATCH_STATUSES
+from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.results import PROOF_KEY, LineProof, ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 from coordinator.chain import CoordinatorChain

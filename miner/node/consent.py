@@ -11,9 +11,9 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.eip712 import Acceptance, sign_acceptance
 from client_sdk.protocol.model_identity import describe
+from client_sdk.protocol.task import Task, TaskStatus
 
 DAY = 86_400
 

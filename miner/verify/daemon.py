@@ -28,12 +28,13 @@ from web3 import Web3
 
 from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, Phase, TaskStatus, Vote
+from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Vote
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ChainError, UserError
 from client_sdk.http import json_of
 from client_sdk.protocol.model_identity import describe as describe_model
 from client_sdk.protocol.model_identity import model_hash
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.results import ResultLeaf
 from client_sdk.verify import Proof, ServedProofs, answers, is_input_line, proven_leaf, result_leaf
 from miner.model.config import ModelConfig

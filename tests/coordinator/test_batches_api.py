@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskStatus
 from client_sdk.cli.market import app as market_app
 from client_sdk.client import Client
 from client_sdk.errors import UserError
+from client_sdk.protocol.task import TaskStatus
 from coordinator.db.models import Batch
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.conftest import ALICE, BOB, ApiServer

@@ -13,8 +13,8 @@ from eth_account.signers.local import LocalAccount
 from redis import Redis
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskStatus
 from client_sdk.errors import ContractRevert
+from client_sdk.protocol.task import TaskStatus
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.migrate import upgrade

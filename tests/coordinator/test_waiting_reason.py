@@ -10,8 +10,8 @@ from eth_account.signers.local import LocalAccount
 from redis import Redis
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import TaskPrices
 from client_sdk.inputs import params_hash
+from client_sdk.protocol.task import TaskPrices
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.migrate import upgrade

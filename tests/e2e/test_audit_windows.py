@@ -21,10 +21,11 @@ import pytest
 from typer.testing import CliRunner
 
 from client_sdk.chain.anvil import dev_accounts
-from client_sdk.chain.types import DisputeStatus, TaskStatus, Vote
+from client_sdk.chain.types import DisputeStatus, Vote
 from client_sdk.cli.arbitration import app
 from client_sdk.errors import UserError
 from client_sdk.http import coordinator_client
+from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.daemon import LineJudge, Verifier
 from miner.verify.miner_scores import WINDOW_TOKENS

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import pytest
 from eth_account import Account
 
-from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.results import PROOF_KEY
 from client_sdk.verify import ResultsRejected, check_commitment, check_inputs, check_lines
 from demo.system import UNIT, LocalSystem, SystemConfig

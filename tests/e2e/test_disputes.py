@@ -18,9 +18,10 @@ from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner
 
 from client_sdk.chain.anvil import dev_accounts
-from client_sdk.chain.types import DisputeStatus, TaskStatus
+from client_sdk.chain.types import DisputeStatus
 from client_sdk.cli.arbitration import app
 from client_sdk.client import Batch
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.verify import answers, is_input_line, result_leaf
 from coordinator.db.models import FileContent
 from demo.system import UNIT, LocalSystem

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from client_sdk.chain.types import TaskStatus
+from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for

@@ -14,8 +14,8 @@ import httpx
 import openai
 import pytest
 
-from client_sdk.chain.types import TaskStatus
 from client_sdk.http import WalletSigner
+from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for

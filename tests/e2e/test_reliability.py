@@ -18,8 +18,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from client_sdk.chain.types import TaskStatus
 from client_sdk.client import Client
+from client_sdk.protocol.task import TaskStatus
 from coordinator.db.models import PipelineRecord, WorkUnit
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig

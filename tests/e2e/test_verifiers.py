@@ -21,8 +21,9 @@ from dataclasses import replace as replaced
 import pytest
 from typer.testing import CliRunner
 
-from client_sdk.chain.types import Dispute, DisputeStatus, TaskStatus, Vote
+from client_sdk.chain.types import Dispute, DisputeStatus, Vote
 from client_sdk.cli.arbitration import app
+from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.corrupt import CorruptionSwitch
 from tests.coordinator.helpers import chat_line, jsonl

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from client_sdk.chain.types import Task, TaskStatus
 from client_sdk.protocol.model_identity import model_id_of
+from client_sdk.protocol.task import Task, TaskStatus
 from miner.node.consent import DAY, ConsentPolicy, refusal
 
 HASH, NOW, LOCK = model_id_of("HuggingFaceTB/SmolLM2-135M-Instruct"), 1_700_000_000, 10 * 10**6

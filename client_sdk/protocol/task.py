@@ -1,0 +1,79 @@
+"""The on-chain task as every party reads it: its status, its record, its prices and the terms it was created
+under, mirroring ITaskRegistry's structs (decoded from the tuples web3 returns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+
+class TaskStatus(IntEnum):
+    """Mirrors ITaskRegistry.TaskStatus; every allowed transition increases the value."""
+
+    NONE = 0
+    OPEN = 1
+    ASSIGNED = 2
+    RESULTS_COMMITTED = 3
+    DISPUTED = 4
+    FINALIZED = 5
+    EXPIRED = 6
+    CANCELLED = 7
+
+
+@dataclass(frozen=True)
+class Task:
+    owner: str
+    deadline: int
+    status: TaskStatus
+    miner_count: int
+    max_price: int
+    committed_at: int
+    request_count: int
+    model_id: bytes
+    input_root: bytes
+    params_hash: bytes
+    results_root: bytes
+    input_tokens: int
+    output_tokens: int
+    payment: int
+    stake_lock: int
+    fee: int
+
+    @classmethod
+    def from_tuple(cls, raw: Any) -> Task:
+        values = list(raw)
+        values[2] = TaskStatus(values[2])
+        for i in (7, 8, 9, 10):
+            values[i] = bytes(values[i])
+        return cls(*values)
+
+
+@dataclass(frozen=True)
+class TaskPrices:
+    """Mirrors ITaskRegistry.TaskPrices: what a task's owner pays per million input and per million output
+    tokens (token base units)."""
+
+    input_per_million: int
+    output_per_million: int
+
+    def cost(self, input_tokens: int, output_tokens: int, max_price: int) -> int:
+        """What TaskRegistry.priceOf charges for this usage: rounded down, at most `max_price`."""
+        price = (input_tokens * self.input_per_million + output_tokens * self.output_per_million) // 10**6
+        return min(price, max_price)
+
+    def as_tuple(self) -> tuple[int, int]:
+        return (self.input_per_million, self.output_per_million)
+
+
+@dataclass(frozen=True)
+class TaskTerms:
+    """Mirrors ITaskRegistry.TaskTerms: the registry's parameters in force when a task was created, which
+    apply to it for its whole life."""
+
+    created_at: int
+    challenge_window: int
+    coordinator_fee_bps: int
+    fee_recipient: str
+    min_stake_lock: int
+    max_value_at_risk: int
