@@ -68,11 +68,9 @@ class Coverage:
     def copy(self) -> Coverage:
         """A snapshot that later changes to this one leave as it is."""
         twin = copy.copy(self)
-        twin.rates, twin.bounds, twin._bound_uses = (
-            list(self.rates),
-            list(self.bounds),
-            Counter(self._bound_uses),
-        )
+        twin.rates = list(self.rates)
+        twin.bounds = list(self.bounds)
+        twin._bound_uses = Counter(self._bound_uses)
         return twin
 
     def imbalance(self) -> float:

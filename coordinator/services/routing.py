@@ -89,9 +89,8 @@ class Router:
         if not live:
             return [None] * len(unit_lines)
         load = self._load()
-        priced = dict.fromkeys(
-            live, 0
-        )  # how often each was priced: a heap row of an earlier pricing is stale
+        # how often each pipeline was priced: a heap row of an earlier pricing is stale
+        priced = dict.fromkeys(live, 0)
         heap = [(self._cost(pipeline_id, load), pipeline_id, 0) for pipeline_id in live]
         heapq.heapify(heap)
         chosen: list[int | None] = []

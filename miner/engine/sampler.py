@@ -25,12 +25,12 @@ def sample(logits: torch.Tensor, params: list[SamplingParams], positions: list[i
     greedy = [i for i, p in enumerate(params) if p.temperature == 0]
     sampled = [i for i, p in enumerate(params) if p.temperature != 0]
     if greedy:  # one argmax over all greedy rows (the first maximum, as per row)
-        chosen = _rows(logits, greedy, len(params)).argmax(-1)
+        chosen = logits[row_index(greedy, len(params), logits.device)].argmax(-1)
         for i, token in zip(greedy, chosen.tolist(), strict=True):
             tokens[i] = token
     if sampled:
         chosen_params = [params[i] for i in sampled]
-        scaled = scale(_rows(logits, sampled, len(params)), chosen_params)
+        scaled = scale(logits[row_index(sampled, len(params), logits.device)], chosen_params)
         chosen, _ = draw(scaled, chosen_params, draw_keys(chosen_params, [positions[i] for i in sampled]))
         for i, token in zip(sampled, chosen.tolist(), strict=True):
             tokens[i] = token
@@ -91,5 +91,7 @@ def _prefixes(
     return torch.zeros(shape, dtype=torch.bool, device=order.device).scatter(-1, order, keep)
 
 
-def _rows(logits: torch.Tensor, indices: list[int], count: int) -> torch.Tensor:
-    return logits if len(indices) == count else logits[indices]
+def row_index(rows: list[int], count: int, device: torch.device) -> slice | torch.Tensor:
+    """An index of `rows` among `count`: every row as a slice (no copy), else a tensor on `device` (a
+    Python list as an index is converted on the CPU each time it is used)."""
+    return slice(None) if len(rows) == count else torch.tensor(rows, dtype=torch.long, device=device)

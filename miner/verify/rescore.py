@@ -19,7 +19,7 @@ import torch
 from client_sdk.protocol.sampling import SamplingParams
 from miner.attention.layout import BatchLayout
 from miner.engine import gumbel
-from miner.engine.sampler import draw, draw_keys, scale, top_p_sets
+from miner.engine.sampler import draw, draw_keys, row_index, scale, top_p_sets
 from miner.kv.cache import PAGE_SIZE, PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
@@ -185,11 +185,11 @@ def token_scores(logits: torch.Tensor, claims: Sequence[Claim], top_p_slack: flo
     greedy = [i for i, p in enumerate(params) if p.temperature == 0]
     sampled = [i for i, p in enumerate(params) if p.temperature != 0]
     if greedy:
-        rows = _index(greedy, len(params), logits.device)
+        rows = row_index(greedy, len(params), logits.device)
         best, chosen[rows] = logits[rows].max(dim=1)
         gap[rows] = best - claimed_logit[rows]
     if sampled:
-        rows, chosen_params = _index(sampled, len(params), logits.device), [params[i] for i in sampled]
+        rows, chosen_params = row_index(sampled, len(params), logits.device), [params[i] for i in sampled]
         scaled = scale(logits[rows], chosen_params)
         keys = draw_keys(chosen_params, [positions[i] for i in sampled])
         chosen[rows], _ = draw(scaled, chosen_params, keys)
@@ -211,9 +211,3 @@ def token_scores(logits: torch.Tensor, claims: Sequence[Claim], top_p_slack: flo
     every = [TokenScore(*column) for column in columns]
     ends = list(itertools.accumulate(len(c.output) for c in claims))
     return [every[end - len(c.output) : end] for c, end in zip(claims, ends, strict=True)]
-
-
-def _index(rows: list[int], count: int, device: torch.device) -> slice | torch.Tensor:
-    """An index of `rows` among `count`: every row as a slice (no copy), else a tensor on `device` (a
-    Python list as an index is converted on the CPU each time it is used)."""
-    return slice(None) if len(rows) == count else torch.tensor(rows, dtype=torch.long, device=device)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.costs import REFERENCE_BATCH
 from coordinator.scheduling.plan import Pipeline, Stage
-from coordinator.scheduling.routing import LOAD_WEIGHT, RoundRobin, ShardGraph, SpanGraph, chain_cost
+from coordinator.scheduling.routing import LOAD_WEIGHT, Chain, RoundRobin, ShardGraph, SpanGraph, chain_cost
 
 LAYERS = 8
 REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
@@ -57,6 +57,13 @@ def exhaustive(
     return min((extend(s, own(s)) for s in shards if s.start == 0 and s.gpu not in blocked), default=math.inf)
 
 
+def assert_serves_every_layer(chain: Chain, layers: int, blocked: set[str]) -> None:
+    """The chain runs layers 0 to `layers` without a gap, on no blocked GPU."""
+    assert chain.stages[0].start == 0 and chain.stages[-1].end == layers
+    assert all(a.end == b.start for a, b in pairwise(chain.stages))
+    assert not blocked & {s.gpu for s in chain.stages}
+
+
 @settings(max_examples=150, deadline=None)
 @given(placements())
 def test_phase_two_equals_exhaustive_enumeration(placement: tuple) -> None:
@@ -68,9 +75,7 @@ def test_phase_two_equals_exhaustive_enumeration(placement: tuple) -> None:
         return
     assert chain is not None
     assert math.isclose(chain.cost_ms, expected, rel_tol=1e-9)
-    assert chain.stages[0].start == 0 and chain.stages[-1].end == LAYERS
-    assert all(a.end == b.start for a, b in pairwise(chain.stages))
-    assert not blocked & {s.gpu for s in chain.stages}
+    assert_serves_every_layer(chain, LAYERS, blocked)
 
 
 def edge_by_edge(
@@ -132,9 +137,7 @@ def test_phase_two_equals_the_edge_by_edge_dp_on_larger_clusters(placement: tupl
         return
     assert chain is not None
     assert chain.cost_ms == expected
-    assert chain.stages[0].start == 0 and chain.stages[-1].end == LARGE_LAYERS
-    assert all(a.end == b.start for a, b in pairwise(chain.stages))
-    assert not blocked & {s.gpu for s in chain.stages}
+    assert_serves_every_layer(chain, LARGE_LAYERS, blocked)
     assert math.isclose(chain_cost(chain.stages, cluster, step, load), expected, rel_tol=1e-12)
 
 
