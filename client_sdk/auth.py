@@ -47,12 +47,13 @@ class WalletAuth:
         )
 
 
-def message(method: str, target: str, body: bytes, address: str, nonce: str, expiry: int) -> str:
-    """The text a wallet signs for one request (`target` is the path plus `?query` when there is one)."""
+def message(method: str, target: str, body_sha256: str, address: str, nonce: str, expiry: int) -> str:
+    """The text a wallet signs for one request (`target` is the path plus `?query` when there is one,
+    `body_sha256` the body's SHA-256 in hex: a server can hash a large body as it streams in)."""
     return (
         "batchmarket request\n"
         f"{method.upper()} {target}\n"
-        f"body-sha256: {hashlib.sha256(body).hexdigest()}\n"
+        f"body-sha256: {body_sha256}\n"
         f"address: {to_checksum_address(address)}\n"
         f"nonce: {nonce}\n"
         f"expiry: {expiry}"
@@ -71,7 +72,7 @@ def sign_request(
     """The Authorization header value for one request."""
     expiry = int(time.time() if now is None else now) + lifetime_s
     nonce = secrets.token_hex(16)
-    text = message(method, target, body, account.address, nonce, expiry)
+    text = message(method, target, hashlib.sha256(body).hexdigest(), account.address, nonce, expiry)
     signed = account.sign_message(encode_defunct(text=text))
     return WalletAuth(account.address, nonce, expiry, bytes(signed.signature)).header()
 
@@ -105,14 +106,14 @@ def parse_header(value: str) -> WalletAuth:
     )
 
 
-def verify(auth: WalletAuth, method: str, target: str, body: bytes, now: int) -> str:
-    """The signer's checksum address if the signature is valid for this request at `now` (nonce reuse is
-    the caller's to check: it needs shared state)."""
+def verify(auth: WalletAuth, method: str, target: str, body_sha256: str, now: int) -> str:
+    """The signer's checksum address if the signature is valid at `now` for this request, whose body has the
+    SHA-256 `body_sha256` (hex); nonce reuse is the caller's to check: it needs shared state."""
     if auth.expiry <= now:
         raise AuthError("the request signature has expired")
     if auth.expiry > now + MAX_LIFETIME_S:
         raise AuthError(f"the request signature must expire within {MAX_LIFETIME_S} s")
-    text = message(method, target, body, auth.address, auth.nonce, auth.expiry)
+    text = message(method, target, body_sha256, auth.address, auth.nonce, auth.expiry)
     try:
         signer = Account.recover_message(encode_defunct(text=text), signature=auth.signature)
     except Exception as exc:  # eth_keys raises several types for malformed signatures

@@ -7,6 +7,7 @@ checks downloads with it. Every error names the 1-based line it is about.
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +29,9 @@ BODY_KEYS = {
     CHAT: COMMON_BODY_KEYS | {"messages", "max_completion_tokens"},
     COMPLETIONS: COMMON_BODY_KEYS | {"prompt"},
 }
+COUNT_PIECE = 1 << 20
+
+FileBytes = bytes | mmap.mmap  # a batch file read into memory, or mapped from disk (a large upload)
 
 
 class BatchFormatError(UserError):
@@ -75,7 +79,7 @@ def parse_batch(data: bytes, *, max_lines: int) -> list[BatchLine]:
     return list(iter_batch(data, max_lines=max_lines))
 
 
-def iter_batch(data: bytes, *, max_lines: int) -> Iterator[BatchLine]:
+def iter_batch(data: FileBytes, *, max_lines: int) -> Iterator[BatchLine]:
     """The lines of a batch file one at a time, each validated as it is reached (a large file is never held
     parsed whole); raises BatchFormatError at the first problem, naming its line."""
     seen: dict[str, int] = {}
@@ -107,11 +111,11 @@ def read_batch(data: bytes, *, max_lines: int) -> tuple[list[BatchLine], list[Li
     return lines, problems
 
 
-def iter_rows(data: bytes, *, max_lines: int) -> Iterator[tuple[int, str]]:
+def iter_rows(data: FileBytes, *, max_lines: int) -> Iterator[tuple[int, str]]:
     """(line number, text) of each line of a batch file, decoded one at a time. An empty file, one of more
     than `max_lines` lines (counted before any is read) and a line that is not UTF-8 raise BatchFormatError;
     the newline ending the last line starts no line."""
-    count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) if data else 0
+    count = _line_count(data)
     if not count:
         raise BatchFormatError("the file is empty")
     if count > max_lines:
@@ -126,6 +130,13 @@ def iter_rows(data: bytes, *, max_lines: int) -> Iterator[tuple[int, str]]:
             raise BatchFormatError(f"line {number}: the file is not UTF-8 text") from None
         yield number, row
         start = end + 1
+
+
+def _line_count(data: FileBytes) -> int:
+    """The lines of a file: its newlines, counted a MiB at a time (a mapped file has no `count`), and a last
+    line that has none."""
+    newlines = sum(data[at : at + COUNT_PIECE].count(b"\n") for at in range(0, len(data), COUNT_PIECE))
+    return newlines + (0 if not data or data[-1:] == b"\n" else 1)
 
 
 def _repeated(seen: dict[str, int], line: BatchLine, number: int) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 
 import pytest
 from eth_account import Account
@@ -14,6 +15,7 @@ from client_sdk.auth import MAX_LIFETIME_S, AuthError, WalletAuth, parse_header,
 ALICE = Account.from_key("0x" + "11" * 32)
 MALLORY = Account.from_key("0x" + "22" * 32)
 NOW = 1_800_000_000
+EMPTY = hashlib.sha256(b"").hexdigest()
 
 
 def signed(method: str = "GET", target: str = "/v1/batches", body: bytes = b"") -> WalletAuth:
@@ -21,7 +23,7 @@ def signed(method: str = "GET", target: str = "/v1/batches", body: bytes = b"") 
 
 
 def test_a_signed_request_verifies_to_its_signer() -> None:
-    assert verify(signed(), "GET", "/v1/batches", b"", NOW) == ALICE.address
+    assert verify(signed(), "GET", "/v1/batches", EMPTY, NOW) == ALICE.address
 
 
 @pytest.mark.parametrize(
@@ -35,23 +37,23 @@ def test_a_signed_request_verifies_to_its_signer() -> None:
 )
 def test_the_signature_binds_method_target_and_body(method: str, target: str, body: bytes) -> None:
     with pytest.raises(AuthError, match="does not match the address"):
-        verify(signed(), method, target, body, NOW)
+        verify(signed(), method, target, hashlib.sha256(body).hexdigest(), NOW)
 
 
 def test_expired_and_overlong_signatures_are_refused() -> None:
     auth = signed()
     with pytest.raises(AuthError, match="expired"):
-        verify(auth, "GET", "/v1/batches", b"", auth.expiry)
+        verify(auth, "GET", "/v1/batches", EMPTY, auth.expiry)
     far = parse_header(sign_request(ALICE, "GET", "/x", now=NOW, lifetime_s=MAX_LIFETIME_S + 1))
     with pytest.raises(AuthError, match=f"within {MAX_LIFETIME_S} s"):
-        verify(far, "GET", "/x", b"", NOW)
+        verify(far, "GET", "/x", EMPTY, NOW)
 
 
 def test_claiming_another_address_fails() -> None:
     auth = signed()
     forged = WalletAuth(MALLORY.address, auth.nonce, auth.expiry, auth.signature)
     with pytest.raises(AuthError, match="does not match the address"):
-        verify(forged, "GET", "/v1/batches", b"", NOW)
+        verify(forged, "GET", "/v1/batches", EMPTY, NOW)
 
 
 @pytest.mark.parametrize(
@@ -86,4 +88,4 @@ def test_a_flipped_signature_byte_never_verifies() -> None:
         sig[index] ^= 1
         tampered = WalletAuth(auth.address, auth.nonce, auth.expiry, bytes(sig))
         with pytest.raises(AuthError):
-            verify(tampered, "GET", "/v1/batches", b"", NOW)
+            verify(tampered, "GET", "/v1/batches", EMPTY, NOW)

@@ -4,19 +4,24 @@ line number and reason, prompts render with a real tokenizer, and output lines h
 from __future__ import annotations
 
 import json
+import mmap
+import tempfile
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
+from client_sdk import openai_batch
 from client_sdk.openai_batch import (
     CHAT,
     COMPLETIONS,
     DEFAULT_MAX_TOKENS,
     BatchFormatError,
     error_line,
+    iter_rows,
     output_line,
     parse_batch,
     prompt_token_ids,
@@ -160,6 +165,31 @@ def test_bad_files(data: bytes, reason: str) -> None:
         parse_batch(data, max_lines=3)
     assert reason in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def rows_or_error(data: openai_batch.FileBytes) -> list[tuple[int, str]] | str:
+    try:
+        return list(iter_rows(data, max_lines=40))
+    except BatchFormatError as exc:
+        return str(exc)
+
+
+@given(
+    st.lists(st.sampled_from([b"\n", b"{}", b"ab", b"\xff", "\u00e9".encode()]), min_size=1, max_size=60),
+    st.integers(1, 8),
+)
+def test_a_mapped_file_reads_as_its_bytes_do(pieces: list[bytes], piece_size: int) -> None:
+    """An upload is read mapped from its spool file: the same lines, numbers and errors as its bytes give,
+    whatever the size of the pieces its newlines are counted in."""
+    data = b"".join(pieces)
+    rows = data.removesuffix(b"\n").split(b"\n")
+    with tempfile.TemporaryFile() as spool, patch.object(openai_batch, "COUNT_PIECE", piece_size):
+        spool.write(data)
+        spool.flush()
+        with mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            assert rows_or_error(mapped) == rows_or_error(data)
+        if len(rows) <= 40 and b"\xff" not in data:
+            assert rows_or_error(data) == [(number, row.decode()) for number, row in enumerate(rows, 1)]
 
 
 @pytest.fixture(scope="module")

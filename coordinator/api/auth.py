@@ -23,6 +23,7 @@ from fastapi.security import APIKeyHeader
 from redis.asyncio import Redis
 
 from client_sdk.auth import AuthError, parse_header, verify
+from coordinator.api.body_guard import BODY_SHA256
 from coordinator.api.errors import Unauthenticated
 
 
@@ -99,8 +100,8 @@ WALLET = APIKeyHeader(
 
 async def caller(request: Request, _header: Annotated[str | None, Security(WALLET)] = None) -> str:
     """The checksum address that signed this request, or that a read's session token was issued to; 401
-    otherwise. Reads (and caches) the body, which the signature covers (BodyGuard has bounded its size and
-    depth already)."""
+    otherwise. The signature covers the body's SHA-256, which BodyGuard computed as the body arrived: the body
+    itself is not read here."""
     header = request.headers.get("authorization")
     if header is None:
         raise Unauthenticated(
@@ -119,7 +120,7 @@ async def caller(request: Request, _header: Annotated[str | None, Security(WALLE
     target = request_target(request)
     try:
         auth = parse_header(header)
-        address = verify(auth, request.method, target, await request.body(), now)
+        address = verify(auth, request.method, target, request.scope[BODY_SHA256], now)
     except AuthError as exc:
         raise Unauthenticated(str(exc), "invalid_signature") from exc
     nonces: NonceStore = request.app.state.nonces

@@ -1,12 +1,19 @@
 """Bounds every request body before any route, dependency or parser sees it: over the size limit it is refused
 with 413 (by its Content-Length when declared, else as it streams in), and a JSON body nested deeper than
 `client_sdk.bounded_json.MAX_JSON_DEPTH` is refused with 400 without being parsed. So no body, signed or not,
-can exhaust memory or recurse the JSON decoder past what the process survives."""
+can exhaust memory or recurse the JSON decoder past what the process survives.
+
+The body is hashed as it arrives (the wallet signature covers its SHA-256, left in the scope under
+`BODY_SHA256` for `coordinator.api.auth`) and waits in a spool that moves to disk past 1 MiB; the app reads it
+back in 64 KiB pieces. So a 200 MB upload is never held in memory, not even to check its signature."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
+from tempfile import SpooledTemporaryFile
+from typing import IO
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -14,6 +21,10 @@ from client_sdk.bounded_json import TooDeep, check_depth
 from client_sdk.protocol.envelope import error_body
 
 BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+BODY_SHA256 = "batchmarket.body_sha256"  # the scope key: the SHA-256 (hex) of the body the app will read
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+SPOOL_IN_MEMORY = 1 << 20
+REPLAY_PIECE = 1 << 16
 
 
 class BodyGuard:
@@ -24,8 +35,11 @@ class BodyGuard:
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in BODYLESS:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["method"] in BODYLESS:  # never read: a body sent anyway reaches no route and was not signed
+            await self.app({**scope, BODY_SHA256: EMPTY_SHA256}, receive, send)
             return
         limit = self.max_bytes()
         headers = dict(scope["headers"])
@@ -33,28 +47,31 @@ class BodyGuard:
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await self._too_large(send, limit)
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self._too_large(send, limit)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        chunks.clear()  # the parts would live as long as the request: a large upload held twice
-        if b"json" in headers.get(b"content-type", b""):
-            try:
-                check_depth(body)
-            except TooDeep as exc:
-                await self._refuse(send, 400, str(exc), "request_too_deep")
-                return
-        await self.app(scope, _replay(body, receive), send)
+        with SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+            digest, size = hashlib.sha256(), 0
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await self._too_large(send, limit)
+                    return
+                digest.update(chunk)
+                if size > SPOOL_IN_MEMORY:
+                    spool.rollover()  # before the write: a large chunk is never copied into the memory spool
+                spool.write(chunk)
+                if not message.get("more_body", False):
+                    break
+            if b"json" in headers.get(b"content-type", b""):
+                try:
+                    spool.seek(0)
+                    check_depth(spool.read())
+                except TooDeep as exc:
+                    await self._refuse(send, 400, str(exc), "request_too_deep")
+                    return
+            await self.app({**scope, BODY_SHA256: digest.hexdigest()}, _replay(spool, size, receive), send)
 
     @classmethod
     async def _too_large(cls, send: Send, limit: int) -> None:
@@ -77,16 +94,18 @@ class BodyGuard:
         await send({"type": "http.response.body", "body": payload})
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive that hands the app the whole body once, then whatever the client sends next (a
+def _replay(spool: IO[bytes], size: int, receive: Receive) -> Receive:
+    """A receive that hands the app the spooled body in pieces, then whatever the client sends next (a
     disconnect)."""
-    sent = False
+    spool.seek(0)
+    done = False
 
     async def replay() -> Message:
-        nonlocal sent
-        if sent:
+        nonlocal done
+        if done:
             return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        piece = spool.read(REPLAY_PIECE)
+        done = spool.tell() >= size
+        return {"type": "http.request", "body": piece, "more_body": not done}
 
     return replay

@@ -3,9 +3,12 @@ contents."""
 
 from __future__ import annotations
 
+import mmap
+import os
 import time
 from collections.abc import Iterator
-from typing import Annotated, Any
+from contextlib import contextmanager
+from typing import Annotated, Any, BinaryIO
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
@@ -13,6 +16,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from client_sdk.openai_batch import FileBytes
 from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.api.schemas import ERRORS, FileDeleted, FileList, FileObject
@@ -45,7 +49,7 @@ UPLOAD_FORM = {
     "", summary="Upload a batch input file (JSONL)", openapi_extra=UPLOAD_FORM, response_model=FileObject
 )
 async def upload(request: Request, owner: Caller) -> dict[str, Any]:
-    # the form is read from the body the signature check already cached, so it is parsed by hand here
+    # parsed by hand: the file part streams into a spool file (on disk past 1 MiB), then is ingested mapped
     settings = request.app.state.settings
     form = await request.form(max_files=1, max_fields=4, max_part_size=settings.max_file_bytes)
     upload_file, purpose = form.get("file"), form.get("purpose")
@@ -53,15 +57,25 @@ async def upload(request: Request, owner: Caller) -> dict[str, Any]:
         raise InvalidInput("purpose must be 'batch'", "purpose")
     if not isinstance(upload_file, UploadFile):
         raise InvalidInput("attach the JSONL as the multipart field 'file'", "file")
-    data = await upload_file.read()
     name = (upload_file.filename or "batch.jsonl")[:255]
 
     def ingest() -> dict[str, Any]:
-        with request.app.state.database.session() as db:
+        with mapped(upload_file.file) as data, request.app.state.database.session() as db:
             record = files.ingest_batch_file(db, settings, owner, name, data, int(time.time()))
             return files.file_object(record, settings)
 
     return await run_in_threadpool(ingest)
+
+
+@contextmanager
+def mapped(spool: BinaryIO) -> Iterator[FileBytes]:
+    """The spooled upload's bytes mapped from its file (read-only; nothing copied into memory), or b"" when
+    it is empty (an empty file cannot be mapped)."""
+    if spool.seek(0, os.SEEK_END) == 0:
+        yield b""
+        return
+    with mmap.mmap(spool.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        yield data
 
 
 @router.get("", summary="List your files, newest first", response_model=FileList)

@@ -30,14 +30,14 @@ INGEST_CHUNK_LINES = 4096  # lines parsed, tokenized, hashed and stored together
 
 
 def ingest_batch_file(
-    session: Session, settings: Settings, owner: str, filename: str, data: bytes, now: int
+    session: Session, settings: Settings, owner: str, filename: str, data: openai_batch.FileBytes, now: int
 ) -> File:
     """Validates every line and stores the file with its requests; raises InvalidInput naming the first bad
     line (nothing is stored then: the caller's transaction is rolled back).
 
     The file is read in chunks of INGEST_CHUNK_LINES lines, each parsed, tokenized, hashed and inserted before
-    the next is read, so what ingest holds beyond the file itself and its stored rows is one chunk, whatever
-    the file's size."""
+    the next is read, so what ingest holds beyond the file itself (in memory, or mapped from the upload's
+    spool file) and its stored rows is one chunk, whatever the file's size."""
     if len(data) > settings.max_file_bytes:
         raise TooLarge(f"the file is over the limit of {settings.max_file_bytes} bytes", "file_too_large")
     record = File(id=new_id("file-"), owner=owner, purpose="batch", filename=filename, bytes=len(data))
@@ -81,7 +81,11 @@ def _chunks(lines: Iterator[openai_batch.BatchLine], size: int) -> Iterator[list
 
 
 def _start(
-    session: Session, settings: Settings, record: File, first: openai_batch.BatchLine, data: bytes
+    session: Session,
+    settings: Settings,
+    record: File,
+    first: openai_batch.BatchLine,
+    data: openai_batch.FileBytes,
 ) -> tuple[Any, int]:
     """At the first line: the served model's tokenizer and context, and the file's record and content added
     (its requests' rows refer to it)."""
@@ -95,8 +99,9 @@ def _start(
         )
     record.endpoint, record.model = first.url, first.model
     session.add(record)
-    session.add(FileContent(file_id=record.id, data=data))
     session.flush()
+    # bound as a buffer (a mapped upload is not copied into Python memory; the driver reads it as it stores)
+    session.execute(insert(FileContent).values(file_id=record.id, data=data))
     return _tokenizer(served.path)
 
 

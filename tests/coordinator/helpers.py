@@ -34,6 +34,14 @@ def batch_file(count: int) -> bytes:
     return jsonl([chat_line(f"req-{i}", f"question number {i}?") for i in range(count)])
 
 
+def padded_batch_file(count: int, padding: int = 1500) -> bytes:
+    """Long lines whose prompts still fit the tiny model: each padded with `padding` bytes of JSON blanks."""
+    rows = (
+        json.dumps(chat_line(f"request-{i}", f"question {i}: " + "many words " * 60)) for i in range(count)
+    )
+    return "".join(row[:-1] + " " * padding + "}\n" for row in rows).encode()
+
+
 def running_batch(session: Session, owner: str, requests: int, now: int, content: bytes = b"") -> Batch:
     """An input file (with `content` if given) and an in-progress batch over it, flushed; the request rows and
     work units are the caller's."""

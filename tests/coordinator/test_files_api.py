@@ -11,7 +11,7 @@ from client_sdk.inputs import input_tree
 from client_sdk.openai_batch import DEFAULT_MAX_TOKENS
 from coordinator.api.files import content_disposition
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
-from tests.coordinator.helpers import batch_file, chat_line, jsonl
+from tests.coordinator.helpers import batch_file, chat_line, jsonl, padded_batch_file
 
 
 def upload(client: httpx.Client, data: bytes, purpose: str = "batch") -> tuple[int, dict[str, object]]:
@@ -30,6 +30,19 @@ def test_upload_returns_the_file_with_its_input_root(api: ApiServer) -> None:
     assert (file["endpoint"], file["model"]) == ("/v1/chat/completions", "tiny/qwen3")
     assert file["input_root"] == "0x" + input_tree(lines).root.hex()
     assert alice.get(f"/v1/files/{file['id']}").json() == file
+    assert alice.get(f"/v1/files/{file['id']}/content").content == data
+
+
+def test_a_large_upload_streams_through_the_spool_and_comes_back_exact(api: ApiServer) -> None:
+    """3 MB: the body is spooled to disk past 1 MiB, read back in pieces for the multipart parser and ingested
+    from its mapped file; the signature still covers every byte."""
+    alice = api.client(ALICE)
+    data = padded_batch_file(2000)
+    status, file = upload(alice, data)
+    assert status == 200, file
+    assert (file["bytes"], file["request_count"]) == (len(data), 2000)
+    lines = [json.loads(row) for row in data.decode().splitlines()]
+    assert file["input_root"] == "0x" + input_tree(lines).root.hex()
     assert alice.get(f"/v1/files/{file['id']}/content").content == data
 
 
