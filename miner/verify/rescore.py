@@ -3,8 +3,11 @@
 A verifier does not regenerate: it feeds the prompt and the claimed output tokens (all but the last) through
 the whole model in one prefill, reads the logits at every position that predicts an output token, and
 reduces each to the few numbers the policy needs (miner/verify/policy.py). That costs one prefill instead of
-a generation. Lines are packed into forward passes of at most `token_budget` tokens, each sequence in its own
-contiguous run of pages of a fresh paged cache, through the same BatchLayout and attention as the engine.
+a generation. Lines are packed into forward passes of at most `token_budget` fed tokens and `scored_budget`
+scored positions (each scored position costs a row of vocabulary-wide logits, several copies of it while the
+verdicts are computed: the memory of a pass is theirs), each sequence in its own contiguous run of pages of a
+fresh paged cache, through the same BatchLayout and attention as the engine. Fewer, larger passes launch fewer
+kernels, which is what re-scoring many short lines on a GPU waits on.
 """
 
 from __future__ import annotations
@@ -74,12 +77,19 @@ class ScoringLayout(BatchLayout):
 
 
 class Rescorer:
-    def __init__(self, shard: StageShard, page_size: int = PAGE_SIZE, token_budget: int = 4096) -> None:
+    def __init__(
+        self,
+        shard: StageShard,
+        page_size: int = PAGE_SIZE,
+        token_budget: int = 16384,
+        scored_budget: int = 4096,
+    ) -> None:
         if not (shard.is_first and shard.is_last):
             raise ValueError("re-scoring needs the whole model in one shard")
         self.shard = shard
         self.page_size = page_size
         self.token_budget = token_budget
+        self.scored_budget = scored_budget
 
     @classmethod
     def load(cls, model_dir: Path, device: str = "cpu", dtype: torch.dtype = torch.float32) -> Rescorer:
@@ -100,26 +110,12 @@ class Rescorer:
                 raise ValueError(f"a token id is outside the vocabulary of {vocab}")
         scores: list[list[TokenScore]] = [[] for _ in claims]
         scorable = [i for i, c in enumerate(claims) if c.output]
-        for group in self._packed(scorable, claims):
+        for group in packed(scorable, claims, self.token_budget, self.scored_budget):
             grouped = [claims[i] for i in group]
             rows = token_scores(self._forward(grouped), grouped, top_p_slack)
             for index, claim_scores in zip(group, rows, strict=True):
                 scores[index] = claim_scores
         return scores
-
-    def _packed(self, indices: list[int], claims: Sequence[Claim]) -> Iterator[list[int]]:
-        """Groups of claims whose fed tokens fit the token budget (a longer claim goes alone)."""
-        group: list[int] = []
-        used = 0
-        for index in indices:
-            size = _fed_length(claims[index])
-            if group and used + size > self.token_budget:
-                yield group
-                group, used = [], 0
-            group.append(index)
-            used += size
-        if group:
-            yield group
 
     @torch.inference_mode()
     def _forward(self, claims: list[Claim]) -> torch.Tensor:
@@ -157,6 +153,24 @@ class Rescorer:
         tokens = [t for c in claims for t in (c.prompt + c.output)[: _fed_length(c)]]
         logits = shard.forward(torch.tensor(tokens, dtype=torch.long, device=shard.device), layout, cache)
         return logits.float()
+
+
+def packed(
+    indices: list[int], claims: Sequence[Claim], token_budget: int, scored_budget: int
+) -> Iterator[list[int]]:
+    """`indices` in order, cut into passes whose fed tokens fit `token_budget` and whose scored positions (one
+    per output token) fit `scored_budget`; a claim over either budget goes alone."""
+    group: list[int] = []
+    fed = scored = 0
+    for index in indices:
+        size, outputs = _fed_length(claims[index]), len(claims[index].output)
+        if group and (fed + size > token_budget or scored + outputs > scored_budget):
+            yield group
+            group, fed, scored = [], 0, 0
+        group.append(index)
+        fed, scored = fed + size, scored + outputs
+    if group:
+        yield group
 
 
 def _fed_length(claim: Claim) -> int:
