@@ -32,6 +32,7 @@ from client_sdk.chain.types import (
 )
 from client_sdk.eip712 import Acceptance, ResultCommitment
 from client_sdk.errors import ChainError, UserError
+from client_sdk.protocol.structs import from_abi
 from client_sdk.protocol.task import Task, TaskPrices, TaskTerms
 from client_sdk.results import ResultLeaf
 from client_sdk.units import format_amount
@@ -101,10 +102,10 @@ class GPURegistry(_Bound):
         return bool(self.contract.functions.isRegistered(miner).call())
 
     def profile_of(self, miner: str) -> MinerProfile:
-        return MinerProfile.from_tuple(self.contract.functions.profileOf(miner).call())
+        return from_abi(MinerProfile, self.contract.functions.profileOf(miner).call())
 
     def stake_of(self, miner: str) -> Stake:
-        return Stake(*self.contract.functions.stakeOf(miner).call())
+        return from_abi(Stake, self.contract.functions.stakeOf(miner).call())
 
     def register(self, profile: MinerProfile, stake: int) -> TxReceipt:
         return self._send(self.contract.functions.register(profile.as_tuple(), stake))
@@ -145,7 +146,7 @@ class TaskRegistry(_Bound):
     abi_name = "TaskRegistry"
 
     def get_task(self, task_id: int) -> Task:
-        return Task.from_tuple(self.contract.functions.getTask(task_id).call())
+        return from_abi(Task, self.contract.functions.getTask(task_id).call())
 
     def task_count(self) -> int:
         """Tasks created so far; ids run from 1 to this."""
@@ -165,11 +166,11 @@ class TaskRegistry(_Bound):
 
     def prices_of(self, task_id: int) -> TaskPrices:
         """What the task's owner pays per million input and output tokens."""
-        return TaskPrices(*self.contract.functions.pricesOf(task_id).call())
+        return from_abi(TaskPrices, self.contract.functions.pricesOf(task_id).call())
 
     def terms_of(self, task_id: int) -> TaskTerms:
         """The window, fee, stake-lock floor and value cap the task was created under."""
-        return TaskTerms(*self.contract.functions.termsOf(task_id).call())
+        return from_abi(TaskTerms, self.contract.functions.termsOf(task_id).call())
 
     def max_value_at_risk(self) -> int:
         """Most a task created now may put at stake in one dispute: maximum price plus every stake lock."""
@@ -285,7 +286,7 @@ class VerifierRegistry(_Bound):
         return bool(self.contract.functions.isVerifier(account).call())
 
     def verifier_of(self, account: str) -> Verifier:
-        return Verifier(*self.contract.functions.verifierOf(account).call())
+        return from_abi(Verifier, self.contract.functions.verifierOf(account).call())
 
     def total_weight(self) -> int:
         return int(self.contract.functions.totalWeight().call())
@@ -307,7 +308,7 @@ class Arbitration(_Bound):
 
     def config(self) -> ArbitrationConfig:
         """The configuration for tasks created from now on."""
-        return ArbitrationConfig(*self.contract.functions.config().call())
+        return from_abi(ArbitrationConfig, self.contract.functions.config().call())
 
     def set_config_call(self, config: ArbitrationConfig) -> ContractFunction:
         """The admin call that sets the configuration for tasks created from then on; the admin role sits with
@@ -316,13 +317,13 @@ class Arbitration(_Bound):
 
     def config_of(self, task_id: int) -> ArbitrationConfig:
         """The configuration task `task_id` lives under (the one in force when it was created)."""
-        return ArbitrationConfig(*self.contract.functions.configOf(task_id).call())
+        return from_abi(ArbitrationConfig, self.contract.functions.configOf(task_id).call())
 
     def get_dispute(self, dispute_id: int) -> Dispute:
-        return Dispute.from_tuple(self.contract.functions.getDispute(dispute_id).call())
+        return from_abi(Dispute, self.contract.functions.getDispute(dispute_id).call())
 
     def round_of(self, dispute_id: int, round_index: int) -> Round:
-        return Round.from_tuple(self.contract.functions.roundOf(dispute_id, round_index).call())
+        return from_abi(Round, self.contract.functions.roundOf(dispute_id, round_index).call())
 
     def pipeline_of(self, dispute_id: int) -> list[str]:
         """The disputed leaf's pipeline: the miners it names."""
@@ -332,7 +333,7 @@ class Arbitration(_Bound):
         return list(self.contract.functions.jurorsOf(dispute_id, round_index).call())
 
     def juror_of(self, dispute_id: int, round_index: int, account: str) -> Juror:
-        return Juror.from_tuple(self.contract.functions.jurorOf(dispute_id, round_index, account).call())
+        return from_abi(Juror, self.contract.functions.jurorOf(dispute_id, round_index, account).call())
 
     def dispute_count(self) -> int:
         """Disputes opened so far; ids run from 1 to this."""
@@ -384,7 +385,7 @@ class Arbitration(_Bound):
     # -- random audits
 
     def audit_of(self, task_id: int) -> Audit:
-        return Audit.from_tuple(self.contract.functions.auditOf(task_id).call())
+        return from_abi(Audit, self.contract.functions.auditOf(task_id).call())
 
     def fund_audit_pool(self, amount: int) -> TxReceipt:
         """Adds to the audit pool (the caller must have approved the escrow for `amount`)."""

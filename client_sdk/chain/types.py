@@ -46,20 +46,6 @@ class MinerProfile:
             list(self.model_ids),
         )
 
-    @classmethod
-    def from_tuple(cls, raw: Any) -> MinerProfile:
-        signer, gpu_class, vram_gb, gpu_count, region, price_floor, endpoint, model_ids = raw
-        return cls(
-            signer,
-            bytes(gpu_class),
-            vram_gb,
-            gpu_count,
-            bytes(region),
-            price_floor,
-            endpoint,
-            tuple(bytes(m) for m in model_ids),
-        )
-
 
 @dataclass(frozen=True)
 class Stake:
@@ -122,15 +108,6 @@ class Dispute:
     leaf_hash: bytes
     terms: Terms
 
-    @classmethod
-    def from_tuple(cls, raw: Any) -> Dispute:
-        values = list(raw)
-        values[3] = DisputeStatus(values[3])
-        values[4] = bool(values[4])
-        values[10] = bytes(values[10])
-        values[11] = Terms(*values[11])
-        return cls(*values)
-
 
 class Phase(IntEnum):
     """Where a round stands at a given time."""
@@ -178,12 +155,6 @@ class Round:
                 return phase
         return Phase.OVER
 
-    @classmethod
-    def from_tuple(cls, raw: Any) -> Round:
-        values = list(raw)
-        values[12] = bool(values[12])
-        return cls(*values)
-
 
 @dataclass(frozen=True)
 class Juror:
@@ -192,11 +163,6 @@ class Juror:
     seats: int
     vote: Vote
     commitment: bytes
-
-    @classmethod
-    def from_tuple(cls, raw: Any) -> Juror:
-        seats, vote, commitment = raw
-        return cls(seats, Vote(vote), bytes(commitment))
 
 
 @dataclass(frozen=True)
@@ -233,8 +199,3 @@ class Audit:
     request_index: int
     seed: bytes
     dispute_id: int
-
-    @classmethod
-    def from_tuple(cls, raw: Any) -> Audit:
-        draw_block, sealed, selected, request_index, seed, dispute_id = raw
-        return cls(draw_block, bool(sealed), bool(selected), request_index, bytes(seed), dispute_id)

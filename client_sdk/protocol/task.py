@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
 
 class TaskStatus(IntEnum):
@@ -39,14 +38,6 @@ class Task:
     payment: int
     stake_lock: int
     fee: int
-
-    @classmethod
-    def from_tuple(cls, raw: Any) -> Task:
-        values = list(raw)
-        values[2] = TaskStatus(values[2])
-        for i in (7, 8, 9, 10):
-            values[i] = bytes(values[i])
-        return cls(*values)
 
 
 @dataclass(frozen=True)
