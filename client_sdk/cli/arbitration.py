@@ -14,18 +14,17 @@ from rich.table import Column, Table
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round
 from client_sdk.cli.support import (
-    DEFAULT_COORDINATOR,
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
-    CoordinatorOption,
     DeploymentOption,
     JsonOption,
     KeystoreOption,
     RpcUrlOption,
     console,
-    load_cli_account,
+    on_chain,
     one_line_errors,
     open_market,
+    with_client,
 )
 from client_sdk.client import ApiError, Client
 from client_sdk.errors import UserError
@@ -161,19 +160,15 @@ def _allow_bond(market: Market, payer: str, bond: int, what: str) -> None:
 
 
 @dispute_app.command("open")
-@one_line_errors
+@with_client
 def open_dispute(
+    client: Client,
     batch_id: Annotated[str, typer.Option("--batch", help="Batch id (batch_...).")],
     custom_id: Annotated[str, typer.Option("--custom-id", help="The custom_id of the line to dispute.")],
     reason: Annotated[str | None, typer.Option(help="Why the line looks wrong (published with it).")] = None,
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Challenge one result line: post the bond, open the dispute on-chain and publish its evidence."""
-    client = Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
     me = client.account.address
     try:
         batch = client.batches.retrieve(batch_id)
@@ -220,16 +215,14 @@ def open_dispute(
 
 
 @dispute_app.command("show")
-@one_line_errors
+@on_chain(signing=False)
 def show(
+    market: Market,
     dispute_id: DisputeIdArgument,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     as_json: JsonOption = False,
 ) -> None:
     """Show a dispute: its task, line, bond, current round (seats, votes, phase) and outcome, and the jurors
     of each round."""
-    market = open_market(rpc_url, deployment, None, signing=False)
     record = _existing(market, dispute_id)
     report = _report(market, dispute_id, record)
     if as_json:
@@ -290,16 +283,13 @@ def list_disputes(
 
 
 @dispute_app.command("draw")
-@one_line_errors
+@on_chain(signing=True)
 def draw(
+    market: Market,
     dispute_id: DisputeIdArgument,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Draw the current round's jury (anyone may, once its seed block exists; verifiers do it on their
     own)."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     record = _existing(market, dispute_id)
     current = market.arbitration.round_of(dispute_id, record.round)
     if record.status != DisputeStatus.OPEN or current.drawn:
@@ -314,16 +304,13 @@ def draw(
 
 
 @dispute_app.command("appeal")
-@one_line_errors
+@on_chain(signing=True)
 def appeal(
+    market: Market,
     dispute_id: DisputeIdArgument,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Appeal the current round's outcome to a larger jury (the task owner after losing, or a miner of the
     disputed line after a conviction), posting twice the round's bond."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     record = _existing(market, dispute_id)
     current = market.arbitration.round_of(dispute_id, record.round)
     phase = _phase(record, current, market.chain_time())
@@ -344,17 +331,14 @@ def appeal(
 
 
 @dispute_app.command("resolve")
-@one_line_errors
+@on_chain(signing=True)
 def resolve(
+    market: Market,
     dispute_id: DisputeIdArgument,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Resolve a dispute once its last round is over (anyone may): the last round's majority decides where the
     money goes."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     record = _existing(market, dispute_id)
     if record.status != DisputeStatus.OPEN:
         raise UserError(f"dispute {dispute_id} is already resolved: {record.status.name.lower()}")
@@ -414,18 +398,14 @@ def _duty(market: Market, me: str, now: int) -> list[dict[str, object]]:
 
 
 @app.command("refute-usage")
-@one_line_errors
+@with_client
 def refute_usage(
+    client: Client,
     batch_id: Annotated[str, typer.Option("--batch", help="Batch id (batch_...).")],
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Refute a task's committed usage when its results add up to other token counts than it is paid for:
     the escrow comes back whole and every assigned miner's stake lock goes to the task's owner (no bond; the
     chain checks the proof)."""
-    client = Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
     try:
         with console.status("downloading and verifying the results against the chain"):
             client.batches.results(batch_id)
@@ -444,16 +424,13 @@ def refute_usage(
 
 
 @app.command("status")
-@one_line_errors
+@on_chain(signing=True)
 def status(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
     as_json: JsonOption = False,
 ) -> None:
     """Your verifier stake and jury duty: what is staked and locked by jury seats, every open dispute you sit
     on and what it needs from you now, and what the escrow owes you (juror rewards)."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     me, now = market.address, market.chain_time()
     record = market.verifiers.verifier_of(me)
     duty = _duty(market, me, now)
@@ -494,14 +471,11 @@ def status(
 
 
 @app.command("exit")
-@one_line_errors
+@on_chain(signing=True)
 def exit_verifier(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
 ) -> None:
     """Stop being drawn onto juries and start the unbonding period (seats you hold still need your votes)."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     if not market.verifiers.is_verifier(market.address):
         raise UserError(f"{market.address} is not an active verifier")
     market.verifiers.request_exit()
@@ -510,14 +484,11 @@ def exit_verifier(
 
 
 @app.command("withdraw-stake")
-@one_line_errors
+@on_chain(signing=True)
 def withdraw_stake(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
 ) -> None:
     """Take back your verifier stake, after the unbonding period and once no jury seat holds any of it."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     record = market.verifiers.verifier_of(market.address)
     if not record.registered:
         raise UserError(f"{market.address} has no verifier stake")

@@ -29,7 +29,9 @@ from client_sdk.cli.support import (
     KeystoreOption,
     RpcUrlOption,
     console,
-    load_cli_account,
+    one_line_errors,
+    open_client,
+    with_client,
 )
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
@@ -38,10 +40,6 @@ from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.model_identity import describe
 from client_sdk.protocol.task import TaskPrices, TaskStatus
 from client_sdk.units import parse_amount
-
-
-def _client(coordinator: str, rpc_url: str, deployment: Path, keystore: Path | None) -> Client:
-    return Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
 
 
 def _summary(batch: Batch) -> dict[str, object]:
@@ -89,6 +87,7 @@ def _wait(client: Client, batch: Batch, quiet: bool) -> Batch:
     return batch
 
 
+@one_line_errors
 def submit(
     file: Annotated[Path, typer.Argument(help="OpenAI Batch JSONL file.")],
     model: Annotated[str, typer.Option(help="The model every request names (checked against the file).")],
@@ -131,7 +130,7 @@ def submit(
     wrong = next((line for line in lines if line.model != model), None)
     if wrong is not None:
         raise UserError(f"{file}: line {wrong.line_number} asks for model {wrong.model!r}, not {model!r}")
-    client = _client(coordinator, rpc_url, deployment, keystore)
+    client = open_client(coordinator, rpc_url, deployment, keystore)
     asking = client.batches.asking_prices()
     prices = TaskPrices(
         parse_amount(input_price) if input_price is not None else asking.input_per_million,
@@ -164,36 +163,30 @@ def submit(
     _print(batch, as_json)
 
 
+@with_client
 def status(
+    client: Client,
     batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
     wait: Annotated[bool, typer.Option("--wait", help="Show progress until the batch is done.")] = False,
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show a batch's status and request counts."""
-    client = _client(coordinator, rpc_url, deployment, keystore)
     batch = client.batches.retrieve(batch_id)
     if wait:
         batch = _wait(client, batch, quiet=as_json)
     _print(batch, as_json)
 
 
+@with_client
 def results(
+    client: Client,
     batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the output lines.")],
     errors: Annotated[
         Path | None, typer.Option(help="Where to write the error lines (default: OUTPUT with .errors.jsonl).")
     ] = None,
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Download the results and check every line against the chain before writing it."""
-    client = _client(coordinator, rpc_url, deployment, keystore)
     with console.status("downloading and verifying against the chain", spinner="dots"):
         verified = client.batches.results(batch_id)
     errors = errors or output.with_suffix(".errors.jsonl")
@@ -206,15 +199,12 @@ def results(
     console.print(f"{written}; every line verified against the on-chain commitment")
 
 
+@with_client
 def cancel(
+    client: Client,
     batch_id: Annotated[str, typer.Argument(help="Batch id (batch_...).")],
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Cancel a batch: finished requests are kept and paid for, the rest of the escrow comes back."""
-    client = _client(coordinator, rpc_url, deployment, keystore)
     batch = client.batches.cancel(batch_id)
     if client.market.tasks.get_task(batch.task_id).status == TaskStatus.CANCELLED:  # no miner had started
         console.print(f"batch {batch_id} cancelled; task {batch.task_id} cancelled on-chain, escrow refunded")
@@ -222,16 +212,14 @@ def cancel(
     console.print(f"batch {batch_id} is {batch.status}: finished requests settle, the rest is refunded")
 
 
+@with_client
 def list_batches(
+    client: Client,
     limit: Annotated[int, typer.Option(min=1, max=100, help="How many, newest first.")] = 20,
-    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List your batches."""
-    page = _client(coordinator, rpc_url, deployment, keystore).batches.list(limit=limit)
+    page = client.batches.list(limit=limit)
     if as_json:
         console.print_json(json.dumps([_summary(b) for b in page.data]))
         return

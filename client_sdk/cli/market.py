@@ -10,15 +10,9 @@ import typer
 from client_sdk.chain.contracts import Market
 from client_sdk.cli import batches as batch_cli
 from client_sdk.cli.support import (
-    DEFAULT_DEPLOYMENT,
-    DEFAULT_RPC_URL,
-    DeploymentOption,
     JsonOption,
-    KeystoreOption,
-    RpcUrlOption,
     console,
-    one_line_errors,
-    open_market,
+    on_chain,
     show_report,
 )
 from client_sdk.errors import UserError
@@ -32,15 +26,13 @@ app = typer.Typer(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=False)
 def task(
+    market: Market,
     task_id: Annotated[int, typer.Argument(help="On-chain task id.")],
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     as_json: JsonOption = False,
 ) -> None:
     """Show a task as recorded on-chain."""
-    market = open_market(rpc_url, deployment, None, signing=False)
     record = _existing_task(market, task_id)
     report = {
         "task": task_id,
@@ -58,14 +50,11 @@ def task(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def balance(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
 ) -> None:
     """Show your wallet balance and what the escrow owes you (refunds, payments)."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
     console.print(f"wallet        {market.amount(market.token.balance_of(me))}")
     console.print(f"withdrawable  {market.amount(market.escrow.balance_of(me))}")
@@ -75,21 +64,18 @@ GAS_MONEY = 10**20  # wei a faucet gives a wallet on a local anvil chain, when i
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def faucet(
+    market: Market,
     amount: Annotated[str, typer.Argument(help="Test tokens to mint, e.g. 1000.")],
     to: Annotated[str | None, typer.Option(help="Who receives them (default: this wallet).")] = None,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Devnet only (a local anvil node): mint test tokens of the deployment's mock token (with the minter's
     key: the deployer's), and give the receiver gas money."""
     value = parse_amount(amount)
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     node = str(market.w3.client_version)
     if not node.lower().startswith("anvil"):  # a devnet's own tokens only: never on a shared chain
-        raise UserError(f"the faucet is for a local anvil devnet; the node at {rpc_url} is {node[:60]}")
+        raise UserError(f"the faucet is for a local anvil devnet; this chain's node is {node[:60]}")
     try:
         receiver = market.w3.to_checksum_address(to or market.address)
     except ValueError:
@@ -107,14 +93,11 @@ def faucet(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def withdraw(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
 ) -> None:
     """Withdraw everything the escrow owes you."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     owed = market.escrow.balance_of(market.address)
     if owed == 0:
         raise UserError("nothing to withdraw")
@@ -123,16 +106,13 @@ def withdraw(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def reclaim(
+    market: Market,
     task_id: Annotated[int, typer.Argument(help="On-chain task id.")],
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Get a task's whole escrow back once its deadline passed without results (anyone may call it; the
     refund goes to the task's owner, who withdraws it with `market withdraw`)."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     record = _existing_task(market, task_id)
     if record.status not in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
         raise UserError(
@@ -160,5 +140,5 @@ def _existing_task(market: Market, task_id: int) -> Task:
 
 
 for command in (batch_cli.submit, batch_cli.status, batch_cli.results, batch_cli.cancel):
-    app.command()(one_line_errors(command))
-app.command("list")(one_line_errors(batch_cli.list_batches))
+    app.command()(command)
+app.command("list")(batch_cli.list_batches)

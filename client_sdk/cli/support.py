@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from client_sdk.chain.contracts import Market, connect
+from client_sdk.client import Client
 from client_sdk.errors import UserError
 from client_sdk.keys import load_account
 
@@ -96,11 +98,72 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _option(name: str, default: Any, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+CHAIN_OPTIONS = (
+    _option("rpc_url", DEFAULT_RPC_URL, RpcUrlOption),
+    _option("deployment", DEFAULT_DEPLOYMENT, DeploymentOption),
+)
+KEYSTORE_OPTION = _option("keystore", None, KeystoreOption)
+COORDINATOR_OPTION = _option("coordinator", DEFAULT_COORDINATOR, CoordinatorOption)
+Command = Callable[..., None]
+
+
+def on_chain(*, signing: bool) -> Callable[[Command], Command]:
+    """A command that works on the deployment: it declares `market: Market` and gets --rpc-url and
+    --deployment (and --keystore when it is `signing`) before its --json, and is called with the market they
+    connect to (holding the caller's key when `signing`); its errors print as one line (one_line_errors)."""
+
+    def market(rpc_url: str, deployment: Path, keystore: Path | None = None) -> Market:
+        return open_market(rpc_url, deployment, keystore, signing=signing)
+
+    return _injecting("market", market, (*CHAIN_OPTIONS, KEYSTORE_OPTION) if signing else CHAIN_OPTIONS)
+
+
+def with_client(command: Command) -> Command:
+    """A command that talks to a coordinator as the caller: it declares `client: Client` and gets
+    --coordinator, --rpc-url, --deployment and --keystore before its --json, and is called with the client
+    they make (the caller's key loaded); its errors print as one line (one_line_errors)."""
+
+    return _injecting("client", open_client, (COORDINATOR_OPTION, *CHAIN_OPTIONS, KEYSTORE_OPTION))(command)
+
+
+def _injecting(
+    name: str, make: Callable[..., Any], options: tuple[inspect.Parameter, ...]
+) -> Callable[[Command], Command]:
+    """A decorator: the command's parameter `name` leaves its signature (what typer reads) and `options` join
+    it before --json; at each call, `make` turns the options' values into that argument."""
+
+    def decorate(command: Command) -> Command:
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != name]
+        at = next((i for i, p in enumerate(own) if p.name == "as_json"), len(own))
+
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            made = make(**{option.name: values.pop(option.name) for option in options})
+            command(**{name: made}, **values)
+
+        parameters = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*own[:at], *options, *own[at:])
+        ]
+        run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]  # what typer reads
+        return one_line_errors(run)
+
+    return decorate
+
+
 def open_market(rpc_url: str, deployment: Path, keystore: Path | None, *, signing: bool) -> Market:
     """Connects to the deployment; with `signing`, loads the caller's key first (so a missing key is reported
     before any network traffic)."""
     account = load_cli_account(keystore) if signing else None
     return connect(rpc_url, deployment, account)
+
+
+def open_client(coordinator: str, rpc_url: str, deployment: Path, keystore: Path | None) -> Client:
+    """A client of the coordinator and the deployment, signing with the caller's key."""
+    return Client(coordinator, key=load_cli_account(keystore), rpc_url=rpc_url, deployment=deployment)
 
 
 def load_cli_account(keystore: Path | None) -> LocalAccount:

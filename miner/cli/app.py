@@ -24,6 +24,7 @@ from client_sdk.cli.support import (
     RpcUrlOption,
     console,
     error_console,
+    on_chain,
     one_line_errors,
     open_market,
     show_report,
@@ -117,13 +118,12 @@ def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
     return ids
 
 
-def _registered(rpc_url: str, deployment: Path, keystore: Path | None) -> tuple[Market, str]:
-    """The market, signing as this miner, and its address; a one-line error unless it is registered."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
+def _registered(market: Market) -> str:
+    """This miner's address (the market signs as it); a one-line error unless it is registered."""
     me = market.address
     if not market.registry.is_registered(me):
         raise UserError(f"{me} is not registered; run `miner register` first")
-    return market, me
+    return me
 
 
 def _utc(timestamp: int) -> str:
@@ -154,15 +154,13 @@ def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> 
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def status(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
     as_json: JsonOption = False,
 ) -> None:
     """Show this miner's registration, stake and withdrawable earnings."""
-    market, me = _registered(rpc_url, deployment, keystore)
+    me = _registered(market)
     profile = market.registry.profile_of(me)
     stake = market.registry.stake_of(me)
     report = {
@@ -186,21 +184,19 @@ def status(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def update(
+    market: Market,
     endpoint: Annotated[
         str, typer.Option(help="The new address the previous pipeline stage dials, e.g. tcp://HOST:5555.")
     ],
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Change this miner's registered endpoint (restart `miner serve` for it to take effect)."""
     try:
         check_stage_endpoint(endpoint)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    market, me = _registered(rpc_url, deployment, keystore)
+    me = _registered(market)
     old = market.registry.profile_of(me).endpoint
     if old == endpoint:
         console.print(f"the endpoint is already {endpoint}; nothing to change")
@@ -210,19 +206,17 @@ def update(
 
 
 @stake_app.command("add")
-@one_line_errors
+@on_chain(signing=True)
 def stake_add(
+    market: Market,
     amount: Annotated[str, typer.Argument(help="Tokens to add to the stake, e.g. 50 or 12.5.")],
     approve: Annotated[
         bool, typer.Option(help="Approve the registry to take them first (--no-approve: already done).")
     ] = True,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Add tokens to this miner's stake (free at once: more tasks can lock it), approval included."""
     value = parse_amount(amount)
-    market, me = _registered(rpc_url, deployment, keystore)
+    me = _registered(market)
     if value == 0:
         raise UserError("the amount to stake must be more than 0")
     balance = market.token.balance_of(me)
@@ -239,19 +233,17 @@ def stake_add(
 
 
 @stake_app.command("withdraw")
-@one_line_errors
+@on_chain(signing=True)
 def stake_withdraw(
+    market: Market,
     amount: Annotated[
         str | None, typer.Option(help="Start unbonding this much of the free stake, e.g. 50.")
     ] = None,
     all_free: Annotated[bool, typer.Option("--all", help="Start unbonding all of the free stake.")] = False,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Take stake out in two steps: with --amount or --all, start unbonding free stake; once the unbonding
     period has passed, without them, move the unbonded stake to your wallet."""
-    market, me = _registered(rpc_url, deployment, keystore)
+    me = _registered(market)
     stake = market.registry.stake_of(me)
     if amount is None and not all_free:
         if stake.unbonding == 0:
@@ -278,15 +270,13 @@ def stake_withdraw(
 
 
 @stake_app.command("show")
-@one_line_errors
+@on_chain(signing=True)
 def stake_show(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
     as_json: JsonOption = False,
 ) -> None:
     """Show this miner's stake: free (tasks can lock it), locked by tasks, unbonding and when."""
-    market, me = _registered(rpc_url, deployment, keystore)
+    me = _registered(market)
     stake = market.registry.stake_of(me)
     report = {
         "free": format_amount(stake.free),
@@ -300,14 +290,11 @@ def stake_show(
 
 
 @app.command()
-@one_line_errors
+@on_chain(signing=True)
 def withdraw(
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
+    market: Market,
 ) -> None:
     """Withdraw your earnings (what the escrow owes you); stake comes out with `miner stake withdraw`."""
-    market = open_market(rpc_url, deployment, keystore, signing=True)
     me = market.address
     earnings = market.escrow.balance_of(me)
     if earnings == 0:
