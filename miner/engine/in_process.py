@@ -34,17 +34,7 @@ class InProcessPipeline:
         self.shards = shards
         self.page_size = page_size
         self.caches = [
-            MicrobatchKVCache(
-                num_microbatches,
-                local_pages,
-                global_pages,
-                shard.end - shard.start,
-                page_size,
-                shard.config.num_kv_heads,
-                shard.config.head_dim,
-                shard.dtype,
-                shard.device,
-            )
+            MicrobatchKVCache(shard.kv_shape, num_microbatches, local_pages, global_pages, page_size)
             for shard in shards
         ]
 

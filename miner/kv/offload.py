@@ -15,21 +15,12 @@ from __future__ import annotations
 
 import torch
 
-from miner.kv.cache import PagedKVCache
+from miner.kv.cache import KVShape, PagedKVCache
 
 
 class MicrobatchKVCache:
     def __init__(
-        self,
-        num_microbatches: int,
-        local_pages: int,
-        global_pages: int,
-        num_layers: int,
-        page_size: int,
-        num_kv_heads: int,
-        head_dim: int,
-        dtype: torch.dtype,
-        device: torch.device,
+        self, kv: KVShape, num_microbatches: int, local_pages: int, global_pages: int, page_size: int
     ) -> None:
         if num_microbatches < 1 or local_pages < 0 or global_pages < 0 or local_pages + global_pages < 1:
             raise ValueError("need at least one microbatch and one page per microbatch")
@@ -39,10 +30,12 @@ class MicrobatchKVCache:
         self.local_pages = local_pages
         self.global_pages = global_pages
         total = num_microbatches * local_pages + 2 * global_pages
-        self.device_cache = PagedKVCache(num_layers, total, page_size, num_kv_heads, head_dim, dtype, device)
-        pinned = device.type == "cuda"
-        host_shape = (2, num_layers, global_pages, page_size, num_kv_heads, head_dim)
-        self.host = [torch.zeros(host_shape, dtype=dtype, pin_memory=pinned) for _ in range(num_microbatches)]
+        self.device_cache = PagedKVCache(kv, total, page_size)
+        pinned = kv.device.type == "cuda"
+        host_shape = (2, kv.num_layers, global_pages, page_size, kv.num_kv_heads, kv.head_dim)
+        self.host = [
+            torch.zeros(host_shape, dtype=kv.dtype, pin_memory=pinned) for _ in range(num_microbatches)
+        ]
         self.resident: list[int | None] = [None, None]  # microbatch whose global pages each pool holds
         self.bytes_swapped = 0
         self._step = 0

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from client_sdk.errors import UserError
 from miner.attention.layout import BatchLayout
 from miner.attention.registry import select_attention
-from miner.kv.cache import PagedKVCache
+from miner.kv.cache import KVShape, PagedKVCache
 from miner.model.config import ModelConfig
 from miner.model.layers import DecoderLayer, rms_norm
 from miner.model.linear import Linear
@@ -47,6 +47,12 @@ class StageShard:
         self.attention = select_attention(
             attention, config.num_heads, config.num_kv_heads, config.head_dim, self.dtype, device
         )
+
+    @property
+    def kv_shape(self) -> KVShape:
+        """What this stage's KV cache holds per token."""
+        config = self.config
+        return KVShape(self.end - self.start, config.num_kv_heads, config.head_dim, self.dtype, self.device)
 
     @classmethod
     def load(

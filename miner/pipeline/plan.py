@@ -23,9 +23,7 @@ def decode_step_ms(
     page_size = PAGE_SIZE
     pages = -(-(context + 1) // page_size)
     config = shard.config
-    cache = PagedKVCache(
-        end - start, batch * pages, page_size, config.num_kv_heads, config.head_dim, dtype, shard.device
-    )
+    cache = PagedKVCache(shard.kv_shape, batch * pages, page_size)
     layout = BatchLayout(
         context_lens=(context,) * batch,
         query_lens=(1,) * batch,

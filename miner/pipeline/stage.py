@@ -101,15 +101,11 @@ class StageWorker:
         self.finished_sink = finished_sink
         self.settings = settings
         self.cache = MicrobatchKVCache(
+            shard.kv_shape,
             settings.num_microbatches,
             settings.local_pages,
             settings.global_pages,
-            shard.end - shard.start,
             settings.page_size,
-            shard.config.num_kv_heads,
-            shard.config.head_dim,
-            shard.dtype,
-            shard.device,
         )
         pages = self.cache.pages_per_microbatch
         self.ledger = StageLedger(settings.num_microbatches, pages, settings.page_size)

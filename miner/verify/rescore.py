@@ -140,16 +140,7 @@ class Rescorer:
             page_size=size,
             scored_indices=tuple(scored),
         )
-        config = shard.config
-        cache = PagedKVCache(
-            shard.end - shard.start,
-            first_page,
-            size,
-            config.num_kv_heads,
-            config.head_dim,
-            shard.dtype,
-            shard.device,
-        )
+        cache = PagedKVCache(shard.kv_shape, first_page, size)
         tokens = [t for c in claims for t in (c.prompt + c.output)[: _fed_length(c)]]
         logits = shard.forward(torch.tensor(tokens, dtype=torch.long, device=shard.device), layout, cache)
         return logits.float()

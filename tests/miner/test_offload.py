@@ -7,15 +7,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from miner.kv.cache import KVShape
 from miner.kv.offload import MicrobatchKVCache
 
 LAYERS, PAGE, HEADS, DIM = 2, 4, 2, 3
 
 
 def make(microbatches: int, local: int = 2, global_: int = 3) -> MicrobatchKVCache:
-    return MicrobatchKVCache(
-        microbatches, local, global_, LAYERS, PAGE, HEADS, DIM, torch.float32, torch.device("cpu")
-    )
+    kv = KVShape(LAYERS, HEADS, DIM, torch.float32, torch.device("cpu"))
+    return MicrobatchKVCache(kv, microbatches, local, global_, PAGE)
 
 
 @settings(max_examples=60, deadline=None)
