@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -28,22 +30,35 @@ from tests.coordinator.helpers import chat_line, jsonl, padded_batch_file
 # alone, 600 inside the whole suite); holding the file parsed whole cost about 4,300
 PER_LINE_BOUND = 1500
 
+T = TypeVar("T")
+
 
 def ingest_peak(settings: Settings, lines: int) -> int:
     """The peak of Python memory while a file of `lines` long chat lines is ingested (the file's bytes, made
     before, not counted)."""
     data = jsonl([chat_line(f"request-{i}", f"question {i}: " + "many words " * 60) for i in range(lines)])
     database = Database(settings.database_url)
+
+    def ingest() -> None:
+        with database.session() as session:
+            files.ingest_batch_file(session, settings, ALICE.address, "in.jsonl", data, 0)
+
+    try:
+        return peak_of(ingest)[0]
+    finally:
+        database.dispose()
+
+
+def peak_of(action: Callable[[], T]) -> tuple[int, T]:
+    """The peak of Python memory (bytes traced) while `action` runs, garbage collected before, and its
+    result."""
     gc.collect()
     tracemalloc.start()
     try:
-        with database.session() as session:
-            files.ingest_batch_file(session, settings, ALICE.address, "in.jsonl", data, 0)
-        peak = tracemalloc.get_traced_memory()[1]
+        result = action()
+        return tracemalloc.get_traced_memory()[1], result
     finally:
         tracemalloc.stop()
-        database.dispose()
-    return peak
 
 
 @pytest.fixture
@@ -76,13 +91,7 @@ def upload_peak(client: TestClient, lines: int) -> tuple[int, int]:
         "authorization": sign_request(ALICE, "POST", "/v1/files", body),
     }
     del request
-    gc.collect()
-    tracemalloc.start()
-    try:
-        response = client.post("/v1/files", content=body, headers=headers)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak, response = peak_of(lambda: client.post("/v1/files", content=body, headers=headers))
     assert response.status_code == 200, response.text
     return peak, len(data)
 
