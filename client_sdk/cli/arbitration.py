@@ -20,6 +20,7 @@ from client_sdk.cli.support import (
     JsonOption,
     KeystoreOption,
     RpcUrlOption,
+    command_group,
     console,
     on_chain,
     one_line_errors,
@@ -33,10 +34,8 @@ from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.units import format_amount
 from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
 
-app = typer.Typer(
-    help="Dispute results and verify disputes.", no_args_is_help=True, pretty_exceptions_enable=False
-)
-dispute_app = typer.Typer(help="Disputes over single result lines.", no_args_is_help=True)
+app = command_group("Dispute results and verify disputes.")
+dispute_app = command_group("Disputes over single result lines.")
 app.add_typer(dispute_app, name="dispute")
 
 MAX_SCAN = 1_000  # `list` reads at most this many of the newest disputes

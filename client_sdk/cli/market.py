@@ -11,6 +11,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.cli import batches as batch_cli
 from client_sdk.cli.support import (
     JsonOption,
+    command_group,
     console,
     on_chain,
     show_report,
@@ -20,9 +21,7 @@ from client_sdk.protocol.model_identity import describe
 from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.units import format_amount, parse_amount
 
-app = typer.Typer(
-    help="Use the batch inference market as a customer.", no_args_is_help=True, pretty_exceptions_enable=False
-)
+app = command_group("Use the batch inference market as a customer.")
 
 
 @app.command()

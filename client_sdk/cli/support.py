@@ -70,6 +70,12 @@ KeystoreOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 
+def command_group(help: str) -> typer.Typer:
+    """A command or group of subcommands: bare, it shows its help; an unexpected error prints without typer's
+    pretty traceback (which shows local variables, keys included)."""
+    return typer.Typer(help=help, no_args_is_help=True, pretty_exceptions_enable=False)
+
+
 def show_report(report: dict[str, Any], title: str, as_json: bool) -> None:
     """A report as JSON, or for people as a two-column table (a list one item per line, nothing as "-")."""
     if as_json:

@@ -16,6 +16,7 @@ from client_sdk.cli.support import (
     JsonOption,
     KeystoreOption,
     RpcUrlOption,
+    command_group,
     console,
     error_console,
     one_line_errors,
@@ -34,9 +35,7 @@ from coordinator.simulate.engine import simulate
 from coordinator.simulate.workload import Workload
 from miner.cli import relay as relay_command  # the same relay a miner may run
 
-app = typer.Typer(
-    help="Operate a batchmarket coordinator.", no_args_is_help=True, pretty_exceptions_enable=False
-)
+app = command_group("Operate a batchmarket coordinator.")
 
 
 @app.callback()

@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 
-from client_sdk.cli.support import console, one_line_errors
+from client_sdk.cli.support import command_group, console, one_line_errors
 from client_sdk.errors import UserError
 from coordinator.config import Settings
 
-db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+db_app = command_group("Database schema (Alembic migrations).")
 
 
 @db_app.command("upgrade")

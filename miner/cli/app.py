@@ -22,6 +22,7 @@ from client_sdk.cli.support import (
     KeystoreOption,
     ModelDirOption,
     RpcUrlOption,
+    command_group,
     console,
     error_console,
     on_chain,
@@ -37,15 +38,11 @@ from client_sdk.units import format_amount, parse_amount
 from miner.cli import relay as relay_command
 from miner.cli import serve as node_command
 
-app = typer.Typer(
-    help="Run a miner: register your GPUs on-chain with a stake, check them, manage the stake, withdraw "
-    "earnings; run a batch through a local pipeline.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
+app = command_group(
+    "Run a miner: register your GPUs on-chain with a stake, check them, manage the stake, withdraw earnings; "
+    "run a batch through a local pipeline."
 )
-stake_app = typer.Typer(
-    help="Your stake: add to it, take it out (unbonding first), show it.", no_args_is_help=True
-)
+stake_app = command_group("Your stake: add to it, take it out (unbonding first), show it.")
 app.add_typer(stake_app, name="stake")
 
 

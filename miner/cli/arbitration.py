@@ -3,16 +3,11 @@ model code."""
 
 from __future__ import annotations
 
-import typer
-
 from client_sdk.cli.arbitration import dispute_app, exit_verifier, refute_usage, status, withdraw_stake
+from client_sdk.cli.support import command_group
 from miner.cli.verify import verify
 
-app = typer.Typer(
-    help="Dispute results, and verify disputes and audits.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+app = command_group("Dispute results, and verify disputes and audits.")
 app.add_typer(dispute_app, name="dispute")
 app.command("verify")(verify)
 app.command("status")(status)

@@ -11,8 +11,6 @@ from alembic import op
 ${imports if imports else ""}
 revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
-branch_labels = ${repr(branch_labels)}
-depends_on = ${repr(depends_on)}
 
 
 def upgrade() -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from coordinator.db.columns import add_columns, drop_columns
+
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
@@ -78,23 +78,18 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_work_units_pipeline_id"), ["pipeline_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_work_units_status"), ["status"], unique=False)
 
-    with op.batch_alter_table("results", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("stage_layers", sa.JSON(), nullable=True))
-
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("miners", sa.JSON(), nullable=True))
-        batch_op.add_column(sa.Column("commitment", sa.JSON(), nullable=True))
-        batch_op.add_column(sa.Column("finalized", sa.Boolean(), nullable=False, server_default=sa.false()))
+    add_columns("results", sa.Column("stage_layers", sa.JSON(), nullable=True))
+    add_columns(
+        "batches",
+        sa.Column("miners", sa.JSON(), nullable=True),
+        sa.Column("commitment", sa.JSON(), nullable=True),
+        sa.Column("finalized", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("results", schema=None) as batch_op:
-        batch_op.drop_column("stage_layers")
-
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.drop_column("finalized")
-        batch_op.drop_column("commitment")
-        batch_op.drop_column("miners")
+    drop_columns("results", "stage_layers")
+    drop_columns("batches", "finalized", "commitment", "miners")
 
     with op.batch_alter_table("work_units", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_work_units_status"))

@@ -7,19 +7,16 @@ Revises: 0004
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from coordinator.db.columns import add_columns, drop_columns
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("dispute_evidence", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("input_proof", sa.JSON(), nullable=True))
+    add_columns("dispute_evidence", sa.Column("input_proof", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("dispute_evidence", schema=None) as batch_op:
-        batch_op.drop_column("input_proof")
+    drop_columns("dispute_evidence", "input_proof")

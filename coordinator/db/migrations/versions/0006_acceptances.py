@@ -9,15 +9,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from coordinator.db.columns import add_columns, drop_columns
+
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("proposal", sa.JSON(), nullable=True))
+    add_columns("batches", sa.Column("proposal", sa.JSON(), nullable=True))
     op.create_table(
         "acceptances",
         sa.Column("batch_id", sa.String(length=40), nullable=False),
@@ -32,5 +31,4 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("acceptances")
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.drop_column("proposal")
+    drop_columns("batches", "proposal")

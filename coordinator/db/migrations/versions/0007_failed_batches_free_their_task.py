@@ -11,8 +11,6 @@ from alembic import op
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 LIVE = sa.text("status <> 'failed'")
 

@@ -7,19 +7,16 @@ Revises: 0007
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from coordinator.db.columns import add_columns, drop_columns
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("status_detail", sa.Text(), nullable=True))
+    add_columns("batches", sa.Column("status_detail", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.drop_column("status_detail")
+    drop_columns("batches", "status_detail")

@@ -7,19 +7,16 @@ Revises: 0008
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from coordinator.db.columns import add_columns, drop_columns
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("miners", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("link_key", sa.String(length=40), nullable=True))
+    add_columns("miners", sa.Column("link_key", sa.String(length=40), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("miners", schema=None) as batch_op:
-        batch_op.drop_column("link_key")
+    drop_columns("miners", "link_key")

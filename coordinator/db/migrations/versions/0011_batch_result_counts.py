@@ -9,16 +9,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from coordinator.db.columns import add_columns, drop_columns
+
 revision = "0011"
 down_revision = "0010"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("completed_count", sa.Integer(), server_default="0", nullable=False))
-        batch_op.add_column(sa.Column("failed_count", sa.Integer(), server_default="0", nullable=False))
+    add_columns(
+        "batches",
+        sa.Column("completed_count", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("failed_count", sa.Integer(), server_default="0", nullable=False),
+    )
     for column, ok in (("completed_count", True), ("failed_count", False)):
         op.execute(
             sa.text(
@@ -29,6 +31,4 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("batches", schema=None) as batch_op:
-        batch_op.drop_column("failed_count")
-        batch_op.drop_column("completed_count")
+    drop_columns("batches", "failed_count", "completed_count")
