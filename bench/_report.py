@@ -3,8 +3,10 @@ results/NAME.png."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -43,3 +45,23 @@ def report_table(
     for column in columns:
         table.add_column(column, justify="left" if column in left else "right")
     return table
+
+
+@contextmanager
+def figure(path: Path, *grid: int, title: str | None = None, **options: Any) -> Iterator[Any]:
+    """The axes of a matplotlib figure as `plt.subplots(*grid, **options)` makes them, drawn off-screen; when
+    the block ends, the figure gets `title`, is laid out, written to `path` as a PNG and closed."""
+    import matplotlib  # here: only a run that plots needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(*grid, **options)
+    try:
+        yield axes
+        if title is not None:
+            fig.suptitle(title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)

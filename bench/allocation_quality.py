@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.table import Table
 
 from bench._clusters import QWEN3_32B, quality_clusters
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from coordinator.scheduling.cluster import Cluster
 from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
@@ -149,28 +149,21 @@ def decode_only(results: dict[str, dict[str, Outcome]]) -> list[str]:
 
 
 def plot(results: dict[str, dict[str, Outcome]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(results)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    width = 0.8 / len(STRATEGIES)
-    for i, strategy in enumerate(STRATEGIES):
-        xs = [j + i * width for j in range(len(names))]
-        tokens = [(r.throughput_tokens_s if (r := results[n][strategy][0]) else 0.0) for n in names]
-        p99 = [(r.latency_p99_s if (r := results[n][strategy][0]) else 0.0) for n in names]
-        axes[0].bar(xs, tokens, width, label=LABELS[strategy])
-        axes[1].bar(xs, p99, width, label=LABELS[strategy])
-    for ax, label in zip(axes, ("steady tokens/s (log)", "p99 request latency, s"), strict=True):
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, rotation=12, fontsize=8)
-        ax.set_ylabel(label)
-    axes[0].set_yscale("log")
-    axes[1].legend(fontsize=8)
-    fig.suptitle("Allocation quality (missing bar: the strategy cannot plan that cluster)")
-    fig.tight_layout()
-    fig.savefig(path)
+    title = "Allocation quality (missing bar: the strategy cannot plan that cluster)"
+    with figure(path, 1, 2, figsize=(12, 4.5), title=title) as axes:
+        width = 0.8 / len(STRATEGIES)
+        for i, strategy in enumerate(STRATEGIES):
+            xs = [j + i * width for j in range(len(names))]
+            tokens = [(r.throughput_tokens_s if (r := results[n][strategy][0]) else 0.0) for n in names]
+            p99 = [(r.latency_p99_s if (r := results[n][strategy][0]) else 0.0) for n in names]
+            axes[0].bar(xs, tokens, width, label=LABELS[strategy])
+            axes[1].bar(xs, p99, width, label=LABELS[strategy])
+        for ax, label in zip(axes, ("steady tokens/s (log)", "p99 request latency, s"), strict=True):
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names, rotation=12, fontsize=8)
+            ax.set_ylabel(label)
+        axes[0].set_yscale("log")
+        axes[1].legend(fontsize=8)
 
 
 def main() -> None:

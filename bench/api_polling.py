@@ -44,7 +44,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from client_sdk.auth import sign_request
 from client_sdk.chain.anvil import free_port
 from client_sdk.client import Batches
@@ -285,26 +285,21 @@ def report(runs: list[Run]) -> Table:
 
 
 def plot(runs: list[Run], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(SHAPES), figsize=(13, 4), sharey=True)
-    for ax, shape in zip(axes, dict.fromkeys(r.shape for r in runs), strict=True):
-        for r in (r for r in runs if r.shape == shape):
-            ordered = np.sort(r.latencies_ms)
-            ax.plot(ordered, np.arange(1, len(ordered) + 1) / len(ordered), label=f"{r.workers} worker(s)")
-        ax.axvline(TARGET_P99_MS, color="red", linestyle="--", label=f"{TARGET_P99_MS:.0f} ms")
-        ax.axhline(0.99, color="grey", linestyle=":", linewidth=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("latency (ms)")
-        ax.set_title(shape)
-        ax.legend(loc="lower right")
-    axes[0].set_ylabel("fraction of requests")
-    fig.suptitle(f"Status polling latency, {CLIENTS} concurrent clients")
-    fig.tight_layout()
-    fig.savefig(path)
+    title = f"Status polling latency, {CLIENTS} concurrent clients"
+    with figure(path, 1, len(SHAPES), figsize=(13, 4), sharey=True, title=title) as axes:
+        for ax, shape in zip(axes, dict.fromkeys(r.shape for r in runs), strict=True):
+            for r in (r for r in runs if r.shape == shape):
+                ordered = np.sort(r.latencies_ms)
+                ax.plot(
+                    ordered, np.arange(1, len(ordered) + 1) / len(ordered), label=f"{r.workers} worker(s)"
+                )
+            ax.axvline(TARGET_P99_MS, color="red", linestyle="--", label=f"{TARGET_P99_MS:.0f} ms")
+            ax.axhline(0.99, color="grey", linestyle=":", linewidth=0.8)
+            ax.set_xscale("log")
+            ax.set_xlabel("latency (ms)")
+            ax.set_title(shape)
+            ax.legend(loc="lower right")
+        axes[0].set_ylabel("fraction of requests")
 
 
 def main() -> None:

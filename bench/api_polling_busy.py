@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench.api_polling import SDK_POLL_S, load
 from client_sdk.auth import sign_request
 from client_sdk.protocol.task import TaskPrices
@@ -177,23 +177,15 @@ def report(rows: list[Row]) -> Table:
 
 
 def plot(rows: list[Row], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    labels = [f"{r.background}\n{r.auth}" for r in rows]
-    for q, marker in ((50, "o"), (95, "s"), (99, "^")):
-        ax.plot(labels, [r.percentile(q) for r in rows], marker=marker, linestyle="none", label=f"p{q}")
-    ax.axhline(TARGET_P99_MS, color="grey", linestyle="--", label="p99 target")
-    ax.set_yscale("log")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title(f"{CLIENTS} clients polling every {SDK_POLL_S:g} s")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, figsize=(7, 4)) as ax:
+        labels = [f"{r.background}\n{r.auth}" for r in rows]
+        for q, marker in ((50, "o"), (95, "s"), (99, "^")):
+            ax.plot(labels, [r.percentile(q) for r in rows], marker=marker, linestyle="none", label=f"p{q}")
+        ax.axhline(TARGET_P99_MS, color="grey", linestyle="--", label="p99 target")
+        ax.set_yscale("log")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(f"{CLIENTS} clients polling every {SDK_POLL_S:g} s")
+        ax.legend()
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from client_sdk.openai_batch import CHAT
 from demo.batch_demo import real_model_config
 from demo.system import UNIT, LocalSystem
@@ -164,22 +164,15 @@ def report(outcomes: list[Outcome]) -> Table:
 
 
 def plot(outcomes: list[Outcome], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(outcomes), figsize=(6 * len(outcomes), 3.8), squeeze=False)
-    for ax, (placement, system_run, local_run) in zip(axes[0], outcomes, strict=True):
-        runs = (local_run, system_run)
-        ax.bar([r.name for r in runs], [r.tokens_per_s for r in runs], color=["tab:grey", "tab:blue"])
-        floor = local_run.tokens_per_s * (1 - TARGET_OVERHEAD)
-        ax.axhline(floor, color="red", linestyle="--", label=f"{1 - TARGET_OVERHEAD:.0%} of run-local")
-        ax.set_ylabel("output tokens/s")
-        ax.set_title(f"{placement.name}\noverhead {overhead(system_run, local_run):.0%}", fontsize=9)
-        ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, 1, len(outcomes), figsize=(6 * len(outcomes), 3.8), squeeze=False) as axes:
+        for ax, (placement, system_run, local_run) in zip(axes[0], outcomes, strict=True):
+            runs = (local_run, system_run)
+            ax.bar([r.name for r in runs], [r.tokens_per_s for r in runs], color=["tab:grey", "tab:blue"])
+            floor = local_run.tokens_per_s * (1 - TARGET_OVERHEAD)
+            ax.axhline(floor, color="red", linestyle="--", label=f"{1 - TARGET_OVERHEAD:.0%} of run-local")
+            ax.set_ylabel("output tokens/s")
+            ax.set_title(f"{placement.name}\noverhead {overhead(system_run, local_run):.0%}", fontsize=9)
+            ax.legend(loc="lower right")
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ from transformers import AutoModelForCausalLM
 
 from bench._chat import QUESTIONS, chat_prompts
 from bench._memory import memory_in_use, peak_memory, stage_budget
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench._roofline import ModelCost, Roofs, measure_roofs
 from client_sdk.protocol.sampling import SamplingParams
 from miner.engine.engine import Engine
@@ -348,42 +348,35 @@ def memory_table(memory: dict[str, int]) -> Table:
 
 
 def plot(table_rows: list[Row], memory: dict[str, int], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_speed, ax_roof, ax_memory) = plt.subplots(1, 3, figsize=(15, 4.5))
-    names = [s.name for s in SETUPS]
-    for offset, runner in ((-0.2, "engine"), (0.2, "generate")):
-        picked = [r for r in table_rows if r.runner == runner]
-        xs = [i + offset for i in range(len(picked))]
-        ax_speed.bar(xs, [r.run.tokens_per_s for r in picked], 0.4, label=runner)
-        ax_roof.bar(xs, [100 * r.compute for r in picked], 0.4, label=runner)
-    for ax in (ax_speed, ax_roof):
-        ax.set_xticks(range(len(names)), names)
-        ax.legend()
-    ax_speed.set_ylabel("output tokens/s (median round)")
-    ax_speed.set_title("Throughput")
-    ax_roof.axhline(100 * TARGET_COMPUTE_ROOF, color="red", linestyle="--")
-    ax_roof.set_ylabel("% of the measured compute roof")
-    ax_roof.set_title("Compute roofline (dashed: target at batch 64)")
-    ax_memory.bar(0, memory["weight_bytes"] / 2**20, 0.6, label="weights", color="C2")
-    ax_memory.bar(
-        0,
-        memory["kv_device_bytes"] / 2**20,
-        0.6,
-        bottom=memory["weight_bytes"] / 2**20,
-        label="KV",
-        color="C3",
-    )
-    ax_memory.bar(1, memory["peak_bytes"] / 2**20, 0.6, color="C5", label="measured peak")
-    ax_memory.set_xticks(range(2), ["budget", "measured peak"])
-    ax_memory.set_ylabel("MiB")
-    ax_memory.set_title("Stage memory (CPU)")
-    ax_memory.legend(loc="lower center")
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, 1, 3, figsize=(15, 4.5)) as (ax_speed, ax_roof, ax_memory):
+        names = [s.name for s in SETUPS]
+        for offset, runner in ((-0.2, "engine"), (0.2, "generate")):
+            picked = [r for r in table_rows if r.runner == runner]
+            xs = [i + offset for i in range(len(picked))]
+            ax_speed.bar(xs, [r.run.tokens_per_s for r in picked], 0.4, label=runner)
+            ax_roof.bar(xs, [100 * r.compute for r in picked], 0.4, label=runner)
+        for ax in (ax_speed, ax_roof):
+            ax.set_xticks(range(len(names)), names)
+            ax.legend()
+        ax_speed.set_ylabel("output tokens/s (median round)")
+        ax_speed.set_title("Throughput")
+        ax_roof.axhline(100 * TARGET_COMPUTE_ROOF, color="red", linestyle="--")
+        ax_roof.set_ylabel("% of the measured compute roof")
+        ax_roof.set_title("Compute roofline (dashed: target at batch 64)")
+        ax_memory.bar(0, memory["weight_bytes"] / 2**20, 0.6, label="weights", color="C2")
+        ax_memory.bar(
+            0,
+            memory["kv_device_bytes"] / 2**20,
+            0.6,
+            bottom=memory["weight_bytes"] / 2**20,
+            label="KV",
+            color="C3",
+        )
+        ax_memory.bar(1, memory["peak_bytes"] / 2**20, 0.6, color="C5", label="measured peak")
+        ax_memory.set_xticks(range(2), ["budget", "measured peak"])
+        ax_memory.set_ylabel("MiB")
+        ax_memory.set_title("Stage memory (CPU)")
+        ax_memory.legend(loc="lower center")
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from client_sdk.client import Batch, Client
 from client_sdk.errors import UserError
 from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
@@ -242,25 +242,20 @@ def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
 
 
 def plot(rows: list[Row], path: Path, config: SystemConfig = CONFIG) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
-    names = [row.fault for row in rows]
-    left.barh(names, [row.seconds for row in rows], color="tab:blue")
-    left.set_xlabel("seconds to finish the batch")
-    left.invert_yaxis()
-    crashed = [row for row in rows if row.recovery_s is not None]
-    right.barh([row.fault for row in crashed], [row.recovery_s or 0 for row in crashed], color="tab:orange")
-    right.axvline(2 * config.heartbeat_ttl_s, color="red", linestyle="--", label="two heartbeat timeouts")
-    right.set_xlabel("seconds from the crash until a line was done again")
-    right.invert_yaxis()
-    right.legend(loc="lower right")
-    fig.suptitle(f"Fault matrix ({rows[0].lines} lines); target: 0 lost, duplicated or failed in every row")
-    fig.tight_layout()
-    fig.savefig(path)
+    title = f"Fault matrix ({rows[0].lines} lines); target: 0 lost, duplicated or failed in every row"
+    with figure(path, 1, 2, figsize=(12, 4), title=title) as (left, right):
+        names = [row.fault for row in rows]
+        left.barh(names, [row.seconds for row in rows], color="tab:blue")
+        left.set_xlabel("seconds to finish the batch")
+        left.invert_yaxis()
+        crashed = [row for row in rows if row.recovery_s is not None]
+        right.barh(
+            [row.fault for row in crashed], [row.recovery_s or 0 for row in crashed], color="tab:orange"
+        )
+        right.axvline(2 * config.heartbeat_ttl_s, color="red", linestyle="--", label="two heartbeat timeouts")
+        right.set_xlabel("seconds from the crash until a line was done again")
+        right.invert_yaxis()
+        right.legend(loc="lower right")
 
 
 def main(faults: tuple[str, ...] = FAULTS) -> None:

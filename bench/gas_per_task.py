@@ -17,7 +17,7 @@ from typing import cast
 from rich.table import Table
 from web3.types import TxData
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from client_sdk.chain.anvil import Anvil, dev_accounts
 from client_sdk.chain.contracts import Market, connect
 from client_sdk.chain.deploy import DeployParams, deploy
@@ -117,24 +117,17 @@ def report(results: dict[int, dict[str, tuple[int, int]]]) -> Table:
 
 
 def plot(results: dict[int, dict[str, tuple[int, int]]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     counts = list(results)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    bottom = [0] * len(counts)
-    for step in STEPS:
-        values = [results[n][step][0] for n in counts]
-        ax.bar([f"{n:,}" for n in counts], values, bottom=bottom, label=step)
-        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.set_xlabel("requests in the batch")
-    ax.set_ylabel("execution gas per task")
-    ax.set_title("Gas per task is independent of batch size")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, figsize=(7, 4)) as ax:
+        bottom = [0] * len(counts)
+        for step in STEPS:
+            values = [results[n][step][0] for n in counts]
+            ax.bar([f"{n:,}" for n in counts], values, bottom=bottom, label=step)
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        ax.set_xlabel("requests in the batch")
+        ax.set_ylabel("execution gas per task")
+        ax.set_title("Gas per task is independent of batch size")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def main() -> None:

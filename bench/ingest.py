@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 from rich.table import Table
 
-from bench._report import publish
+from bench._report import figure, publish
 from client_sdk import openai_batch
 from client_sdk.client import Client
 from client_sdk.inputs import input_tree
@@ -181,25 +181,18 @@ def report(rounds: list[dict[str, float]], steps: Steps, size: int) -> list[Tabl
 
 
 def plot(rounds: list[dict[str, float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    labels = [f"round {i + 1}" for i in range(len(rounds))]
-    left = [0.0] * len(rounds)
-    for phase in PHASES:
-        values = [r[phase] for r in rounds]
-        ax.barh(labels, values, left=left, label=phase)
-        left = [a + b for a, b in zip(left, values, strict=True)]
-    ax.axvline(TARGET_S, color="red", linestyle="--", label=f"target ({TARGET_S:.0f} s)")
-    ax.set_xlabel("seconds")
-    ax.set_title(f"Ingest of a {LINES:,}-line batch file, per phase")
-    ax.invert_yaxis()
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, figsize=(7, 3.5)) as ax:
+        labels = [f"round {i + 1}" for i in range(len(rounds))]
+        left = [0.0] * len(rounds)
+        for phase in PHASES:
+            values = [r[phase] for r in rounds]
+            ax.barh(labels, values, left=left, label=phase)
+            left = [a + b for a, b in zip(left, values, strict=True)]
+        ax.axvline(TARGET_S, color="red", linestyle="--", label=f"target ({TARGET_S:.0f} s)")
+        ax.set_xlabel("seconds")
+        ax.set_title(f"Ingest of a {LINES:,}-line batch file, per phase")
+        ax.invert_yaxis()
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize="small")
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from rich.table import Table
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from bench._report import publish
+from bench._report import figure, publish
 
 SEAT_STAKE = 100.0  # tokens: VerifierRegistry.minStake, one seat
 PENALTY_BPS = 5_000  # jurorPenaltyBps
@@ -114,21 +114,14 @@ def main() -> None:
 
 
 def plot(path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     shares = np.linspace(0.25, 0.4995, 200)
-    figure, axes = plt.subplots(figsize=(7, 4))
-    axes.semilogy(shares, [simple_bound(s) for s in shares], label="V_max simple (penalties lost only)")
-    axes.semilogy(shares, [net_bound(s) for s in shares], label="V_max net (less penalties won)")
-    axes.axhline(MAX_VALUE_AT_RISK, color="red", linestyle="--", label="maxValueAtRisk (900)")
-    axes.set_xlabel("attacker's share of verifier seat weight")
-    axes.set_ylabel("tokens one dispute may move")
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    with figure(path, figsize=(7, 4)) as axes:
+        axes.semilogy(shares, [simple_bound(s) for s in shares], label="V_max simple (penalties lost only)")
+        axes.semilogy(shares, [net_bound(s) for s in shares], label="V_max net (less penalties won)")
+        axes.axhline(MAX_VALUE_AT_RISK, color="red", linestyle="--", label="maxValueAtRisk (900)")
+        axes.set_xlabel("attacker's share of verifier seat weight")
+        axes.set_ylabel("tokens one dispute may move")
+        axes.legend()
 
 
 if __name__ == "__main__":

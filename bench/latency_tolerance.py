@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench._chat import chat_prompts
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from client_sdk.protocol.pipeline import microbatches
 from client_sdk.protocol.sampling import SamplingParams
 from miner.kv.cache import PAGE_SIZE
@@ -186,42 +186,35 @@ def targets(naive: dict[int, Outcome], planned: dict[int, Outcome], stage_ms: fl
 
 
 def plot(naive: dict[int, Outcome], planned: dict[int, Outcome], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_rate, ax_kept) = plt.subplots(1, 2, figsize=(11, 4.2))
-    xs = list(range(len(LATENCIES_MS)))
-    highest = 100.0
-    for label, runs in (("(a) naive, 1 microbatch", naive), ("(b) planned + offloading", planned)):
-        rates = [runs[latency].steady_tokens_s for latency in LATENCIES_MS]
-        ax_rate.plot(xs, rates, marker="o", label=label)
-        kept = [100 * r / rates[0] for r in rates]
-        highest = max(highest, *kept)
-        ax_kept.plot(xs, kept, marker="o", label=label)
-    for ax in (ax_rate, ax_kept):
-        ax.set_xticks(xs, [f"{latency} ms" for latency in LATENCIES_MS])
-        ax.set_xlabel("one-way link latency")
-        ax.grid(alpha=0.3)
-    for x, latency in zip(xs, LATENCIES_MS, strict=True):
-        b = planned[latency]
-        ax_rate.annotate(
-            f"{b.microbatches} mb",
-            (x, b.steady_tokens_s),
-            textcoords="offset points",
-            xytext=(0, 6),
-            ha="center",
-        )
-    ax_rate.set_ylabel("steady output tokens/s")
-    ax_rate.set_title(f"Throughput ({SMOLLM2.name.rsplit('/', 1)[-1]}, {STAGES} stages, 2-core CPU)")
-    ax_kept.set_ylabel("% of the same mode's 0 ms throughput")
-    ax_kept.axhline(90, color="gray", linestyle="--", linewidth=0.8)
-    ax_kept.set_ylim(0, highest * 1.1)
-    ax_kept.set_title("Throughput kept as latency grows")
-    ax_kept.legend(loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, 1, 2, figsize=(11, 4.2)) as (ax_rate, ax_kept):
+        xs = list(range(len(LATENCIES_MS)))
+        highest = 100.0
+        for label, runs in (("(a) naive, 1 microbatch", naive), ("(b) planned + offloading", planned)):
+            rates = [runs[latency].steady_tokens_s for latency in LATENCIES_MS]
+            ax_rate.plot(xs, rates, marker="o", label=label)
+            kept = [100 * r / rates[0] for r in rates]
+            highest = max(highest, *kept)
+            ax_kept.plot(xs, kept, marker="o", label=label)
+        for ax in (ax_rate, ax_kept):
+            ax.set_xticks(xs, [f"{latency} ms" for latency in LATENCIES_MS])
+            ax.set_xlabel("one-way link latency")
+            ax.grid(alpha=0.3)
+        for x, latency in zip(xs, LATENCIES_MS, strict=True):
+            b = planned[latency]
+            ax_rate.annotate(
+                f"{b.microbatches} mb",
+                (x, b.steady_tokens_s),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+            )
+        ax_rate.set_ylabel("steady output tokens/s")
+        ax_rate.set_title(f"Throughput ({SMOLLM2.name.rsplit('/', 1)[-1]}, {STAGES} stages, 2-core CPU)")
+        ax_kept.set_ylabel("% of the same mode's 0 ms throughput")
+        ax_kept.axhline(90, color="gray", linestyle="--", linewidth=0.8)
+        ax_kept.set_ylim(0, highest * 1.1)
+        ax_kept.set_title("Throughput kept as latency grows")
+        ax_kept.legend(loc="lower left")
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
@@ -96,27 +96,19 @@ def curve_table(pairs: dict[int, Pairs]) -> Table:
 
 
 def plot(pairs: dict[int, Pairs], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    latencies = list(pairs)
-    width = 0.35
-    xs = range(len(latencies))
-    plain = [statistics.median(pairs[ms].plain) for ms in latencies]
-    secured = [statistics.median(pairs[ms].secured) for ms in latencies]
-    ax.bar([x - width / 2 for x in xs], plain, width, label="plain TCP")
-    ax.bar([x + width / 2 for x in xs], secured, width, label="CURVE")
-    ax.set_xticks(list(xs), [f"{ms} ms" for ms in latencies])
-    ax.set_xlabel("one-way link latency")
-    ax.set_ylabel("steady output tokens/s")
-    ax.set_title(f"{STAGES}-stage pipeline, median of {REPEATS} runs")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, figsize=(6, 3.5)) as ax:
+        latencies = list(pairs)
+        width = 0.35
+        xs = range(len(latencies))
+        plain = [statistics.median(pairs[ms].plain) for ms in latencies]
+        secured = [statistics.median(pairs[ms].secured) for ms in latencies]
+        ax.bar([x - width / 2 for x in xs], plain, width, label="plain TCP")
+        ax.bar([x + width / 2 for x in xs], secured, width, label="CURVE")
+        ax.set_xticks(list(xs), [f"{ms} ms" for ms in latencies])
+        ax.set_xlabel("one-way link latency")
+        ax.set_ylabel("steady output tokens/s")
+        ax.set_title(f"{STAGES}-stage pipeline, median of {REPEATS} runs")
+        ax.legend()
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench.latency_tolerance import (
     BATCH,
     MIN_MICROBATCHES_OF_WORK,
@@ -218,34 +218,28 @@ def latency_table(results: dict[int, Runs]) -> Table:
 
 
 def plot(results: dict[int, Runs], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_rate, ax_token) = plt.subplots(1, 2, figsize=(10, 3.8))
-    latencies = list(results)
-    everyone = modes(max(latencies))
-    width = 0.8 / len(everyone)
-    for i, mode in enumerate(everyone):
-        xs = [
-            x + (i - (len(everyone) - 1) / 2) * width for x, ms in enumerate(latencies) if mode in modes(ms)
-        ]
-        shown = [results[ms] for ms in latencies if mode in modes(ms)]
-        ax_rate.bar(xs, [runs.rate(mode.name) for runs in shown], width, label=mode.name)
-        if timed_alone(mode):
-            ax_token.bar(xs, [runs.ms_per_token(mode.name) for runs in shown], width, label=mode.name)
-    for ax in (ax_rate, ax_token):
-        ax.set_xticks(range(len(latencies)), [f"{ms} ms" for ms in latencies])
-        ax.set_xlabel("one-way link latency")
-    ax_rate.set_ylabel("steady output tokens/s")
-    ax_rate.set_title(f"Planned {STAGES}-stage pipeline, median of {REPEATS}")
-    ax_rate.legend()
-    ax_token.set_ylabel("ms per token")
-    ax_token.set_title(f"One request alone (the ring's round trip), median of {ALONE_REPEATS}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with figure(path, 1, 2, figsize=(10, 3.8)) as (ax_rate, ax_token):
+        latencies = list(results)
+        everyone = modes(max(latencies))
+        width = 0.8 / len(everyone)
+        for i, mode in enumerate(everyone):
+            xs = [
+                x + (i - (len(everyone) - 1) / 2) * width
+                for x, ms in enumerate(latencies)
+                if mode in modes(ms)
+            ]
+            shown = [results[ms] for ms in latencies if mode in modes(ms)]
+            ax_rate.bar(xs, [runs.rate(mode.name) for runs in shown], width, label=mode.name)
+            if timed_alone(mode):
+                ax_token.bar(xs, [runs.ms_per_token(mode.name) for runs in shown], width, label=mode.name)
+        for ax in (ax_rate, ax_token):
+            ax.set_xticks(range(len(latencies)), [f"{ms} ms" for ms in latencies])
+            ax.set_xlabel("one-way link latency")
+        ax_rate.set_ylabel("steady output tokens/s")
+        ax_rate.set_title(f"Planned {STAGES}-stage pipeline, median of {REPEATS}")
+        ax_rate.legend()
+        ax_token.set_ylabel("ms per token")
+        ax_token.set_title(f"One request alone (the ring's round trip), median of {ALONE_REPEATS}")
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from coordinator.scheduling.data import default_rtt_ms
 from coordinator.scheduling.latency import (
     LatencyMachine,
@@ -226,50 +226,43 @@ def conditions_table(outcomes: dict[str, Outcome]) -> Table:
 
 
 def plot(data: Data, outcomes: dict[str, Outcome], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_tpot, ax_time) = plt.subplots(1, 2, figsize=(13, 4.8))
-    names = list(outcomes)
-    width = 0.8 / len(ALGORITHMS)
-    paper_tpot, paper_time = data["table3_mean_tpot_ms"], data["table4_scheduler_runtime_s"]
-    for k, algorithm in enumerate(ALGORITHMS):
-        xs = [i + (k - (len(ALGORITHMS) - 1) / 2) * width for i in range(len(names))]
-        tpot = [mean([t for t in tpots(outcomes[n], algorithm.label) if t is not None]) for n in names]
-        seconds = [mean([s for _, s in outcomes[n].runs[algorithm.label]]) for n in names]
-        bars = ax_tpot.bar(xs, tpot, width, label=algorithm.label)
-        ax_time.bar(xs, seconds, width, color=bars[0].get_facecolor())
-        if algorithm.paper:
-            ax_tpot.scatter(
-                xs,
-                [paper_tpot[n][paper_tpot["columns"].index(algorithm.paper)] for n in names],
-                marker="_",
-                s=80,
-                color="black",
-                zorder=3,
-            )
-        if algorithm.paper in paper_time["columns"]:
-            ax_time.scatter(
-                xs,
-                [paper_time[n][paper_time["columns"].index(algorithm.paper)] for n in names],
-                marker="_",
-                s=80,
-                color="black",
-                zorder=3,
-            )
-    for ax in (ax_tpot, ax_time):
-        ax.set_xticks(range(len(names)), names)
-    ax_tpot.set_ylabel("mean TPOT (ms)")
-    ax_tpot.set_yscale("log")
-    ax_tpot.set_title("TPOT (black ticks: the report's Table 3)")
-    ax_time.set_ylabel("mean scheduler run time (s)")
-    ax_time.set_yscale("log")
-    ax_time.set_title("Run time (black ticks: the report's Table 4)")
-    ax_time.legend(*ax_tpot.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, 1, 2, figsize=(13, 4.8)) as (ax_tpot, ax_time):
+        names = list(outcomes)
+        width = 0.8 / len(ALGORITHMS)
+        paper_tpot, paper_time = data["table3_mean_tpot_ms"], data["table4_scheduler_runtime_s"]
+        for k, algorithm in enumerate(ALGORITHMS):
+            xs = [i + (k - (len(ALGORITHMS) - 1) / 2) * width for i in range(len(names))]
+            tpot = [mean([t for t in tpots(outcomes[n], algorithm.label) if t is not None]) for n in names]
+            seconds = [mean([s for _, s in outcomes[n].runs[algorithm.label]]) for n in names]
+            bars = ax_tpot.bar(xs, tpot, width, label=algorithm.label)
+            ax_time.bar(xs, seconds, width, color=bars[0].get_facecolor())
+            if algorithm.paper:
+                ax_tpot.scatter(
+                    xs,
+                    [paper_tpot[n][paper_tpot["columns"].index(algorithm.paper)] for n in names],
+                    marker="_",
+                    s=80,
+                    color="black",
+                    zorder=3,
+                )
+            if algorithm.paper in paper_time["columns"]:
+                ax_time.scatter(
+                    xs,
+                    [paper_time[n][paper_time["columns"].index(algorithm.paper)] for n in names],
+                    marker="_",
+                    s=80,
+                    color="black",
+                    zorder=3,
+                )
+        for ax in (ax_tpot, ax_time):
+            ax.set_xticks(range(len(names)), names)
+        ax_tpot.set_ylabel("mean TPOT (ms)")
+        ax_tpot.set_yscale("log")
+        ax_tpot.set_title("TPOT (black ticks: the report's Table 3)")
+        ax_time.set_ylabel("mean scheduler run time (s)")
+        ax_time.set_yscale("log")
+        ax_time.set_title("Run time (black ticks: the report's Table 4)")
+        ax_time.legend(*ax_tpot.get_legend_handles_labels(), loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from rich.table import Table
 
 from bench._clusters import ANCHOR_TYPES, QWEN3_32B, REGIONS
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench.allocation_quality import workload_for
 from coordinator.scheduling.allocation import allocate, capacities
 from coordinator.scheduling.baselines import parallax_shipped, petals
@@ -377,54 +377,50 @@ def verdicts(rows: dict[int, Row], exact: bool) -> list[str]:
 
 
 def plot(rows: dict[int, Row], large: dict[int, Row], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sizes = list(rows)
-    fig, (left, right, far) = plt.subplots(1, 3, figsize=(18, 4.5))
 
     def series(ax: object, key: str, label: str, style: str) -> None:
         points = [(n, rows[n][key]) for n in sizes if rows[n][key] is not None]
         ax.plot([p[0] for p in points], [p[1] for p in points], style, label=label)  # type: ignore[attr-defined]
 
-    series(left, "ours1_p1", "ours, 1 region", "o-")
-    series(left, "ours8_p1", "ours, 8 regions", "s-")
-    series(left, "naive_p1", "per-GPU DP as stated (same run)", "x--")
-    series(left, "shipped_p1", "Parallax shipped variant (our s*)", "^-")
-    for name, style in (("dp", "k:"), ("greedy", "k--")):
-        anchor = ANCHORS[name]
-        left.plot(list(anchor), list(anchor.values()), style, label=f"shipped {name} (ANCHORS)")
-    left.plot(list(PAPER["phase1"]), list(PAPER["phase1"].values()), "r*", markersize=12, label="paper")
-    left.set_title("Phase 1 (allocation)")
-    series(right, "ours1_p2", "ours, 1 region", "o-")
-    series(right, "ours8_p2", "ours, 8 regions", "s-")
-    series(right, "petals_p2", "Petals span routing", "^-")
-    routing = ANCHORS["routing"]
-    right.plot(list(routing), list(routing.values()), "k--", label="shipped DP routing (ANCHORS)")
-    right.plot(list(PAPER["phase2"]), list(PAPER["phase2"].values()), "r*", markersize=12, label="paper")
-    right.set_title("Phase 2 (chain selection, per request)")
-    for (key, name), style in zip(LARGE_PHASES, ("o-", "s-", "^-", "x-"), strict=True):
-        points = [(n, r[key]) for n, r in large.items() if r.get(key)]
+    with figure(path, 1, 3, figsize=(18, 4.5)) as (left, right, far):
+        series(left, "ours1_p1", "ours, 1 region", "o-")
+        series(left, "ours8_p1", "ours, 8 regions", "s-")
+        series(left, "naive_p1", "per-GPU DP as stated (same run)", "x--")
+        series(left, "shipped_p1", "Parallax shipped variant (our s*)", "^-")
+        for name, style in (("dp", "k:"), ("greedy", "k--")):
+            anchor = ANCHORS[name]
+            left.plot(list(anchor), list(anchor.values()), style, label=f"shipped {name} (ANCHORS)")
+        left.plot(list(PAPER["phase1"]), list(PAPER["phase1"].values()), "r*", markersize=12, label="paper")
+        left.set_title("Phase 1 (allocation)")
+        series(right, "ours1_p2", "ours, 1 region", "o-")
+        series(right, "ours8_p2", "ours, 8 regions", "s-")
+        series(right, "petals_p2", "Petals span routing", "^-")
+        routing = ANCHORS["routing"]
+        right.plot(list(routing), list(routing.values()), "k--", label="shipped DP routing (ANCHORS)")
+        right.plot(list(PAPER["phase2"]), list(PAPER["phase2"].values()), "r*", markersize=12, label="paper")
+        right.set_title("Phase 2 (chain selection, per request)")
+        for (key, name), style in zip(LARGE_PHASES, ("o-", "s-", "^-", "x-"), strict=True):
+            points = [(n, r[key]) for n, r in large.items() if r.get(key)]
+            far.plot(
+                [n for n, _ in points],
+                [v for _, v in points],
+                style,
+                label=f"{name} (e = {growth(large, key)[1]:.2f})",
+            )
         far.plot(
-            [n for n, _ in points],
-            [v for _, v in points],
-            style,
-            label=f"{name} (e = {growth(large, key)[1]:.2f})",
+            [256, 4096],
+            [large[256]["p2"] or 1.0, 16 * (large[256]["p2"] or 1.0)],
+            "k:",
+            label="linear from 256",
         )
-    far.plot(
-        [256, 4096], [large[256]["p2"] or 1.0, 16 * (large[256]["p2"] or 1.0)], "k:", label="linear from 256"
-    )
-    far.set_title("Ours at internet scale")
-    for ax in (left, right, far):
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("GPUs")
-        ax.set_ylabel("ms")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
+        far.set_title("Ours at internet scale")
+        for ax in (left, right, far):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("GPUs")
+            ax.set_ylabel("ms")
+            ax.legend(fontsize=7)
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ from rich.table import Table
 from safetensors.torch import load_file, save_file
 
 from bench._chat import chat_prompts
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 from bench._roofline import ModelCost, measure_roofs
 from bench._timing import best_time
 from client_sdk.protocol.sampling import SamplingParams
@@ -417,45 +417,40 @@ def cost_table(model: Path) -> Table:
 
 
 def plot(results: dict[tuple[str, str], list[Judged]], served: dict[str, list[Judged]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     t = DEFAULT_TOLERANCES
-    fig, (greedy, sampled, windows) = plt.subplots(1, 3, figsize=(18, 4.8))
-    bins = [10 ** (k / 8) for k in range(-32, 17)]
-    for (name, mode), lines in results.items():
-        kept = [j for j in lines if j.verdict.reason not in STRUCTURAL_REASONS]
-        if not kept:
-            continue
-        style = {"histtype": "step", "label": name, "linewidth": 2 if name.startswith("honest") else 1}
-        axis = greedy if mode == "greedy" else sampled
-        axis.hist([max(worst_gap(j), 1e-4) for j in kept], bins=bins, **style)
-    for axis, title in ((greedy, "Greedy requests"), (sampled, "Sampled requests (perturbed scores)")):
-        axis.axvline(t.logit_gap, color="black", linestyle="--", label="epsilon")
-        axis.set(xscale="log", yscale="log", xlabel="largest gap of a line (<= 0 drawn at 1e-4)", title=title)
-        axis.set_ylabel("lines")
-        axis.legend(fontsize=7)
-    honest = {n: ls for (n, m), ls in results.items() if m == "sampled" and n.startswith("honest")}
-    for name, lines in {**honest, **served}.items():
-        windows.hist(
-            [max(score, 1e-5) for score in window_scores(lines)],
-            bins=[10 ** (k / 8) for k in range(-40, 1)],
-            histtype="step",
-            label=name,
-            linewidth=2 if name in honest else 1,
+    with figure(path, 1, 3, figsize=(18, 4.8)) as (greedy, sampled, windows):
+        bins = [10 ** (k / 8) for k in range(-32, 17)]
+        for (name, mode), lines in results.items():
+            kept = [j for j in lines if j.verdict.reason not in STRUCTURAL_REASONS]
+            if not kept:
+                continue
+            style = {"histtype": "step", "label": name, "linewidth": 2 if name.startswith("honest") else 1}
+            axis = greedy if mode == "greedy" else sampled
+            axis.hist([max(worst_gap(j), 1e-4) for j in kept], bins=bins, **style)
+        for axis, title in ((greedy, "Greedy requests"), (sampled, "Sampled requests (perturbed scores)")):
+            axis.axvline(t.logit_gap, color="black", linestyle="--", label="epsilon")
+            axis.set(
+                xscale="log", yscale="log", xlabel="largest gap of a line (<= 0 drawn at 1e-4)", title=title
+            )
+            axis.set_ylabel("lines")
+            axis.legend(fontsize=7)
+        honest = {n: ls for (n, m), ls in results.items() if m == "sampled" and n.startswith("honest")}
+        for name, lines in {**honest, **served}.items():
+            windows.hist(
+                [max(score, 1e-5) for score in window_scores(lines)],
+                bins=[10 ** (k / 8) for k in range(-40, 1)],
+                histtype="step",
+                label=name,
+                linewidth=2 if name in honest else 1,
+            )
+        windows.axvline(SUSPECT_SCORE, color="black", linestyle="--", label="reported above")
+        windows.set(
+            xscale="log",
+            xlabel=f"mean clipped gap per token over {WINDOW_TOKENS} tokens (0 drawn at 1e-5)",
+            ylabel="windows",
+            title="A miner's score: honest vs cheaper copies",
         )
-    windows.axvline(SUSPECT_SCORE, color="black", linestyle="--", label="reported above")
-    windows.set(
-        xscale="log",
-        xlabel=f"mean clipped gap per token over {WINDOW_TOKENS} tokens (0 drawn at 1e-5)",
-        ylabel="windows",
-        title="A miner's score: honest vs cheaper copies",
-    )
-    windows.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
+        windows.legend(fontsize=7)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import torch
 from rich.table import Table
 
 from bench._chat import chat_prompts
-from bench._report import RESULTS, publish, report_table
+from bench._report import RESULTS, figure, publish, report_table
 from bench._timing import best_time
 from bench.verification_error_rates import (
     CONDITIONS,
@@ -170,21 +170,14 @@ def cost_table(model: Path, device: str, started: float) -> tuple[Table, list[tu
 
 
 def plot(savings: list[tuple[str, float]], device: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axis = plt.subplots(figsize=(9, 4.5))
-    axis.bar([label for label, _ in savings], [saving for _, saving in savings], color="tab:blue")
-    axis.axhline(TARGET_SAVING, color="black", linestyle="--", label=f"target {TARGET_SAVING:.0f}x")
-    axis.set(
-        ylabel="generation time / re-scoring time",
-        title=f"Re-scoring against generation on {device} (miner precision, lines x output tokens)",
-    )
-    axis.legend()
-    fig.tight_layout()
-    fig.savefig(path)
+    with figure(path, figsize=(9, 4.5)) as axis:
+        axis.bar([label for label, _ in savings], [saving for _, saving in savings], color="tab:blue")
+        axis.axhline(TARGET_SAVING, color="black", linestyle="--", label=f"target {TARGET_SAVING:.0f}x")
+        axis.set(
+            ylabel="generation time / re-scoring time",
+            title=f"Re-scoring against generation on {device} (miner precision, lines x output tokens)",
+        )
+        axis.legend()
 
 
 def main() -> None:

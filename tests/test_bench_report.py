@@ -1,15 +1,18 @@
 """bench._report.publish writes exactly what it prints (the tables, then the notes verbatim) to NAME.txt, has
-the plot drawn to NAME.png, and writes nothing else; report_table aligns labels left and numbers right."""
+the plot drawn to NAME.png, and writes nothing else; report_table aligns labels left and numbers right; figure
+writes its plot as a PNG and closes it, and writes nothing when the drawing fails."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import pytest
 from rich.console import Console
 from rich.table import Table
 
-from bench._report import publish, report_table
+from bench._report import figure, publish, report_table
 
 WIDTH = 60
 NOTE = "target [b] met: 3.2x"  # brackets that rich would read as markup
@@ -51,3 +54,25 @@ def test_report_table_has_the_columns_in_order_labels_left_and_numbers_right() -
     ]
     assert (table.title, table.caption) == ("speed", "note")
     assert report_table("bare", ("n",)).caption is None
+
+
+def test_figure_writes_the_plot_as_a_png_and_closes_it(tmp_path: Path) -> None:
+    path = tmp_path / "plot.png"
+    with figure(path, 1, 2, figsize=(4, 2), title="two panels") as (left, right):
+        left.plot([0, 1], [1, 0])
+        right.bar(["a", "b"], [2, 3])
+        (number,) = plt.get_fignums()
+        drawn = plt.figure(number)
+
+    assert drawn.get_suptitle() == "two panels"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert plt.get_fignums() == []
+
+
+def test_a_figure_whose_drawing_fails_writes_nothing_and_is_closed(tmp_path: Path) -> None:
+    path = tmp_path / "plot.png"
+    with pytest.raises(ZeroDivisionError), figure(path, figsize=(4, 2)) as ax:
+        ax.plot([0, 1], [1 / 0, 0])
+
+    assert not path.exists()
+    assert plt.get_fignums() == []

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import typer
 from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner, Result
 
@@ -20,6 +21,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.keys import write_keystore
 from client_sdk.protocol.model_identity import KNOWN_MODELS, model_hash
 from miner.cli.app import app
+from miner.cli.arbitration import app as arbitration_app
 from miner.tiny_checkpoint import build_checkpoint
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
 
@@ -280,6 +282,41 @@ def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(
     )
 
 
+def usage_error(result: Result) -> str:
+    """The message of a command line refused as it is read (exit 2), without its panel's borders and wraps."""
+    assert result.exit_code == 2, result.output
+    return " ".join(result.stderr.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        (app, "serve", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+        (app, "run-local", "--input", "in.jsonl", "--output", "out.jsonl"),
+        (arbitration_app, "verify"),
+    ],
+    ids=["serve", "run-local", "verify"],
+)
+def test_a_bad_checkpoint_directory_or_dtype_is_refused_before_any_key_is_loaded(
+    command: tuple[typer.Typer | str, ...], tmp_path: Path
+) -> None:
+    """No key and no chain here: the refusal must come from reading the command line, first."""
+    cli, *args = command
+    checkpoint = build_checkpoint("llama", tmp_path / "llama")
+    environment = {"BATCHMARKET_PRIVATE_KEY": None, "BATCHMARKET_RPC_URL": "http://127.0.0.1:9"}
+
+    def invoke(*more: str) -> Result:
+        return CliRunner().invoke(cli, [*map(str, args), *more], env=environment)
+
+    assert (
+        f"Invalid value for '--model-dir': {tmp_path} is not a checkpoint directory (it has no config.json)"
+        in usage_error(invoke("--model-dir", str(tmp_path)))
+    )
+    assert "Invalid value for '--dtype': 'float64' is not one of float32, float16, bfloat16" in usage_error(
+        invoke("--model-dir", str(checkpoint), "--dtype", "float64")
+    )
+
+
 def test_keystore_key_and_wrong_password(
     admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
 ) -> None:
@@ -356,8 +393,11 @@ def test_entry_point_prints_one_line_without_traceback(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_a_bad_relay_is_refused_before_anything_starts(run: Invoke, relay: list[str], message: str) -> None:
-    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "m", "--model-dir", "/nonexistent"]
+def test_a_bad_relay_is_refused_before_anything_starts(
+    run: Invoke, relay: list[str], message: str, tmp_path: Path
+) -> None:
+    checkpoint = str(build_checkpoint("llama", tmp_path / "llama"))
+    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "m", "--model-dir", checkpoint]
     assert one_line_error(run(*args, *relay)).startswith(f"error: {message}")
 
 

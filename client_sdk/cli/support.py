@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.client import Client
 from client_sdk.errors import UserError
 from client_sdk.keys import load_account
+from client_sdk.protocol.constants import STAGE_DTYPES
+from client_sdk.protocol.model_identity import checkpoint_config
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -40,12 +43,37 @@ CoordinatorOption = Annotated[
     str,
     typer.Option("--coordinator", envvar="BATCHMARKET_COORDINATOR_URL", help="Coordinator API URL."),
 ]
+
+
+def _checkpoint_directory(directory: Path) -> Path:
+    try:
+        checkpoint_config(directory)
+    except UserError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return directory
+
+
+def _stage_dtype(name: str) -> str:
+    if name not in STAGE_DTYPES:
+        raise typer.BadParameter(f"{name!r} is not one of {', '.join(STAGE_DTYPES)}")
+    return name
+
+
+# Both are checked as the command line is read: before a key is loaded or anything connects.
 ModelDirOption = Annotated[
-    Path, typer.Option("--model-dir", help="Checkpoint directory: config.json, safetensors, tokenizer.")
+    Path,
+    typer.Option(
+        "--model-dir",
+        help="Checkpoint directory: config.json, safetensors, tokenizer.",
+        callback=_checkpoint_directory,
+    ),
 ]
 DeviceOption = Annotated[str, typer.Option("--device", help="Torch device: cpu, cuda or cuda:N.")]
 DtypeOption = Annotated[
-    str, typer.Option("--dtype", help="Weights and activations: float32, bfloat16 or float16.")
+    str,
+    typer.Option(
+        "--dtype", help="Weights and activations: float32, bfloat16 or float16.", callback=_stage_dtype
+    ),
 ]
 RpcUrlOption = Annotated[
     str, typer.Option("--rpc-url", envvar="BATCHMARKET_RPC_URL", help="JSON-RPC endpoint of the chain.")
@@ -86,6 +114,13 @@ def show_report(report: dict[str, Any], title: str, as_json: bool) -> None:
         shown = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
         table.add_row(key.replace("_", " "), "-" if value is None else shown)
     console.print(table)
+
+
+def log_to_console() -> None:
+    """For a command that runs until stopped: log lines at INFO with the time and the logger's name (without
+    httpx's line for every request, which would drown them)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:

@@ -28,12 +28,17 @@ KNOWN_MODELS = {
 }
 
 
-def manifest(checkpoint: Path) -> dict[str, Any]:
-    """{"config": the config without volatile keys, "tensors": {name: sha256 hex of dtype, shape, bytes}}."""
+def checkpoint_config(checkpoint: Path) -> Path:
+    """The config.json of the checkpoint directory `checkpoint`; a UserError if it has none."""
     config_file = checkpoint / "config.json"
     if not config_file.is_file():
-        raise UserError(f"{checkpoint} has no config.json")
-    config = json.loads(config_file.read_text())
+        raise UserError(f"{checkpoint} is not a checkpoint directory (it has no config.json)")
+    return config_file
+
+
+def manifest(checkpoint: Path) -> dict[str, Any]:
+    """{"config": the config without volatile keys, "tensors": {name: sha256 hex of dtype, shape, bytes}}."""
+    config = json.loads(checkpoint_config(checkpoint).read_text())
     for key in VOLATILE_CONFIG_KEYS:
         config.pop(key, None)
     from safetensors import safe_open  # here: a client that only names models needs no tensor library

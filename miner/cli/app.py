@@ -106,9 +106,6 @@ def register(
 
 def _model_ids(names: list[str], directories: list[Path]) -> tuple[bytes, ...]:
     """The registered model ids: each --model's (hash or known name) and each --model-dir's hash."""
-    for directory in directories:
-        if not (directory / "config.json").is_file():
-            raise UserError(f"{directory} is not a checkpoint directory (it has no config.json)")
     ids = tuple(model_id_of(value) for value in names) + tuple(model_hash(d) for d in directories)
     if not ids:
         raise UserError("name the models this miner serves: --model NAME_OR_HASH or --model-dir CHECKPOINT")

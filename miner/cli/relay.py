@@ -3,7 +3,6 @@ coordinator operator runs one for everyone; any reachable miner may offer one to
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Annotated
 import typer
 import zmq
 
-from client_sdk.cli.support import console
+from client_sdk.cli.support import console, log_to_console
 from client_sdk.errors import UserError
 from miner.transport.relay import Relay
 from miner.transport.security import LinkKeys
@@ -39,7 +38,7 @@ def relay(
         keys = LinkKeys.load_or_create(key_file)
     except ValueError as exc:
         raise UserError(f"{exc}: move it away and a new key is made at the next start") from None
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log_to_console()
     try:
         running = Relay(keys, listen)
     except zmq.ZMQError as exc:  # the address is taken, not this machine's, or not an address

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from pathlib import Path
@@ -23,6 +22,7 @@ from client_sdk.cli.support import (
     ModelDirOption,
     RpcUrlOption,
     console,
+    log_to_console,
     open_market,
 )
 from client_sdk.encoding import read_short_string
@@ -123,8 +123,6 @@ def serve(
     head, its work units), and sign the results after checking them, until Ctrl-C."""
     torch_dtype = dtype_named(dtype)
     through = relay_option(relay, relay_key)
-    if not (model_dir / "config.json").is_file():
-        raise UserError(f"{model_dir} has no config.json")
     market = open_market(rpc_url, deployment, keystore, signing=True)
     assert market.transactor is not None  # signing=True loaded the key
     account = market.transactor.account
@@ -137,8 +135,7 @@ def serve(
             f"the checkpoint in {model_dir} is the model {describe(checkpoint)}, which {account.address} did "
             f"not register (registered: {', '.join(describe(m) for m in registered.model_ids) or 'none'})"
         )
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
+    log_to_console()
     if threads is not None:
         torch.set_num_threads(threads)  # before profiling: the profile measures what will serve
     console.print("profiling the device ...")

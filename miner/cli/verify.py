@@ -13,18 +13,13 @@ import typer
 from client_sdk.chain.contracts import Market
 from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
-    DEFAULT_DEPLOYMENT,
-    DEFAULT_RPC_URL,
     CoordinatorOption,
-    DeploymentOption,
     DeviceOption,
     DtypeOption,
-    KeystoreOption,
     ModelDirOption,
-    RpcUrlOption,
     console,
-    one_line_errors,
-    open_market,
+    log_to_console,
+    on_chain,
 )
 from client_sdk.errors import UserError
 from client_sdk.http import coordinator_client
@@ -61,8 +56,9 @@ def ensure_registered(market: Market, stake: int | None) -> None:
     )
 
 
-@one_line_errors
+@on_chain(signing=True)
 def verify(
+    market: Market,
     model_dir: ModelDirOption,
     stake: Annotated[
         str | None, typer.Option(help="Tokens to stake when registering (default: the minimum), e.g. 100.")
@@ -79,22 +75,14 @@ def verify(
         ),
     ] = False,
     poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
-    rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
-    deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
-    keystore: KeystoreOption = None,
 ) -> None:
     """Register as a staked verifier (once), then until Ctrl-C: draw juries, and on every jury this wallet
     sits on commit and then reveal a vote from re-scoring the evidence; audit randomly selected lines of
     committed tasks, opening a dispute when one fails; resolve disputes whose last phase has ended."""
-    torch_dtype = dtype_named(dtype)
-    if not (model_dir / "config.json").is_file():
-        raise UserError(f"{model_dir} has no config.json")
-    market = open_market(rpc_url, deployment, keystore, signing=True)
-    assert market.transactor is not None
+    assert market.transactor is not None  # signing
     ensure_registered(market, None if stake is None else parse_amount(stake))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    judge = LineJudge.load(model_dir, device, torch_dtype)
+    log_to_console()
+    judge = LineJudge.load(model_dir, device, dtype_named(dtype))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with coordinator_client(coordinator, market.transactor.account, 60) as http:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from client_sdk.errors import UserError
+from client_sdk.protocol.model_identity import checkpoint_config
 
 SUPPORTED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -71,9 +72,7 @@ class ModelConfig:
 
     @classmethod
     def load(cls, checkpoint_dir: Path) -> ModelConfig:
-        path = checkpoint_dir / "config.json"
-        if not path.is_file():
-            raise UserError(f"no config.json in {checkpoint_dir}")
+        path = checkpoint_config(checkpoint_dir)
         try:
             raw = json.loads(path.read_text())
         except ValueError as exc:
