@@ -20,6 +20,7 @@ from eth_utils.crypto import keccak
 
 from client_sdk.protocol.constants import MAX_MINERS_PER_TASK
 from client_sdk.protocol.fields import field, uint, word, words
+from client_sdk.protocol.structs import to_abi
 
 DOMAIN_NAME = "BatchMarket TaskRegistry"
 DOMAIN_VERSION = "1"
@@ -102,15 +103,8 @@ class ResultCommitment:
         }
 
     def as_tuple(self) -> tuple[Any, ...]:
-        """The ITaskRegistry.Commitment struct (task id travels separately)."""
-        return (
-            self.results_root,
-            self.input_tokens,
-            self.output_tokens,
-            self.payment,
-            list(self.miner_amounts),
-            list(self.served_roots),
-        )
+        """The ITaskRegistry.Commitment struct: every field but the task id, which travels beside it."""
+        return to_abi(self)[1:]
 
 
 def domain(chain_id: int, task_registry: str) -> dict[str, Any]:
@@ -176,9 +170,6 @@ class Acceptance:
 
     expiry: int
     signature: bytes
-
-    def as_tuple(self) -> tuple[int, bytes]:
-        return (self.expiry, self.signature)
 
 
 def _acceptance(

@@ -9,6 +9,7 @@ over."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,6 +22,7 @@ from eth_utils.crypto import keccak
 from client_sdk.merkle import MerkleTree, SumTree, Usage
 from client_sdk.protocol.constants import MAX_MINERS_PER_TASK
 from client_sdk.protocol.fields import addresses, field, uint, word, words
+from client_sdk.protocol.structs import to_abi
 
 LEAF_TYPES = ["uint256", "uint32", "bytes32", "bytes32", "bytes32", "uint32", "uint32", "address[]"]
 
@@ -37,16 +39,8 @@ class ResultLeaf:
     pipeline: tuple[str, ...]
 
     def as_tuple(self) -> tuple[Any, ...]:
-        return (
-            self.task_id,
-            self.request_index,
-            self.custom_id_hash,
-            self.input_hash,
-            self.output_hash,
-            self.input_tokens,
-            self.output_tokens,
-            [to_checksum_address(miner) for miner in self.pipeline],
-        )
+        """The ITaskRegistry.ResultLeaf struct, its pipeline checksummed (web3 takes no other addresses)."""
+        return to_abi(dataclasses.replace(self, pipeline=tuple(map(to_checksum_address, self.pipeline))))
 
     @classmethod
     def unserved(

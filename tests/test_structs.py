@@ -1,5 +1,6 @@
-"""The typed views of on-chain structs mirror the contracts' ABIs field for field, and decode what web3
-returns into exactly typed values."""
+"""The typed views of on-chain structs mirror the contracts' ABIs field for field, decode what web3
+returns into exactly typed values and encode back (to_abi) to the same ABI encoding; the structs the SDK sends
+mirror the functions' parameters."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from enum import IntEnum
 from typing import Any
 
 import pytest
+from eth_abi.abi import encode
 from hexbytes import HexBytes
+from hypothesis import given
+from hypothesis import strategies as st
 
 from client_sdk.abis import load_abi
 from client_sdk.chain.types import (
@@ -25,8 +29,10 @@ from client_sdk.chain.types import (
     Verifier,
     Vote,
 )
-from client_sdk.protocol.structs import from_abi
+from client_sdk.eip712 import Acceptance, ResultCommitment
+from client_sdk.protocol.structs import from_abi, to_abi
 from client_sdk.protocol.task import Task, TaskPrices, TaskStatus, TaskTerms
+from client_sdk.results import ResultLeaf
 
 # what client_sdk.chain.contracts decodes with from_abi: (contract, function, view)
 VIEWS = [
@@ -132,3 +138,83 @@ def test_a_tuple_of_another_length_is_refused() -> None:
         from_abi(Juror, (2, 1))
     with pytest.raises(ValueError, match="not a valid DisputeStatus"):
         from_abi(Dispute, (7, "a", "b", 9, True, 0, 9, 120, 1, 1, b"", [0] * 6))
+
+
+# what client_sdk.chain.contracts encodes with to_abi: (contract, function, parameter, struct, fields
+# left out of it)
+SENT = [
+    ("GPURegistry", "register", "profile", MinerProfile, 0),
+    ("TaskRegistry", "assignTask", "acceptances", Acceptance, 0),
+    ("TaskRegistry", "refuteUsage", "leaf", ResultLeaf, 0),
+    ("TaskRegistry", "commitResults", "c", ResultCommitment, 1),  # the task id travels beside it
+    ("Arbitration", "setConfig", "newConfig", ArbitrationConfig, 0),
+]
+
+
+def parameter(contract: str, function: str, name: str) -> dict[str, Any]:
+    (item,) = [i for i in load_abi(contract) if i.get("type") == "function" and i["name"] == function]
+    (found,) = [p for p in item["inputs"] if p["name"] == name]
+    entry: dict[str, Any] = found
+    return entry
+
+
+def element(abi: dict[str, Any]) -> dict[str, Any]:
+    """An array's element type, as its own ABI entry."""
+    return {**abi, "type": abi["type"][:-2], "internalType": abi.get("internalType", "").removesuffix("[]")}
+
+
+@pytest.mark.parametrize(("contract", "function", "name", "struct", "left_out"), SENT)
+def test_each_struct_sent_mirrors_its_parameter(
+    contract: str, function: str, name: str, struct: type, left_out: int
+) -> None:
+    abi = parameter(contract, function, name)
+    components = (element(abi) if abi["type"].endswith("[]") else abi)["components"]
+    hints = typing.get_type_hints(struct)
+    fields = dataclasses.fields(struct)[left_out:]
+    assert len(fields) == len(components), f"{struct.__name__} drifted from {function}({name})"
+    assert all(mirrors(hints[f.name], c) for f, c in zip(fields, components, strict=True))
+
+
+def abi_type(abi: dict[str, Any]) -> str:
+    """The canonical type string eth_abi encodes by: tuple(...) spelled out as (...)."""
+    if abi["type"].startswith("tuple"):
+        return "(" + ",".join(map(abi_type, abi["components"])) + ")" + str(abi["type"]).removeprefix("tuple")
+    return str(abi["type"])
+
+
+def abi_values(abi: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values web3 could return for the ABI type `abi` (every one within its type's range)."""
+    solidity, internal = abi["type"], abi.get("internalType", "")
+    if solidity.endswith("[]"):
+        return st.lists(abi_values(element(abi)), max_size=3)
+    if solidity == "tuple":
+        return st.tuples(*map(abi_values, abi["components"]))
+    if internal.startswith("enum "):
+        return st.integers(0, 2)  # every enum here has at least three members
+    if solidity.startswith("uint"):
+        return st.integers(0, 2 ** int(solidity[4:] or 256) - 1)
+    if solidity.startswith("bytes") and solidity != "bytes":
+        return st.binary(min_size=int(solidity[5:]), max_size=int(solidity[5:]))
+    strategies: dict[str, st.SearchStrategy[Any]] = {
+        "bytes": st.binary(max_size=40),
+        "string": st.text(max_size=20),
+        "bool": st.booleans(),
+        "address": st.binary(min_size=20, max_size=20).map(lambda raw: "0x" + raw.hex()),
+    }
+    return strategies[solidity]
+
+
+STRUCTS = [(c, f, v) for c, f, v in VIEWS if v is not TaskPrices]  # pricesOf returns two values, no struct
+
+
+@pytest.mark.parametrize(("contract", "function", "view"), STRUCTS)
+@given(data=st.data())
+def test_to_abi_encodes_exactly_what_from_abi_decoded(
+    contract: str, function: str, view: type, data: st.DataObject
+) -> None:
+    """Any value the chain returns, decoded and encoded again, is the same ABI encoding: to_abi is from_abi's
+    inverse, field for field and type for type."""
+    components = outputs(contract, function)
+    struct = {"type": "tuple", "components": components}
+    raw = data.draw(abi_values(struct))
+    assert encode([abi_type(struct)], [to_abi(from_abi(view, raw))]) == encode([abi_type(struct)], [raw])

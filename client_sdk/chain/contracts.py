@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import astuple
 from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
@@ -32,7 +31,7 @@ from client_sdk.chain.types import (
 )
 from client_sdk.eip712 import Acceptance, ResultCommitment
 from client_sdk.errors import ChainError, UserError
-from client_sdk.protocol.structs import from_abi
+from client_sdk.protocol.structs import from_abi, to_abi
 from client_sdk.protocol.task import Task, TaskPrices, TaskTerms
 from client_sdk.results import ResultLeaf
 from client_sdk.units import format_amount
@@ -108,7 +107,7 @@ class GPURegistry(_Bound):
         return from_abi(Stake, self.contract.functions.stakeOf(miner).call())
 
     def register(self, profile: MinerProfile, stake: int) -> TxReceipt:
-        return self._send(self.contract.functions.register(profile.as_tuple(), stake))
+        return self._send(self.contract.functions.register(to_abi(profile), stake))
 
     def add_stake(self, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.addStake(amount))
@@ -207,7 +206,7 @@ class TaskRegistry(_Bound):
     ) -> int:
         """Creates the task at `prices` (the caller must have approved the escrow for max_price); returns its
         id."""
-        params = (model_id, input_root, request_count, params_hash, max_price, deadline, *prices.as_tuple())
+        params = (model_id, input_root, request_count, params_hash, max_price, deadline, *to_abi(prices))
         receipt = self._send(self.contract.functions.createTask(params))
         (event,) = self.contract.events.TaskCreated().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["taskId"])
@@ -226,7 +225,7 @@ class TaskRegistry(_Bound):
         """Locks `stake_lock` of each miner's stake for the task (the coordinator), with `acceptances[i]`,
         miner i's consent to exactly this task and lock."""
         call = self.contract.functions.assignTask(
-            task_id, list(miners), stake_lock, [a.as_tuple() for a in acceptances]
+            task_id, list(miners), stake_lock, [to_abi(a) for a in acceptances]
         )
         return self._send(call)
 
@@ -313,7 +312,7 @@ class Arbitration(_Bound):
     def set_config_call(self, config: ArbitrationConfig) -> ContractFunction:
         """The admin call that sets the configuration for tasks created from then on; the admin role sits with
         the timelock, so schedule it there (`Market.timelock`)."""
-        return self.contract.functions.setConfig(astuple(config))
+        return self.contract.functions.setConfig(to_abi(config))
 
     def config_of(self, task_id: int) -> ArbitrationConfig:
         """The configuration task `task_id` lives under (the one in force when it was created)."""

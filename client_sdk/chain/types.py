@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
 
 
 class DisputeStatus(IntEnum):
@@ -33,18 +32,6 @@ class MinerProfile:
     price_floor: int
     endpoint: str
     model_ids: tuple[bytes, ...]
-
-    def as_tuple(self) -> tuple[Any, ...]:
-        return (
-            self.signer,
-            self.gpu_class,
-            self.vram_gb,
-            self.gpu_count,
-            self.region,
-            self.price_floor,
-            self.endpoint,
-            list(self.model_ids),
-        )
 
 
 @dataclass(frozen=True)

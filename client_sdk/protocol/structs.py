@@ -1,5 +1,6 @@
 """On-chain structs as typed values: a frozen dataclass that mirrors a Solidity struct field for field is
-built from the tuple web3 returns, each value converted by its field's type, so no view decodes by hand."""
+built from the tuple web3 returns, each value converted by its field's type, and turned back into the tuple
+web3 encodes, so no struct is decoded or encoded by hand."""
 
 from __future__ import annotations
 
@@ -21,6 +22,23 @@ def from_abi(cls: type[T], raw: Iterable[Any]) -> T:
     if len(values) != len(kinds):
         raise ValueError(f"{cls.__name__} has {len(kinds)} fields; the struct has {len(values)}")
     return cls(*(_convert(kind, value) for kind, value in zip(kinds, values, strict=True)))
+
+
+def to_abi(value: Any) -> tuple[Any, ...]:
+    """The tuple web3 encodes for the struct that `value` (a dataclass, its fields in the struct's order)
+    mirrors, the inverse of from_abi: nested structs become tuples, tuples arrays (lists), enum members ints;
+    other values pass as they are."""
+    return tuple(_abi_value(getattr(value, field.name)) for field in dataclasses.fields(value))
+
+
+def _abi_value(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_abi(value)
+    if isinstance(value, tuple):
+        return [_abi_value(item) for item in value]
+    if isinstance(value, IntEnum):
+        return int(value)
+    return value
 
 
 _KINDS: dict[type, tuple[Any, ...]] = {}  # resolving a class's field types costs more than decoding one value

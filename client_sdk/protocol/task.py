@@ -53,9 +53,6 @@ class TaskPrices:
         price = (input_tokens * self.input_per_million + output_tokens * self.output_per_million) // 10**6
         return min(price, max_price)
 
-    def as_tuple(self) -> tuple[int, int]:
-        return (self.input_per_million, self.output_per_million)
-
 
 @dataclass(frozen=True)
 class TaskTerms:

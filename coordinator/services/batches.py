@@ -59,7 +59,10 @@ def create_batch(
             "task_id",
             "task_not_yours",
         )
-    if task_prices is not None and min(task_prices.as_tuple()) < asking_price:
+    if (
+        task_prices is not None
+        and min(task_prices.input_per_million, task_prices.output_per_million) < asking_price
+    ):
         paid = (format_amount(task_prices.input_per_million), format_amount(task_prices.output_per_million))
         raise InvalidInput(
             f"task {task_id} pays {paid[0]} per million input tokens and {paid[1]} per million output "
