@@ -49,6 +49,7 @@ from client_sdk.auth import sign_request
 from client_sdk.chain.anvil import free_port
 from client_sdk.client import Batches
 from client_sdk.http import WalletSigner
+from client_sdk.processes import stop_process
 from coordinator.db.migrate import upgrade
 from demo.services import redis_server
 from miner.tiny_checkpoint import build_tiny_model
@@ -106,12 +107,7 @@ def coordinator_serve(workdir: Path, redis_url: str, model_dir: Path, workers: i
         wait_healthy(url, process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # uvicorn waits for open connections to close
-            process.kill()
-            process.wait()
+        stop_process(process, grace_s=30)  # uvicorn waits for open connections to close
 
 
 def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:

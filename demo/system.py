@@ -28,6 +28,7 @@ from client_sdk.chain.deploy import DeployParams, deploy
 from client_sdk.chain.types import MinerProfile
 from client_sdk.client import Client
 from client_sdk.encoding import short_string
+from client_sdk.processes import stop_process
 from client_sdk.protocol.model_identity import served_model_hash
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Miner
@@ -364,16 +365,9 @@ class LocalSystem:
         process = self.processes.pop(name, None)
         if process is None:
             return
-        if process.poll() is None:
-            if kill:
-                process.kill()
-            else:
-                process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+        if kill:
+            process.kill()
+        stop_process(process, grace_s=20)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # what it left behind
 

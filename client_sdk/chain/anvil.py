@@ -13,6 +13,7 @@ from web3 import Web3
 
 from client_sdk.chain.toolchain import foundry_binary
 from client_sdk.errors import ChainError
+from client_sdk.processes import stop_process
 
 # Anvil's well-known development mnemonic; its accounts are funded with ether at genesis.
 DEV_MNEMONIC = "test test test test test test test test test test test junk"
@@ -102,12 +103,7 @@ class Anvil:
     def stop(self) -> None:
         if self._process is None:
             return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        stop_process(self._process, grace_s=5)
         self._process = None
 
     def advance_time(self, seconds: int) -> None:
