@@ -31,10 +31,10 @@ def publish(
     for note in notes:
         console.print(note, markup=False, emoji=False)
     out.mkdir(parents=True, exist_ok=True)
-    text, figure = out / f"{name}.txt", out / f"{name}.png"
+    text, image = out / f"{name}.txt", out / f"{name}.png"
     text.write_text(console.export_text())
-    plot(figure)
-    print(f"wrote {text} and {figure}")
+    plot(image)
+    print(f"wrote {text} and {image}")
 
 
 def report_table(

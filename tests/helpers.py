@@ -8,6 +8,7 @@ from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
+from typer.testing import Result
 from web3.contract.contract import ContractFunction
 
 from client_sdk.chain.anvil import Anvil
@@ -186,3 +187,9 @@ def past_appeal(admin: Market, chain: Anvil, dispute_id: int) -> None:
     record = admin.arbitration.get_dispute(dispute_id)
     deadline = admin.arbitration.round_of(dispute_id, record.round).appeal_deadline
     chain.advance_time(deadline - admin.chain_time())
+
+
+def usage_error(result: Result) -> str:
+    """The message of a command line refused as it is read (exit 2), without its panel's borders and wraps."""
+    assert result.exit_code == 2, result.output
+    return " ".join(result.stderr.replace("│", " ").replace("╭", " ").replace("╰", " ").split())

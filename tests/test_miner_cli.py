@@ -24,6 +24,7 @@ from miner.cli.app import app
 from miner.cli.arbitration import app as arbitration_app
 from miner.tiny_checkpoint import build_checkpoint
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
+from tests.helpers import usage_error
 
 REGISTER = [
     "register", "--gpu", "RTX4090-24GB", "--vram-gb", "24", "--region", "eu-west-1",
@@ -280,12 +281,6 @@ def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(
         f"did not register (registered: HuggingFaceTB/SmolLM2-135M-Instruct "
         f"({KNOWN_MODELS['HuggingFaceTB/SmolLM2-135M-Instruct']}), 0x{'ab' * 32})"
     )
-
-
-def usage_error(result: Result) -> str:
-    """The message of a command line refused as it is read (exit 2), without its panel's borders and wraps."""
-    assert result.exit_code == 2, result.output
-    return " ".join(result.stderr.replace("│", " ").replace("╭", " ").replace("╰", " ").split())
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 import time
 from types import TracebackType
 
@@ -20,12 +21,24 @@ DEV_MNEMONIC = "test test test test test test test test test test test junk"
 DEV_ACCOUNT_COUNT = 10
 
 
+# Ports free_port has given out in this process: until its server binds one, the OS may offer it again (a
+# local system once gave a miner's stage endpoint the port its coordinator API was about to listen on).
+_GIVEN: set[int] = set()
+_GIVING = threading.Lock()
+PORT_TRIES = 1_000
+
+
 def free_port() -> int:
-    """A TCP port that was free a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port that was free a moment ago (the OS picks it), never one this process was given before."""
+    with _GIVING:
+        for _ in range(PORT_TRIES):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind(("127.0.0.1", 0))
+                port: int = sock.getsockname()[1]
+            if port not in _GIVEN:
+                _GIVEN.add(port)
+                return port
+    raise RuntimeError(f"the OS offered only ports this process was already given, {PORT_TRIES} times")
 
 
 def dev_accounts(count: int = DEV_ACCOUNT_COUNT) -> list[LocalAccount]:

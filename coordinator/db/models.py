@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
     true,
 )
@@ -109,7 +110,8 @@ class Batch(Base):
     # the assignment offered to miners and waiting for their acceptances: {"miners", "stake_lock", "expiry"}
     proposal: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     commitment: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
-    finalized: Mapped[bool] = mapped_column(default=False)
+    # the server default is migration 0002's, which added the column to existing rows
+    finalized: Mapped[bool] = mapped_column(default=False, server_default=false())
 
     __table_args__ = (
         Index("ix_batches_owner_created", "owner", "created_at"),

@@ -366,8 +366,6 @@ def run_local(
 
     from miner.pipeline.batch import RunSettings, run_batch
 
-    if not model_dir.is_dir():
-        raise UserError(f"model directory {model_dir} does not exist")
     if microbatches != "auto" and not (microbatches.isdigit() and int(microbatches) >= 1):
         raise UserError(f"--microbatches must be a positive integer or 'auto', not {microbatches!r}")
     settings = RunSettings(

@@ -14,11 +14,13 @@ from coordinator.db.models import Base
 
 
 def schema_drift(url: str) -> list[Any]:
-    """What alembic's autogenerate would change to make the database match the models (nothing: no drift)."""
+    """What alembic's autogenerate would change to make the database match the models, server defaults
+    included (nothing: no drift)."""
     engine = sa.create_engine(url)
     try:
         with engine.connect() as connection:
-            return list(compare_metadata(MigrationContext.configure(connection), Base.metadata))
+            context = MigrationContext.configure(connection, opts={"compare_server_default": True})
+            return list(compare_metadata(context, Base.metadata))
     finally:
         engine.dispose()
 

@@ -19,6 +19,7 @@ from miner.model.config import ModelConfig
 from miner.model.shard import StageShard
 from miner.pipeline.batch import load_tokenizer, prepare, stop_token_ids
 from miner.tiny_checkpoint import build_checkpoint, build_tiny_model
+from tests.helpers import usage_error
 
 
 def chat(custom_id: str, content: str, **body: Any) -> dict[str, Any]:
@@ -137,10 +138,8 @@ def test_bad_input_gets_one_line_errors(model: Path, batch_file: Path, tmp_path:
         invoke("--model-dir", str(model), "--input", str(tmp_path / "nope.jsonl"), *common)
     )
     assert "cannot read" in missing and "nope.jsonl" in missing
-    no_model = one_line_error(
-        invoke("--model-dir", str(tmp_path / "none"), "--input", str(batch_file), *common)
-    )
-    assert no_model == f"error: model directory {tmp_path / 'none'} does not exist"
+    no_model = usage_error(invoke("--model-dir", str(tmp_path / "none"), "--input", str(batch_file), *common))
+    assert f"{tmp_path / 'none'} is not a checkpoint directory (it has no config.json)" in no_model
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert one_line_error(invoke("--model-dir", str(model), "--input", str(empty), *common)) == (
