@@ -225,6 +225,12 @@ def conditions_table(outcomes: dict[str, Outcome]) -> Table:
     return table
 
 
+def _mark_reported(ax: Any, xs: list[float], table: Data, testbeds: list[str], algorithm: str) -> None:
+    """The report's value of `algorithm` on each testbed, from one of its tables: a tick over its bar."""
+    column = table["columns"].index(algorithm)
+    ax.scatter(xs, [table[n][column] for n in testbeds], marker="_", s=80, color="black", zorder=3)
+
+
 def plot(data: Data, outcomes: dict[str, Outcome], path: Path) -> None:
     with figure(path, 1, 2, figsize=(13, 4.8)) as (ax_tpot, ax_time):
         names = list(outcomes)
@@ -237,23 +243,9 @@ def plot(data: Data, outcomes: dict[str, Outcome], path: Path) -> None:
             bars = ax_tpot.bar(xs, tpot, width, label=algorithm.label)
             ax_time.bar(xs, seconds, width, color=bars[0].get_facecolor())
             if algorithm.paper:
-                ax_tpot.scatter(
-                    xs,
-                    [paper_tpot[n][paper_tpot["columns"].index(algorithm.paper)] for n in names],
-                    marker="_",
-                    s=80,
-                    color="black",
-                    zorder=3,
-                )
-            if algorithm.paper in paper_time["columns"]:
-                ax_time.scatter(
-                    xs,
-                    [paper_time[n][paper_time["columns"].index(algorithm.paper)] for n in names],
-                    marker="_",
-                    s=80,
-                    color="black",
-                    zorder=3,
-                )
+                _mark_reported(ax_tpot, xs, paper_tpot, names, algorithm.paper)
+                if algorithm.paper in paper_time["columns"]:
+                    _mark_reported(ax_time, xs, paper_time, names, algorithm.paper)
         for ax in (ax_tpot, ax_time):
             ax.set_xticks(range(len(names)), names)
         ax_tpot.set_ylabel("mean TPOT (ms)")
