@@ -52,6 +52,17 @@ class _Bound:
         return self._transactor.send(call)
 
 
+class _StakeRegistry(_Bound):
+    """A registry its members stake in: the least stake, and how long a stake waits (unbonds) before it can
+    be withdrawn."""
+
+    def min_stake(self) -> int:
+        return int(self.contract.functions.minStake().call())
+
+    def unbonding_period(self) -> int:
+        return int(self.contract.functions.unbondingPeriod().call())
+
+
 class Token(_Bound):
     abi_name = "MockStablecoin"
 
@@ -88,14 +99,8 @@ class Token(_Bound):
         return self._send(self.contract.functions.mint(to, amount))
 
 
-class GPURegistry(_Bound):
+class GPURegistry(_StakeRegistry):
     abi_name = "GPURegistry"
-
-    def min_stake(self) -> int:
-        return int(self.contract.functions.minStake().call())
-
-    def unbonding_period(self) -> int:
-        return int(self.contract.functions.unbondingPeriod().call())
 
     def is_registered(self, miner: str) -> bool:
         return bool(self.contract.functions.isRegistered(miner).call())
@@ -268,17 +273,11 @@ class TaskRegistry(_Bound):
         return self._send(self.contract.functions.expireTask(task_id))
 
 
-class VerifierRegistry(_Bound):
-    """Verifiers' stake and their weight in jury draws (one unit of weight per `min_stake`)."""
+class VerifierRegistry(_StakeRegistry):
+    """Verifiers' stake and their weight in jury draws: one unit of weight, one jury seat, per `min_stake`
+    (the stake a seat locks)."""
 
     abi_name = "VerifierRegistry"
-
-    def min_stake(self) -> int:
-        """The smallest stake, and the stake one jury seat locks."""
-        return int(self.contract.functions.minStake().call())
-
-    def unbonding_period(self) -> int:
-        return int(self.contract.functions.unbondingPeriod().call())
 
     def is_verifier(self, account: str) -> bool:
         """Registered, with stake, and not exiting."""
