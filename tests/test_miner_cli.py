@@ -307,8 +307,9 @@ def test_a_bad_checkpoint_directory_or_dtype_is_refused_before_any_key_is_loaded
         f"Invalid value for '--model-dir': {tmp_path} is not a checkpoint directory (it has no config.json)"
         in usage_error(invoke("--model-dir", str(tmp_path)))
     )
-    assert "Invalid value for '--dtype': 'float64' is not one of float32, float16, bfloat16" in usage_error(
-        invoke("--model-dir", str(checkpoint), "--dtype", "float64")
+    assert (
+        "Invalid value for '--dtype': dtype must be one of float32, float16, bfloat16, not 'float64'"
+        in usage_error(invoke("--model-dir", str(checkpoint), "--dtype", "float64"))
     )
 
 

@@ -22,11 +22,12 @@ from client_sdk.chain.contracts import Market, connect
 from client_sdk.client import Client
 from client_sdk.errors import UserError
 from client_sdk.keys import load_account
-from client_sdk.protocol.constants import STAGE_DTYPES
+from client_sdk.protocol.constants import stage_dtype
 from client_sdk.protocol.model_identity import checkpoint_config
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 DEFAULT_RPC_URL = "http://127.0.0.1:8545"
 DEFAULT_DEPLOYMENT = Path("deployment.json")
@@ -45,34 +46,35 @@ CoordinatorOption = Annotated[
 ]
 
 
-def _checkpoint_directory(directory: Path) -> Path:
-    try:
-        checkpoint_config(directory)
-    except UserError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return directory
+def _read_by(check: Callable[[T], object]) -> Callable[[T], T]:
+    """A typer callback: the option's value once `check` passes it, its UserError a usage error. An option
+    with one is checked as the command line is read, before a key is loaded or anything connects."""
+
+    def callback(value: T) -> T:
+        try:
+            check(value)
+        except UserError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return value
+
+    return callback
 
 
-def _stage_dtype(name: str) -> str:
-    if name not in STAGE_DTYPES:
-        raise typer.BadParameter(f"{name!r} is not one of {', '.join(STAGE_DTYPES)}")
-    return name
-
-
-# Both are checked as the command line is read: before a key is loaded or anything connects.
 ModelDirOption = Annotated[
     Path,
     typer.Option(
         "--model-dir",
         help="Checkpoint directory: config.json, safetensors, tokenizer.",
-        callback=_checkpoint_directory,
+        callback=_read_by(checkpoint_config),
     ),
 ]
 DeviceOption = Annotated[str, typer.Option("--device", help="Torch device: cpu, cuda or cuda:N.")]
 DtypeOption = Annotated[
     str,
     typer.Option(
-        "--dtype", help="Weights and activations: float32, bfloat16 or float16.", callback=_stage_dtype
+        "--dtype",
+        help="Weights and activations: float32, bfloat16 or float16.",
+        callback=_read_by(stage_dtype),
     ),
 ]
 RpcUrlOption = Annotated[

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from client_sdk.errors import UserError
-from client_sdk.protocol.constants import STAGE_DTYPES
+from client_sdk.protocol.constants import STAGE_DTYPES, stage_dtype
 
 DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in STAGE_DTYPES}
 
 
 def dtype_named(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {name!r}")
-    return DTYPES[name]
+    return DTYPES[stage_dtype(name)]
