@@ -20,20 +20,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
+
 from client_sdk.chain.anvil import free_port
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeout: float = 30.0) -> None:
+def _wait_until_ready(server: _Server, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Wait until the server answers a request, not just until its port is open: PostgreSQL opens its port
+    while it is still starting up or replaying its log, and Redis while it is loading its append-only file."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with status {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not open port {port} within {timeout} s")
+            raise RuntimeError(f"{server.name} exited with status {process.returncode}")
+        if server.answers():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{server.name} on port {server.port} was not ready within {timeout} s")
 
 
 class _Server:
@@ -49,11 +51,15 @@ class _Server:
     def command(self) -> list[str]:
         raise NotImplementedError
 
+    def answers(self) -> bool:
+        """Whether the server serves requests now."""
+        raise NotImplementedError
+
     def start(self) -> None:
         self.process = subprocess.Popen(
             self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        _wait_for_port(self.port, self.process, self.name)
+        _wait_until_ready(self, self.process)
 
     def kill(self) -> None:
         """SIGKILL to the whole group (a server's own children die with it, as in a machine's crash)."""
@@ -88,6 +94,15 @@ class RedisServer(_Server):
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+    def answers(self) -> bool:
+        # a Redis loading its append-only file answers PING with a LOADING error
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as connection:
+                connection.sendall(b"PING\r\n")
+                return connection.recv(64).startswith(b"+PONG")
+        except OSError:
+            return False
 
     def command(self) -> list[str]:
         # the append-only file, synced on every write, brings the queue and the nonces back after a crash
@@ -130,6 +145,17 @@ class PostgresServer(_Server):
     @property
     def url(self) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def answers(self) -> bool:
+        # a PostgreSQL starting up or recovering refuses connections ("the database system is starting up")
+        try:
+            with psycopg.connect(
+                host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", connect_timeout=2
+            ) as connection:
+                connection.execute("SELECT 1")
+            return True
+        except psycopg.OperationalError:
+            return False
 
     def command(self) -> list[str]:
         return [
