@@ -273,6 +273,7 @@ class LocalSystem:
         self.relay_key = LinkKeys.load_or_create(key_file).public.decode()
         self.relay_endpoint = f"tcp://127.0.0.1:{free_port()}"
         args = ["coordinator", "relay", "--listen", self.relay_endpoint, "--key-file", str(key_file)]
+        args += ["--coordinator", self.api_url]
         self._spawn("relay", args)
 
     def start_miner(self, index: int) -> None:

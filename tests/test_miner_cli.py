@@ -397,6 +397,9 @@ def test_a_bad_relay_is_refused_before_anything_starts(
     assert one_line_error(run(*args, *relay)).startswith(f"error: {message}")
 
 
+NOWHERE = "http://127.0.0.1:9"  # no coordinator: the relay says so once and serves the members it knows
+
+
 def relay_command(port: int, key_file: Path) -> list[str]:
     return [
         sys.executable,
@@ -407,6 +410,8 @@ def relay_command(port: int, key_file: Path) -> list[str]:
         f"tcp://127.0.0.1:{port}",
         "--key-file",
         str(key_file),
+        "--coordinator",
+        NOWHERE,
     ]
 
 
@@ -421,6 +426,7 @@ def test_the_relay_command_says_where_it_listens_and_its_key(tmp_path: Path) -> 
             assert relay.stdout is not None
             assert relay.stdout.readline().strip() == f"relay listening on tcp://127.0.0.1:{port}"
             keys.append(relay.stdout.readline().strip())
+            assert relay.stdout.readline().strip() == f"serving the miners joined at {NOWHERE}"
             taken = subprocess.run(relay_command(port, key_file), capture_output=True, text=True, check=False)
             assert taken.returncode == 1
             assert taken.stderr.startswith(

@@ -12,7 +12,19 @@ from redis.asyncio import Redis
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from coordinator.api import audits, batches, disputes, docs, files, health, metrics, miners, prices, sessions
+from coordinator.api import (
+    audits,
+    batches,
+    disputes,
+    docs,
+    files,
+    health,
+    metrics,
+    miners,
+    prices,
+    relays,
+    sessions,
+)
 from coordinator.api.auth import NonceStore, SessionKeys
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
@@ -77,6 +89,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
         prices.router,
         sessions.router,
         miners.router,
+        relays.router,
         disputes.router,
         audits.router,
         health.router,

@@ -151,6 +151,27 @@ def heartbeat(session: Session, live: LiveMembership, address: str, beat: Heartb
     live.beat(address, beat)
 
 
+@dataclass(frozen=True)
+class RelayMembers:
+    """The link keys a relay serves (see miner.transport.relay_admission)."""
+
+    relayed: list[str]  # live miners joined through the relay: it takes their hellos
+    senders: list[str]  # every live miner: it forwards their messages to the relayed ones
+
+
+def relay_members(session: Session, live: LiveMembership, relay_key: str) -> RelayMembers:
+    """The link keys of the live miners joined through the relay whose key is `relay_key`, and of every live
+    miner, each sorted (a miner that never said its link key has none to list)."""
+    _require_link_key(relay_key, "key")
+    rows = session.execute(select(Miner.address, Miner.link_key, Miner.relay_key)).all()
+    alive = live.alive(row.address for row in rows)
+    joined = [row for row in rows if row.address in alive and row.link_key is not None]
+    return RelayMembers(
+        relayed=sorted({row.link_key for row in joined if row.relay_key == relay_key}),
+        senders=sorted({row.link_key for row in joined}),
+    )
+
+
 def live_miners(session: Session, live: LiveMembership, model: str) -> list[Miner]:
     """The miners of `model` whose heartbeat has not expired, in join order."""
     miners = session.scalars(

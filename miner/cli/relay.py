@@ -1,5 +1,6 @@
 """`miner relay` and `coordinator relay`: run a relay for stages behind NAT (miner.transport.relay). A
-coordinator operator runs one for everyone; any reachable miner may offer one too."""
+coordinator operator runs one for everyone; any reachable miner may offer one too. Either way the relay asks
+the coordinator which miners it serves (miner.transport.relay_admission)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Annotated
 import typer
 import zmq
 
-from client_sdk.cli.support import console, log_to_console
+from client_sdk.cli.support import DEFAULT_COORDINATOR, CoordinatorOption, console, log_to_console
 from client_sdk.errors import UserError
+from miner.node.relay_members import CoordinatorMembers
 from miner.transport.relay import Relay
+from miner.transport.relay_admission import Admission, keep_fresh
 from miner.transport.security import LinkKeys
 
 DEFAULT_KEY_FILE = Path.home() / ".batchmarket" / "relay.key"
@@ -30,21 +33,31 @@ def relay(
             show_default="~/.batchmarket/relay.key",
         ),
     ] = DEFAULT_KEY_FILE,
+    coordinator: CoordinatorOption = DEFAULT_COORDINATOR,
 ) -> None:
     """Relay stage messages to miners that accept no inbound connection (behind NAT), until Ctrl-C. They run
     `miner serve --relay ADDRESS --relay-key KEY` with the address it is reached at and the key it prints.
-    It never decodes a message; each is sealed end to end, so it cannot forge, alter or replay one."""
+    It serves only miners joined at the coordinator (asked every few seconds): stages joined through it, and
+    messages to them from joined miners. It never decodes a message; each is sealed end to end, so it cannot
+    forge, alter or replay one."""
     try:
         keys = LinkKeys.load_or_create(key_file)
     except ValueError as exc:
         raise UserError(f"{exc}: move it away and a new key is made at the next start") from None
     log_to_console()
+    admission, members = Admission(), CoordinatorMembers(coordinator, keys.public)
     try:
-        running = Relay(keys, listen)
+        running = Relay(keys, listen, admission)
     except zmq.ZMQError as exc:  # the address is taken, not this machine's, or not an address
         raise UserError(f"cannot listen on {listen}: {exc}") from None
     console.print(f"relay listening on {running.address.endpoint}")
     console.print(f"its key (give it with --relay-key): {keys.public.decode()}")
+    console.print(f"serving the miners joined at {coordinator}", soft_wrap=True)
+    stopping = threading.Event()
+    refresher = threading.Thread(
+        target=keep_fresh, args=(admission, members, stopping), daemon=True, name="relay-members"
+    )
+    refresher.start()
     signal.signal(signal.SIGTERM, lambda *_: running.stop())
     thread = threading.Thread(target=running.serve, daemon=True, name="relay")
     thread.start()
@@ -55,6 +68,9 @@ def relay(
         running.stop()
         thread.join()
     finally:
+        stopping.set()
+        refresher.join(timeout=2.0)  # it may be waiting on the coordinator; it is a daemon
+        members.close()
         counters = running.counters
         console.print(f"relayed {counters.forwarded} messages; dropped {counters.dropped}")
         running.close()

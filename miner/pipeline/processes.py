@@ -5,11 +5,12 @@ Each stage process loads its shard, binds its inbox on a free localhost port and
 pipe; the driver then tells every stage where to send (next stage, the ring back to the first, the driver),
 waits until all are ready, and talks to the first stage over ZeroMQ like any other peer would. Closing sends
 a shutdown down the pipeline, collects each stage's report (counters and per-request token records) and
-makes sure no process outlives the driver. With `secured`, the links speak CURVE as miner nodes' do: each
-stage makes a key pair and reports its public key with its endpoint, and the wiring names every peer's key;
-the driver controls the first stage and each stage the next (the shutdown travels down the pipeline). The
-stages named in `relayed` act as if behind NAT: their inbox listens on a port no peer is told, and dials a
-relay that the driver runs, through which their peers send to them.
+makes sure no process outlives the driver. With `secured`, the links speak CURVE as miner nodes' do: the
+driver makes each stage's key pair (so its relay knows the stages it serves), each stage reports its public
+key with its endpoint, and the wiring names every peer's key; the driver controls the first stage and each
+stage the next (the shutdown travels down the pipeline). The stages named in `relayed` act as if behind NAT:
+their inbox listens on a port no peer is told, and dials a relay that the driver runs, through which their
+peers send to them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from miner.pipeline.driver import PipelineDriver, Request
 from miner.pipeline.head import Completion
 from miner.pipeline.stage import CacheSettings, Links, PeerKeys, StageWorker
 from miner.transport.relay import Relay, RelayAddress
+from miner.transport.relay_admission import Admission, RelayMembers
 from miner.transport.security import LinkKeys, LinkSecurity
 
 
@@ -63,7 +65,7 @@ class StageSpec:
     device: str = "cpu"
     attention: str = "auto"
     threads: int = 1  # torch threads of the stage (StageProcesses gives each its share of the cores)
-    secured: bool = False  # CURVE links
+    link_keys: LinkKeys | None = None  # CURVE links under this key pair (None: plain links)
     relay: tuple[str, bytes] | None = None  # (endpoint, key) of the relay this stage takes messages through
 
 
@@ -83,7 +85,7 @@ def stage_process(spec: StageSpec, conn: Connection) -> None:
         conn.send_bytes(msgpack.packb({"error": str(exc)}))
         return
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    security = LinkSecurity(context, LinkKeys.generate()) if spec.secured else None
+    security = LinkSecurity(context, spec.link_keys) if spec.link_keys is not None else None
     worker = StageWorker(shard, spec.cache, context, security=security, relay=_relay(spec.relay))
     try:
         key = security.keys.public if security is not None else None
@@ -140,7 +142,8 @@ class StageProcesses:
         context.set_forkserver_preload(["miner.pipeline.processes"])
         self._processes: list[BaseProcess] = []
         self._pipes: list[Connection] = []
-        self._start_relay()
+        stage_keys = [LinkKeys.generate() if self.secured else None for _ in self.splits]
+        self._start_relay(stage_keys)
         for index, (start, end) in enumerate(self.splits):
             spec = StageSpec(
                 str(self.model_dir),
@@ -151,7 +154,7 @@ class StageProcesses:
                 self.device,
                 self.attention,
                 threads=self.threads or stage_threads(len(self.splits)),
-                secured=self.secured,
+                link_keys=stage_keys[index],
                 relay=self._relay_of(index),
             )
             parent, child = context.Pipe()
@@ -191,11 +194,17 @@ class StageProcesses:
         self._driver.connect(endpoints[0], keys[0])
         self._started = True
 
-    def _start_relay(self) -> None:
+    def _start_relay(self, stage_keys: list[LinkKeys | None]) -> None:
+        """The relay of the stages in `relayed`, serving exactly these stages."""
         self.relay: Relay | None = None
         if not self.relayed:
             return
-        self.relay = Relay(LinkKeys.generate(), "tcp://127.0.0.1:*", latency_ms=self.relay_latency_ms)
+        public = [keys.public for keys in stage_keys if keys is not None]
+        relayed = frozenset(public[i] for i in self.relayed)
+        admission = Admission(RelayMembers(relayed=relayed, senders=frozenset(public)), fixed=True)
+        self.relay = Relay(
+            LinkKeys.generate(), "tcp://127.0.0.1:*", admission, latency_ms=self.relay_latency_ms
+        )
         self._relay_thread = threading.Thread(target=self.relay.serve, daemon=True, name="relay")
         self._relay_thread.start()
 

@@ -9,8 +9,11 @@ One ZeroMQ ROUTER socket, a CURVE server under the relay's own key; everyone dia
   connected);
 - a sending stage sends `[TO, receiver's key, stamp, seal, *frames]`; the relay delivers `[sender's key,
   stamp, seal, *frames]` to the receiver, naming the sender by the key its own handshake proved.
-The frames pass through as they came: the relay never decodes them. Everything else is dropped and logged:
-a message from a key the receiver does not take, for a receiver that never connects, or malformed. The seal
+The frames pass through as they came: the relay never decodes them. Only members are served (see
+miner.transport.relay_admission): a hello only from a stage joined through this relay, a message only from a
+joined miner to such a stage; one from a key not known yet is held until the members are looked up again.
+Everything else is dropped and logged: a message from a stranger, from a key the receiver does not take, for
+a receiver that never connects, or malformed. The seal
 (see miner.transport.seal) lets the receiver check end to end that the sender made the message, so a relay
 that misbehaves can drop or delay messages but not forge, alter or replay them. A relay can hold every message
 for a fixed latency before it goes on, to emulate a far relay in benchmarks (off by default).
@@ -30,6 +33,7 @@ import zmq
 
 from client_sdk.protocol.link_keys import is_link_key
 from miner.transport.frames import DEFAULT_LIMITS, Limits
+from miner.transport.relay_admission import Admission, RelayMembers
 from miner.transport.security import LinkKeys, LinkSecurity
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,14 @@ ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
 MAX_WAITING = 64  # messages held for one stage not connected yet
 MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
 NOT_CONNECTED = "a message for a stage not connected to this relay"
+# messages from keys not known yet, held until the members are looked up (a fraction of a second); a
+# stranger can fill this, so past it such messages are dropped rather than held
+MAX_HELD = 1_024
+MAX_HELD_BYTES = 64 * 2**20
+NOT_JOINED = "a hello from a stage not joined through this relay"
+NOT_A_MINER = "a message from a key no joined miner holds"
+NOT_RELAYED = "a message for a stage not joined through this relay"
+HELD_FULL = "a message from a key not known yet, beyond what the relay holds"
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,20 @@ class _Relayed:
 
 
 @dataclass
+class _Unknown:
+    """A message held until the members are looked up again (ask number `ask`): a hello (`peers` set) or a
+    message for `receiver`."""
+
+    ask: int
+    sender: bytes
+    routing_id: bytes
+    peers: list[bytes] | None
+    receiver: bytes
+    frames: list[zmq.Frame]
+    size: int
+
+
+@dataclass
 class RelayCounters:
     forwarded: int = 0
     dropped: int = 0
@@ -74,10 +100,16 @@ class RelayCounters:
 
 
 class Relay:
-    """Forwards sealed stage messages to relayed stages until `stop` is called (see the module)."""
+    """Forwards sealed stage messages between the members `admission` names until `stop` is called (see the
+    module)."""
 
     def __init__(
-        self, keys: LinkKeys, listen: str, limits: Limits = DEFAULT_LIMITS, latency_ms: float = 0.0
+        self,
+        keys: LinkKeys,
+        listen: str,
+        admission: Admission,
+        limits: Limits = DEFAULT_LIMITS,
+        latency_ms: float = 0.0,
     ) -> None:
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._security = LinkSecurity(self._context, keys)
@@ -97,42 +129,103 @@ class Relay:
         self.counters = RelayCounters()
         self._stop = threading.Event()
         self.latency_s = latency_ms / 1_000
-        self._held: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
+        self._delayed: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
         # per stage not connected yet, its messages (arrival, sender, frames); dropped after FORGET_S. A stage
         # enters with its first message and leaves whole, so the order of the keys is that of their oldest
         # message, and expiry only looks at the front.
         self._waiting: dict[bytes, list[tuple[float, bytes, list[zmq.Frame]]]] = {}
         self._waiting_bytes = 0
+        self._admission = admission
+        self._unknown: deque[_Unknown] = deque()  # in ask order
+        self._unknown_bytes = 0
+        self._unknown_senders: dict[bytes, int] = {}  # messages held per sender (theirs wait behind them)
 
     def serve(self, now: Callable[[], float] = time.monotonic) -> None:
         """Forwards messages until `stop`."""
         while not self._stop.is_set():
-            while self._held and self._held[0][0] <= now():
-                _, sender, receiver, frames = self._held.popleft()
+            while self._delayed and self._delayed[0][0] <= now():
+                _, sender, receiver, frames = self._delayed.popleft()
                 self._deliver(sender, receiver, frames)
-            # rounded up: rounded down, it would wake early and poll in a busy loop until the message is due
-            wait_ms = 100 if not self._held else max(0, math.ceil(1_000 * (self._held[0][0] - now())))
-            if not self._socket.poll(wait_ms):
-                continue
-            frames = self._socket.recv_multipart(copy=False)
-            if len(frames) < 2:
-                self._drop("an empty message")
-                continue
-            routing_id, kind = frames[0].bytes, frames[1].bytes
-            sender = str(frames[1].get("User-Id")).encode()  # the key its CURVE handshake proved
-            if kind == HELLO:
-                self._hello(sender, routing_id, [f.bytes for f in frames[2:]], now())
-            elif kind == TO and len(frames) >= 6:
-                self._forward(sender, frames[2].bytes, frames[3:], now())
-            else:
-                self._drop("a message that is neither a hello nor a sealed message", sender)
+            arrived = self._socket.poll(self._poll_ms(now()))
+            members = self._settle_unknown(now())  # the held ones first, on the members the new one meets
+            if arrived:
+                self._take(self._socket.recv_multipart(copy=False), members, now())
             self.counters.relayed = len(self._relayed)
             self._expire_waiting(now())
 
-    def _hello(self, sender: bytes, routing_id: bytes, peers: list[bytes], now: float) -> None:
-        if len(peers) > MAX_PEERS or not all(is_link_key(p) for p in peers):
-            self._drop("a hello that does not name link keys", sender)
+    def _poll_ms(self, now: float) -> int:
+        """How long to wait for a message before a delayed one is due or held ones may be decided."""
+        if self._unknown:
+            return 20
+        # rounded up: rounded down, it would wake early and poll in a busy loop until the message is due
+        return 100 if not self._delayed else max(0, math.ceil(1_000 * (self._delayed[0][0] - now)))
+
+    def _take(self, frames: list[zmq.Frame], members: RelayMembers, now: float) -> None:
+        if len(frames) < 2:
+            self._drop("an empty message")
             return
+        routing_id, kind = frames[0].bytes, frames[1].bytes
+        sender = str(frames[1].get("User-Id")).encode()  # the key its CURVE handshake proved
+        known = sender not in self._unknown_senders  # else it waits behind its messages held already
+        if kind == HELLO:
+            peers = [f.bytes for f in frames[2:]]
+            if len(peers) > MAX_PEERS or not all(is_link_key(p) for p in peers):
+                self._drop("a hello that does not name link keys", sender)
+            elif known and sender in members.relayed:
+                self._hello(sender, routing_id, peers, now)
+            else:
+                self._hold_unknown(sender, routing_id, peers, b"", [])
+        elif kind == TO and len(frames) >= 6:
+            receiver = frames[2].bytes
+            if known and sender in members.senders and receiver in members.relayed:
+                self._forward(sender, receiver, frames[3:], now)
+            else:
+                self._hold_unknown(sender, routing_id, None, receiver, frames[3:])
+        else:
+            self._drop("a message that is neither a hello nor a sealed message", sender)
+
+    def _hold_unknown(
+        self,
+        sender: bytes,
+        routing_id: bytes,
+        peers: list[bytes] | None,
+        receiver: bytes,
+        rest: list[zmq.Frame],
+    ) -> None:
+        """Holds a message from a key the members did not name (or from a sender with messages held already,
+        so that they stay in order) until the members are looked up again."""
+        size = sum(len(f.buffer) for f in rest) + ENVELOPE_BYTES
+        if len(self._unknown) >= MAX_HELD or self._unknown_bytes + size > MAX_HELD_BYTES:
+            self._drop(HELD_FULL, sender, receiver or None)
+            return
+        self._unknown.append(_Unknown(self._admission.ask(), sender, routing_id, peers, receiver, rest, size))
+        self._unknown_bytes += size
+        self._unknown_senders[sender] = self._unknown_senders.get(sender, 0) + 1
+
+    def _settle_unknown(self, now: float) -> RelayMembers:
+        """Decides each held message whose sender has been looked up since it came, oldest first; returns
+        the members the next message is checked against (the same, so none overtakes a held one)."""
+        members, answered = self._admission.view()
+        while self._unknown and self._unknown[0].ask <= answered:
+            held = self._unknown.popleft()
+            self._unknown_bytes -= held.size
+            left = self._unknown_senders.pop(held.sender) - 1
+            if left:
+                self._unknown_senders[held.sender] = left
+            if held.peers is not None:
+                if held.sender in members.relayed:
+                    self._hello(held.sender, held.routing_id, held.peers, now)
+                else:
+                    self._drop(NOT_JOINED, held.sender)
+            elif held.sender not in members.senders:
+                self._drop(NOT_A_MINER, held.sender, held.receiver)
+            elif held.receiver not in members.relayed:
+                self._drop(NOT_RELAYED, held.sender, held.receiver)
+            else:
+                self._forward(held.sender, held.receiver, held.frames, now)
+        return members
+
+    def _hello(self, sender: bytes, routing_id: bytes, peers: list[bytes], now: float) -> None:
         if sender not in self._relayed:
             if len(self._relayed) >= MAX_RELAYED:
                 self._forget_silent(now)
@@ -164,7 +257,7 @@ class Relay:
             self._drop("a message from a peer its receiver does not take", sender, receiver)
             return
         if self.latency_s > 0:
-            self._held.append((now + self.latency_s, sender, receiver, rest))
+            self._delayed.append((now + self.latency_s, sender, receiver, rest))
         else:
             self._deliver(sender, receiver, rest)
 

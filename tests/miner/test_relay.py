@@ -1,7 +1,8 @@
 """Stage messages through a relay: delivered exactly, with their true sender, to the one inbox they were
 sealed for; everything an attacker can send is dropped and logged, never delivered. The attackers are real
-sockets: a peer with no CURVE key, a stranger with a key of its own, a peer its receiver does not take, and a
-relay that forges, alters, replays and misdirects."""
+sockets: a peer with no CURVE key, a stranger with a key of its own (who may neither take a slot nor queue
+messages), a peer its receiver does not take, and a relay that forges, alters, replays and misdirects. The
+relay's members are set here as the coordinator's answer would set them."""
 
 from __future__ import annotations
 
@@ -21,17 +22,36 @@ from miner.model.config import ModelConfig
 from miner.pipeline.batch import load_tokenizer
 from miner.pipeline.processes import StageProcesses, even_split
 from miner.transport import frames, link
+from miner.transport import relay as relay_module
 from miner.transport.frames import Header
 from miner.transport.link import Context, Inbox, Outbox, Received
-from miner.transport.relay import FORGET_S, HELLO, NOT_CONNECTED, TO, Relay, RelayAddress
+from miner.transport.relay import (
+    FORGET_S,
+    HELD_FULL,
+    HELLO,
+    NOT_A_MINER,
+    NOT_CONNECTED,
+    NOT_JOINED,
+    NOT_RELAYED,
+    TO,
+    Relay,
+    RelayAddress,
+)
+from miner.transport.relay_admission import Admission, RelayMembers
 from miner.transport.security import LinkKeys, LinkSecurity
 
 LOCAL = "tcp://127.0.0.1:*"
 
 
 @pytest.fixture
-def relay() -> Iterator[Relay]:
-    running = Relay(LinkKeys.generate(), LOCAL)
+def admission() -> Admission:
+    """The relay's members, named by each test with `admit` (nobody until then)."""
+    return Admission()
+
+
+@pytest.fixture
+def relay(admission: Admission) -> Iterator[Relay]:
+    running = Relay(LinkKeys.generate(), LOCAL, admission)
     thread = threading.Thread(target=running.serve, daemon=True)
     thread.start()
     yield running
@@ -58,6 +78,12 @@ class Node:
 
     def outbox(self, to: Node, relay: RelayAddress) -> Outbox:
         return Outbox(self.context, "", security=self.security, server_key=to.keys.public, relay=relay)
+
+
+def admit(admission: Admission, relayed: tuple[Node, ...], senders: tuple[Node, ...]) -> None:
+    """The coordinator's answer: `relayed` joined through the relay, `senders` (and they) joined."""
+    relayed_keys = frozenset(n.keys.public for n in relayed)
+    admission.update(RelayMembers(relayed_keys, relayed_keys | {n.keys.public for n in senders}))
 
 
 def message(microbatch: int) -> tuple[Header, torch.Tensor]:
@@ -98,10 +124,11 @@ def forwarded(relay: Relay, count: int) -> int:
 
 
 def test_messages_through_the_relay_arrive_exactly_in_order_with_their_sender(
-    relay: Relay,
+    relay: Relay, admission: Admission
 ) -> None:
     sender = Node()
     receiver = Node(takes=(sender,))
+    admit(admission, relayed=(receiver,), senders=(sender,))
     inbox = receiver.inbox(relay.address)
     connected(relay, 1)
     outbox = sender.outbox(receiver, relay.address)
@@ -122,10 +149,11 @@ def test_messages_through_the_relay_arrive_exactly_in_order_with_their_sender(
 
 
 def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay(
-    relay: Relay, caplog: pytest.LogCaptureFixture
+    relay: Relay, admission: Admission, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sender, stranger = Node(), Node()
+    sender, stranger = Node(), Node()  # the stranger is a joined miner, but not the receiver's peer
     receiver = Node(takes=(sender,))
+    admit(admission, relayed=(receiver,), senders=(sender, stranger))
     inbox = receiver.inbox(relay.address)
     connected(relay, 1)
     plain = sender.context.socket(zmq.DEALER)  # no CURVE at all: its handshake never completes
@@ -154,10 +182,12 @@ def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay
 def test_messages_for_a_stage_that_never_connects_wait_their_time_then_are_dropped() -> None:
     """What comes for a stage before its hello waits FORGET_S at the relay (the oldest first), then goes."""
     clock = [0.0]
-    relay = Relay(LinkKeys.generate(), LOCAL)
+    admission = Admission()
+    relay = Relay(LinkKeys.generate(), LOCAL, admission)
     thread = threading.Thread(target=relay.serve, args=(lambda: clock[0],), daemon=True)
     thread.start()
     sender, absent, late = Node(), Node(), Node()
+    admit(admission, relayed=(absent, late), senders=(sender,))
     outboxes = [sender.outbox(absent, relay.address), sender.outbox(late, relay.address)]
     try:
         outboxes[0].send(*message(1))
@@ -191,11 +221,14 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
         time.sleep(0.02)
 
 
-def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(relay: Relay) -> None:
+def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(
+    relay: Relay, admission: Admission
+) -> None:
     """A sender taken by both B and C addresses B; the relay delivers to B only, and C, which takes the same
     sender, sees nothing."""
     sender = Node()
     first, second = Node(takes=(sender,)), Node(takes=(sender,))
+    admit(admission, relayed=(first, second), senders=(sender,))
     inboxes = [first.inbox(relay.address), second.inbox(relay.address)]
     connected(relay, 2)
     outbox = sender.outbox(first, relay.address)
@@ -211,12 +244,15 @@ def test_a_message_sealed_for_another_stage_is_not_delivered_to_it(relay: Relay)
             node.close()
 
 
-def test_a_stage_that_stops_reading_loses_its_messages_not_the_relay(relay: Relay) -> None:
+def test_a_stage_that_stops_reading_loses_its_messages_not_the_relay(
+    relay: Relay, admission: Admission
+) -> None:
     """A relayed stage that takes nothing (a hostile one, flooded by a peer of its own) fills only its own
     bounded queue at the relay: what comes for it is then dropped and logged, and another stage is still
     served at once."""
     sender = Node()
     stalled, honest = Node(takes=(sender,)), Node(takes=(sender,))
+    admit(admission, relayed=(stalled, honest), senders=(sender,))
     dead = stalled.context.socket(zmq.DEALER)  # says hello like an inbox, then never reads
     dead.setsockopt(zmq.RCVHWM, 1)
     dead.setsockopt(zmq.RCVBUF, 4096)
@@ -246,6 +282,108 @@ def test_a_stage_that_stops_reading_loses_its_messages_not_the_relay(relay: Rela
         outbox.close()
         inbox.close()
         for node in (sender, stalled, honest):
+            node.close()
+
+
+def dealer(node: Node, relay: Relay) -> zmq.Socket[bytes]:
+    """A raw socket of `node`'s to the relay, proving `node`'s key: what an attacker would write by hand."""
+    socket = node.context.socket(zmq.DEALER)
+    node.security.client(socket, relay.address.key)
+    socket.connect(relay.address.endpoint)
+    return socket
+
+
+def sealed_for(receiver: bytes) -> list[bytes]:
+    return [TO, receiver, b"\0" * 8, b"\0" * 32, b"header", bytes(1_000)]
+
+
+def held(relay: Relay, count: int) -> None:
+    """Waits until `count` messages from keys not looked up yet are held."""
+    wait_until(lambda: len(relay._unknown) == count)
+
+
+def test_strangers_take_no_slot_and_queue_nothing_and_members_are_still_served(
+    relay: Relay, admission: Admission, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys nobody joined with say hello and send to a member not connected yet and to made-up stages, and a
+    joined miner sends to a stage that is not the relay's; once the members are looked up each is dropped for
+    what it is, no stranger holds a slot (there are only two) and nothing waits. The member then connects and
+    gets its peer's message."""
+    monkeypatch.setattr(relay_module, "MAX_RELAYED", 2)
+    sender = Node()
+    receiver = Node(takes=(sender,))
+    admit(admission, relayed=(receiver,), senders=(sender,))
+    strangers = [Node() for _ in range(3)]
+    sockets = [dealer(stranger, relay) for stranger in strangers]
+    joined = dealer(sender, relay)
+    try:
+        for stranger, socket in zip(strangers, sockets, strict=True):
+            socket.send_multipart([HELLO])
+            socket.send_multipart(sealed_for(receiver.keys.public))
+            socket.send_multipart(sealed_for(stranger.keys.public))
+        joined.send_multipart(sealed_for(strangers[0].keys.public))
+        held(relay, 10)
+        admit(admission, relayed=(receiver,), senders=(sender,))  # the next answer: the same members
+        wait_until(lambda: relay.counters.dropped == 10)
+        assert relay.counters.drops == {NOT_JOINED: 3, NOT_A_MINER: 6, NOT_RELAYED: 1}
+        assert relay.counters.relayed == 0 and waiting(relay) == 0 and relay._unknown_bytes == 0
+        inbox = receiver.inbox(relay.address)
+        outbox = sender.outbox(receiver, relay.address)
+        connected(relay, 1)
+        outbox.send(*message(6))
+        assert received(inbox, 1)[0].header.microbatch == 6
+        outbox.close()
+        inbox.close()
+    finally:
+        for socket in (*sockets, joined):
+            socket.close(linger=0)
+        for node in (sender, receiver, *strangers):
+            node.close()
+
+
+def test_a_stage_and_a_sender_that_joined_since_the_last_answer_lose_nothing(
+    relay: Relay, admission: Admission, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay has not heard of either yet: the stage's hello and the sender's messages are held, and the
+    next answer naming them delivers all of them, in order, with nothing dropped."""
+    monkeypatch.setattr(link, "RELAY_ANSWER_S", 0.1)  # the hello is held: do not wait the full time for it
+    sender = Node()
+    receiver = Node(takes=(sender,))
+    inbox = receiver.inbox(relay.address)
+    outbox = sender.outbox(receiver, relay.address)
+    try:
+        for microbatch in range(3):
+            outbox.send(*message(microbatch))
+        held(relay, 4)
+        admit(admission, relayed=(receiver,), senders=(sender,))
+        assert [got.header.microbatch for got in received(inbox, 3)] == [0, 1, 2]
+        assert relay.counters.dropped == 0 and forwarded(relay, 3) == 3
+    finally:
+        outbox.close()
+        inbox.close()
+        for node in (sender, receiver):
+            node.close()
+
+
+def test_what_unknown_keys_can_make_the_relay_hold_is_bounded(
+    relay: Relay, admission: Admission, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_HELD, messages from keys not looked up yet are dropped at once, not held."""
+    monkeypatch.setattr(relay_module, "MAX_HELD", 3)
+    receiver, stranger = Node(), Node()
+    admit(admission, relayed=(receiver,), senders=())
+    socket = dealer(stranger, relay)
+    try:
+        for _ in range(5):
+            socket.send_multipart(sealed_for(receiver.keys.public))
+        wait_until(lambda: relay.counters.drops.get(HELD_FULL) == 2)
+        assert len(relay._unknown) == 3
+        admit(admission, relayed=(receiver,), senders=())
+        wait_until(lambda: relay.counters.drops.get(NOT_A_MINER) == 3)
+        assert relay._unknown_bytes == 0 and relay._unknown_senders == {}
+    finally:
+        socket.close(linger=0)
+        for node in (receiver, stranger):
             node.close()
 
 

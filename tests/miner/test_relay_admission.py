@@ -1,0 +1,196 @@
+"""How a relay learns its members: `keep_fresh` answers an ask soon, and only with an answer read after the
+ask; a coordinator that is away leaves the members as they were (and says so once); a hostile or broken
+coordinator's answer (too large, too deep, not keys, not JSON, an error) is refused, never taken."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from miner.node import relay_members
+from miner.node.relay_members import CoordinatorMembers
+from miner.transport.relay_admission import Admission, MembersUnavailable, RelayMembers, keep_fresh
+from miner.transport.security import LinkKeys
+
+A, B = (LinkKeys.generate().public for _ in range(2))
+
+
+def members(*keys: bytes) -> RelayMembers:
+    return RelayMembers(frozenset(keys), frozenset(keys))
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    done = threading.Event()
+    for _ in range(int(timeout_s / 0.01)):
+        if condition():
+            return
+        done.wait(0.01)
+    raise AssertionError("timed out")
+
+
+class Coordinator:
+    """What the coordinator answers now; `gate`, when set, holds a read until opened."""
+
+    def __init__(self, answer: RelayMembers) -> None:
+        self.answer: RelayMembers | None = answer
+        self.reads = 0
+        self.gate: threading.Event | None = None
+        self.reading = threading.Event()
+
+    def __call__(self) -> RelayMembers:
+        self.reads += 1
+        self.reading.set()
+        if self.gate is not None:
+            self.gate.wait(5)
+        if self.answer is None:
+            raise MembersUnavailable("the coordinator is away")
+        return self.answer
+
+
+@pytest.fixture
+def refreshing() -> Iterator[Callable[[Coordinator], Admission]]:
+    stop = threading.Event()
+    threads = []
+
+    def start(coordinator: Coordinator) -> Admission:
+        admission = Admission()
+        thread = threading.Thread(
+            target=keep_fresh, args=(admission, coordinator, stop, 60.0, 0.05), daemon=True
+        )
+        thread.start()
+        threads.append(thread)
+        return admission
+
+    yield start
+    stop.set()
+    for thread in threads:
+        thread.join(5)
+
+
+def test_an_ask_is_answered_soon_with_the_members_read_after_it(
+    refreshing: Callable[[Coordinator], Admission],
+) -> None:
+    coordinator = Coordinator(members(A))
+    admission = refreshing(coordinator)
+    wait_until(lambda: admission.view()[0] == members(A))
+    coordinator.answer = members(A, B)  # B joins; nobody asks, so the relay reads again only in 60 s
+    ask = admission.ask()
+    wait_until(lambda: admission.view()[1] >= ask)
+    assert admission.view()[0] == members(A, B)
+
+
+def test_a_read_that_began_before_an_ask_does_not_answer_it(
+    refreshing: Callable[[Coordinator], Admission],
+) -> None:
+    coordinator = Coordinator(members(A))
+    coordinator.gate = threading.Event()
+    admission = refreshing(coordinator)
+    wait_until(coordinator.reading.is_set)  # the first read is under way
+    ask = admission.ask()  # B's first message comes now; B joined just before
+    coordinator.answer = members(A, B)
+    coordinator.gate.set()
+    wait_until(lambda: admission.view()[1] >= ask)
+    assert admission.view()[0] == members(A, B) and coordinator.reads == 2
+
+
+def test_a_coordinator_that_is_away_leaves_the_members_and_is_reported_once(
+    refreshing: Callable[[Coordinator], Admission], caplog: pytest.LogCaptureFixture
+) -> None:
+    coordinator = Coordinator(members(A))
+    with caplog.at_level(logging.WARNING):
+        admission = refreshing(coordinator)
+        wait_until(lambda: admission.view()[0] == members(A))
+        coordinator.answer = None
+        for _ in range(3):  # each ask is answered, on what is known
+            ask = admission.ask()
+            wait_until(lambda: admission.view()[1] >= ask)  # noqa: B023 (waited for at once)
+        assert admission.view()[0] == members(A)
+        coordinator.answer = members(B)
+        ask = admission.ask()
+        wait_until(
+            lambda: admission.view() == (members(B), admission.view()[1]) and admission.view()[1] >= ask
+        )
+    warnings = [r.getMessage() for r in caplog.records if r.name == "miner.transport.relay_admission"]
+    assert warnings == [
+        "the relay keeps its members as they were: the coordinator is away",
+        "the relay's members are read again",
+    ]
+
+
+def test_a_fixed_admission_answers_every_ask_at_once() -> None:
+    admission = Admission(members(A), fixed=True)
+    ask = admission.ask()
+    assert admission.view() == (members(A), ask)
+
+
+class Hostile(http.server.BaseHTTPRequestHandler):
+    """A coordinator answering whatever `body` and `status` say."""
+
+    body = b""
+    status = 200
+
+    def do_GET(self) -> None:
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hostile() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+KEY = A.decode()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "refusal"),
+    [
+        (200, b'{"relayed": ["%s"], "senders": ["%s"]}' % (KEY.encode(), b"_" * 40), "not a link key"),
+        (200, b'{"relayed": [1], "senders": []}', "'relayed' is not a list of link keys"),
+        (200, b'{"relayed": []}', "'senders' is not a list of link keys"),
+        (200, b"[" * 1_000 + b"]" * 1_000, "no members object"),
+        (200, b"<html>", "no members object"),
+        (200, b'{"relayed": [], "senders": ["%s"]}' % (b"A" * 2_000_000), "answered more than 1000000 bytes"),
+        (400, b'{"error": {"message": "key must be a link key", "code": "key"}}', "HTTP 400: key must be"),
+        (502, b"bad gateway", "answered HTTP 502"),
+    ],
+)
+def test_a_hostile_or_broken_answer_is_refused(
+    hostile: str, status: int, body: bytes, refusal: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay_members, "MAX_ANSWER_BYTES", 1_000_000)
+    monkeypatch.setattr(Hostile, "status", status)
+    monkeypatch.setattr(Hostile, "body", body)
+    fetch = CoordinatorMembers(hostile, A)
+    try:
+        with pytest.raises(MembersUnavailable, match=refusal):
+            fetch()
+    finally:
+        fetch.close()
+
+
+def test_an_unreachable_coordinator_is_named() -> None:
+    fetch = CoordinatorMembers("http://127.0.0.1:9", A, timeout_s=2)
+    try:
+        with pytest.raises(
+            MembersUnavailable, match=re.escape("cannot reach the coordinator at http://127.0.0.1:9")
+        ):
+            fetch()
+    finally:
+        fetch.close()
