@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +24,7 @@ from client_sdk.protocol.model_identity import KNOWN_MODELS, model_hash
 from miner.cli.app import app
 from miner.cli.arbitration import app as arbitration_app
 from miner.tiny_checkpoint import build_checkpoint
+from miner.transport.security import LinkKeys
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
 from tests.helpers import usage_error
 
@@ -416,8 +418,12 @@ def relay_command(port: int, key_file: Path) -> list[str]:
 
 
 def test_the_relay_command_says_where_it_listens_and_its_key(tmp_path: Path) -> None:
-    """`miner relay` prints its address and key, keeps its key across restarts, and explains a taken port."""
+    """`miner relay` prints its address and key (as it is, brackets included: rich's markup would drop a
+    `[...]` of a Z85 key), keeps its key across restarts, and explains a taken port."""
     key_file = tmp_path / "relay.key"
+    bracketed = next(k for k in iter(LinkKeys.generate, None) if re.search(rb"\[[a-z]+\]", k.public))
+    key_file.write_bytes(bracketed.public + b"\n" + bracketed.secret + b"\n")
+    key_file.chmod(0o600)
     port = free_port()
     keys = []
     for _start in range(2):

@@ -125,6 +125,12 @@ def log_to_console() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def say(text: str, on: Console = console) -> None:
+    """Prints `text` as written: no markup (a key's Z85 alphabet has brackets, which rich would take for
+    styles and drop), no highlighting, no wrapping."""
+    on.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Prints a UserError (or a dropped RPC connection) as `error: ...` and exits 1, without a traceback."""
 
@@ -133,7 +139,7 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except UserError as exc:
-            error_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            say(f"error: {exc}", error_console)
         except requests.exceptions.ConnectionError:
             error_console.print("error: lost the connection to the RPC endpoint", markup=False)
         sys.exit(1)

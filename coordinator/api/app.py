@@ -74,6 +74,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.nonces = NonceStore(redis)
     app.state.sessions = SessionKeys(redis)
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
+    app.state.live_link_keys = relays.live_link_keys_reader(database, app.state.live)
     metrics.install(app, database, app.state.live)
     app.state.chain = chain
     app.state.nudge = Nudger(settings.redis_url)

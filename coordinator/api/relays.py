@@ -1,17 +1,19 @@
 """/v1/relays: what a relay asks the coordinator. Public: it names only public link keys, and a relay has no
-wallet, only its link key."""
+wallet, only its link key. Every call waits for a read of the live miners that began after it came, shared
+with the calls waiting then (coordinator.api.shared_read), so hammering it costs one read at a time."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
-from coordinator.api.deps import DbSession
-from coordinator.api.miners import Live
 from coordinator.api.schemas import ERRORS
+from coordinator.api.shared_read import SharedRead
+from coordinator.db.session import Database
 from coordinator.services import miners
+from coordinator.services.live import LiveMembership
 
 router = APIRouter(prefix="/v1/relays", tags=["miners"], responses=ERRORS)
 
@@ -31,6 +33,20 @@ RelayKey = Annotated[
 
 
 @router.get("/members", summary="The link keys a relay serves (stages joined through it, and who may send)")
-def members(key: RelayKey, db: DbSession, live: Live) -> RelayMembers:
-    found = miners.relay_members(db, live, key)
+async def members(key: RelayKey, request: Request) -> RelayMembers:
+    miners.require_link_key(key, "key")
+    read: SharedRead[list[tuple[str, str | None]]] = request.app.state.live_link_keys
+    found = miners.relay_members(await read(), key)
     return RelayMembers(relayed=found.relayed, senders=found.senders)
+
+
+def live_link_keys_reader(
+    database: Database, live: LiveMembership
+) -> SharedRead[list[tuple[str, str | None]]]:
+    """The read this endpoint shares between its callers: every live miner's link key and relay."""
+
+    def read() -> list[tuple[str, str | None]]:
+        with database.session() as session:
+            return miners.live_link_keys(session, live)
+
+    return SharedRead(read)

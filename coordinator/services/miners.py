@@ -81,7 +81,7 @@ def join(
     checks passed: joins cannot make the coordinator dial an address at will) and records whether it was
     reachable; a miner neither reachable nor behind a relay is not planned into any pipeline."""
     model, device = joining.model, joining.device
-    _require_link_key(joining.link_key, "link_key")
+    require_link_key(joining.link_key, "link_key")
     relay = joining.relay
     if relay is not None:
         _check_relay(relay)
@@ -130,7 +130,7 @@ def join(
     return miner
 
 
-def _require_link_key(value: str, param: str) -> None:
+def require_link_key(value: str, param: str) -> None:
     if not is_link_key(value):
         raise InvalidInput(f"{param} must be a 32-byte CURVE public key in Z85 (40 characters)", param)
 
@@ -140,7 +140,7 @@ def _check_relay(relay: StageRelay) -> None:
         check_stage_endpoint(relay.endpoint)
     except ValueError as exc:
         raise InvalidInput(f"relay: {exc}", "relay.endpoint") from None
-    _require_link_key(relay.key, "relay.key")
+    require_link_key(relay.key, "relay.key")
     if not relay.region:
         raise InvalidInput("relay.region must name the relay's region", "relay.region")
 
@@ -159,16 +159,21 @@ class RelayMembers:
     senders: list[str]  # every live miner: it forwards their messages to the relayed ones
 
 
-def relay_members(session: Session, live: LiveMembership, relay_key: str) -> RelayMembers:
-    """The link keys of the live miners joined through the relay whose key is `relay_key`, and of every live
-    miner, each sorted (a miner that never said its link key has none to list)."""
-    _require_link_key(relay_key, "key")
-    rows = session.execute(select(Miner.address, Miner.link_key, Miner.relay_key)).all()
+def live_link_keys(session: Session, live: LiveMembership) -> list[tuple[str, str | None]]:
+    """(link key, key of the relay it joined through, or None) of every live miner that named a link key."""
+    rows = session.execute(
+        select(Miner.address, Miner.link_key, Miner.relay_key).where(Miner.link_key.is_not(None))
+    ).all()
     alive = live.alive(row.address for row in rows)
-    joined = [row for row in rows if row.address in alive and row.link_key is not None]
+    return [(row.link_key, row.relay_key) for row in rows if row.address in alive]
+
+
+def relay_members(live_keys: list[tuple[str, str | None]], relay_key: str) -> RelayMembers:
+    """The members of the relay whose key is `relay_key` (a link key), out of `live_link_keys`' list, each
+    sorted."""
     return RelayMembers(
-        relayed=sorted({row.link_key for row in joined if row.relay_key == relay_key}),
-        senders=sorted({row.link_key for row in joined}),
+        relayed=sorted({link for link, relay in live_keys if relay == relay_key}),
+        senders=sorted({link for link, _ in live_keys}),
     )
 
 

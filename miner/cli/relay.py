@@ -12,11 +12,18 @@ from typing import Annotated
 import typer
 import zmq
 
-from client_sdk.cli.support import DEFAULT_COORDINATOR, CoordinatorOption, console, log_to_console
+from client_sdk.cli.support import (
+    DEFAULT_COORDINATOR,
+    CoordinatorOption,
+    console,
+    error_console,
+    log_to_console,
+    say,
+)
 from client_sdk.errors import UserError
 from miner.node.relay_members import CoordinatorMembers
-from miner.transport.relay import Relay
-from miner.transport.relay_admission import Admission, keep_fresh
+from miner.transport.relay import FORGET_S, Relay
+from miner.transport.relay_admission import Admission, MembersUnavailable, keep_fresh
 from miner.transport.security import LinkKeys
 
 DEFAULT_KEY_FILE = Path.home() / ".batchmarket" / "relay.key"
@@ -50,9 +57,16 @@ def relay(
         running = Relay(keys, listen, admission)
     except zmq.ZMQError as exc:  # the address is taken, not this machine's, or not an address
         raise UserError(f"cannot listen on {listen}: {exc}") from None
-    console.print(f"relay listening on {running.address.endpoint}")
-    console.print(f"its key (give it with --relay-key): {keys.public.decode()}")
-    console.print(f"serving the miners joined at {coordinator}", soft_wrap=True)
+    say(f"relay listening on {running.address.endpoint}")
+    say(f"its key (give it with --relay-key): {keys.public.decode()}")
+    say(f"serving the miners joined at {coordinator}")
+    try:
+        admission.update(members())
+    except MembersUnavailable as exc:
+        say(
+            f"warning: {exc}; until it answers, what comes is held, then dropped after {FORGET_S:.0f} s",
+            error_console,
+        )
     stopping = threading.Event()
     refresher = threading.Thread(
         target=keep_fresh, args=(admission, members, stopping), daemon=True, name="relay-members"
@@ -70,7 +84,8 @@ def relay(
     finally:
         stopping.set()
         refresher.join(timeout=2.0)  # it may be waiting on the coordinator; it is a daemon
-        members.close()
+        if not refresher.is_alive():
+            members.close()
         counters = running.counters
         console.print(f"relayed {counters.forwarded} messages; dropped {counters.dropped}")
         running.close()

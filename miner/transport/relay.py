@@ -52,14 +52,17 @@ ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
 MAX_WAITING = 64  # messages held for one stage not connected yet
 MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
 NOT_CONNECTED = "a message for a stage not connected to this relay"
-# messages from keys not known yet, held until the members are looked up (a fraction of a second); a
-# stranger can fill this, so past it such messages are dropped rather than held
+# messages from keys not known yet, held until the members are looked up (a fraction of a second) and for
+# FORGET_S at most; per key no more than a stage keeps in flight, so one stranger's key holds little, but
+# strangers with many keys can fill this, and past it such messages are dropped rather than held
 MAX_HELD = 1_024
-MAX_HELD_BYTES = 64 * 2**20
+MAX_HELD_PER_KEY = 16
+MAX_HELD_BYTES = 64 * 2**20  # or one message of the largest size, if more
 NOT_JOINED = "a hello from a stage not joined through this relay"
 NOT_A_MINER = "a message from a key no joined miner holds"
 NOT_RELAYED = "a message for a stage not joined through this relay"
 HELD_FULL = "a message from a key not known yet, beyond what the relay holds"
+HELD_TOO_LONG = "a message from a key not known yet, held past its time (the coordinator did not answer)"
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class _Unknown:
     message for `receiver`."""
 
     ask: int
+    arrived: float
     sender: bytes
     routing_id: bytes
     peers: list[bytes] | None
@@ -135,6 +139,9 @@ class Relay:
         # message, and expiry only looks at the front.
         self._waiting: dict[bytes, list[tuple[float, bytes, list[zmq.Frame]]]] = {}
         self._waiting_bytes = 0
+        largest = limits.max_message_bytes + ENVELOPE_BYTES  # what is held must take one message of any size
+        self._max_waiting_bytes = max(MAX_WAITING_BYTES, largest)
+        self._max_held_bytes = max(MAX_HELD_BYTES, largest)
         self._admission = admission
         self._unknown: deque[_Unknown] = deque()  # in ask order
         self._unknown_bytes = 0
@@ -155,10 +162,9 @@ class Relay:
 
     def _poll_ms(self, now: float) -> int:
         """How long to wait for a message before a delayed one is due or held ones may be decided."""
-        if self._unknown:
-            return 20
         # rounded up: rounded down, it would wake early and poll in a busy loop until the message is due
-        return 100 if not self._delayed else max(0, math.ceil(1_000 * (self._delayed[0][0] - now)))
+        due_ms = 100 if not self._delayed else max(0, math.ceil(1_000 * (self._delayed[0][0] - now)))
+        return min(due_ms, 20) if self._unknown else due_ms
 
     def _take(self, frames: list[zmq.Frame], members: RelayMembers, now: float) -> None:
         if len(frames) < 2:
@@ -174,13 +180,13 @@ class Relay:
             elif known and sender in members.relayed:
                 self._hello(sender, routing_id, peers, now)
             else:
-                self._hold_unknown(sender, routing_id, peers, b"", [])
+                self._hold_unknown(sender, routing_id, peers, b"", [], now)
         elif kind == TO and len(frames) >= 6:
             receiver = frames[2].bytes
             if known and sender in members.senders and receiver in members.relayed:
                 self._forward(sender, receiver, frames[3:], now)
             else:
-                self._hold_unknown(sender, routing_id, None, receiver, frames[3:])
+                self._hold_unknown(sender, routing_id, None, receiver, frames[3:], now)
         else:
             self._drop("a message that is neither a hello nor a sealed message", sender)
 
@@ -191,14 +197,17 @@ class Relay:
         peers: list[bytes] | None,
         receiver: bytes,
         rest: list[zmq.Frame],
+        now: float,
     ) -> None:
         """Holds a message from a key the members did not name (or from a sender with messages held already,
         so that they stay in order) until the members are looked up again."""
         size = sum(len(f.buffer) for f in rest) + ENVELOPE_BYTES
-        if len(self._unknown) >= MAX_HELD or self._unknown_bytes + size > MAX_HELD_BYTES:
+        full = len(self._unknown) >= MAX_HELD or self._unknown_senders.get(sender, 0) >= MAX_HELD_PER_KEY
+        if full or self._unknown_bytes + size > self._max_held_bytes:
             self._drop(HELD_FULL, sender, receiver or None)
             return
-        self._unknown.append(_Unknown(self._admission.ask(), sender, routing_id, peers, receiver, rest, size))
+        ask = self._admission.ask()
+        self._unknown.append(_Unknown(ask, now, sender, routing_id, peers, receiver, rest, size))
         self._unknown_bytes += size
         self._unknown_senders[sender] = self._unknown_senders.get(sender, 0) + 1
 
@@ -206,13 +215,17 @@ class Relay:
         """Decides each held message whose sender has been looked up since it came, oldest first; returns
         the members the next message is checked against (the same, so none overtakes a held one)."""
         members, answered = self._admission.view()
-        while self._unknown and self._unknown[0].ask <= answered:
+        while self._unknown and (
+            self._unknown[0].ask <= answered or now - self._unknown[0].arrived > FORGET_S
+        ):
             held = self._unknown.popleft()
             self._unknown_bytes -= held.size
             left = self._unknown_senders.pop(held.sender) - 1
             if left:
                 self._unknown_senders[held.sender] = left
-            if held.peers is not None:
+            if held.ask > answered:
+                self._drop(HELD_TOO_LONG, held.sender, held.receiver or None)
+            elif held.peers is not None:
                 if held.sender in members.relayed:
                     self._hello(held.sender, held.routing_id, held.peers, now)
                 else:
@@ -278,7 +291,7 @@ class Relay:
         size = sum(len(f.buffer) for f in frames)
         queue = self._waiting.get(receiver)
         full = len(self._waiting) >= MAX_RELAYED if queue is None else len(queue) >= MAX_WAITING
-        if full or self._waiting_bytes + size > MAX_WAITING_BYTES:
+        if full or self._waiting_bytes + size > self._max_waiting_bytes:
             self._drop(NOT_CONNECTED, sender, receiver)
             return
         self._waiting.setdefault(receiver, []).append((now, sender, frames))

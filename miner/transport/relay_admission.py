@@ -5,14 +5,16 @@ the queues of stages that never connect, and the miners behind the relay would g
 The members come from whoever knows them: the coordinator, asked by `keep_fresh` every REFRESH_S and soon
 after the relay meets a key it does not know (a miner that joined since the last answer), or a local
 pipeline that made its stages' keys itself. The relay holds a message from an unknown key until an answer
-asked for after it arrived (`Admission.ask`, `covered`), then delivers it or drops it, so an honest miner
-that joined a moment ago loses nothing.
+read after it arrived (`Admission.ask`, `view`), then delivers it or drops it, so an honest miner that joined
+a moment ago loses nothing. Until the coordinator has answered once, nothing is answered: what comes is held
+(within the relay's bounds) rather than dropped as a stranger's.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -75,9 +77,12 @@ class Admission:
             self._members = members
             self._covered = max(self._covered, self._asks if answers is None else answers)
 
-    def wait_for_ask(self, timeout_s: float) -> None:
-        """Returns when asked (or after `timeout_s`)."""
-        self._asked.wait(timeout_s)
+    def wait_for_ask(self, timeout_s: float, stop: threading.Event) -> None:
+        """Returns when asked, when `stop` is set, or after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self._asked.wait(min(left, 0.1)):
+                break
         self._asked.clear()
 
 
@@ -89,23 +94,26 @@ def keep_fresh(
     min_gap_s: float = MIN_REFRESH_S,
 ) -> None:
     """Updates `admission` from `fetch` every `every_s`, and soon (at most every `min_gap_s`) after an ask,
-    until `stop` is set. When `fetch` fails the members stay as they were and the asks still count as
-    answered (a held message is decided on what is known rather than held for as long as the coordinator is
-    away)."""
-    failing = False
+    until `stop` is set. When `fetch` fails the members stay as they were and, once one read has succeeded,
+    the asks still count as answered (a held message is decided on what is known rather than held for as
+    long as the coordinator is away); anything `fetch` raises is such a failure, so the loop never dies."""
+    failing, answered_once = False, False
     while not stop.is_set():
         answers = admission.asks_so_far()
         try:
             members = fetch()
-        except MembersUnavailable as exc:
+        except Exception as exc:  # a hostile answer must not end the loop: held messages would wait forever
             if not failing:  # once, not every few seconds while it lasts
                 log.warning("the relay keeps its members as they were: %s", exc)
-            failing, members = True, admission.view()[0]
+            failing = True
+            if answered_once:
+                admission.update(admission.view()[0], answers)
         else:
             if failing:
                 log.warning("the relay's members are read again")
-            failing = False
-        admission.update(members, answers)
+            failing, answered_once = False, True
+            admission.update(members, answers)
         if stop.wait(min_gap_s):
             return
-        admission.wait_for_ask(max(0.0, every_s - min_gap_s))
+        if admission.asks_so_far() <= admission.view()[1]:  # else asks wait for a first answer: try again
+            admission.wait_for_ask(max(0.0, every_s - min_gap_s), stop)

@@ -28,6 +28,7 @@ from miner.transport.link import Context, Inbox, Outbox, Received
 from miner.transport.relay import (
     FORGET_S,
     HELD_FULL,
+    HELD_TOO_LONG,
     HELLO,
     NOT_A_MINER,
     NOT_CONNECTED,
@@ -368,23 +369,54 @@ def test_a_stage_and_a_sender_that_joined_since_the_last_answer_lose_nothing(
 def test_what_unknown_keys_can_make_the_relay_hold_is_bounded(
     relay: Relay, admission: Admission, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past MAX_HELD, messages from keys not looked up yet are dropped at once, not held."""
+    """Per key no more than MAX_HELD_PER_KEY, in all no more than MAX_HELD: past these, messages from keys
+    not looked up yet are dropped at once, not held."""
     monkeypatch.setattr(relay_module, "MAX_HELD", 3)
-    receiver, stranger = Node(), Node()
+    monkeypatch.setattr(relay_module, "MAX_HELD_PER_KEY", 2)
+    receiver, first, second = Node(), Node(), Node()
     admit(admission, relayed=(receiver,), senders=())
-    socket = dealer(stranger, relay)
+    sockets = [dealer(first, relay), dealer(second, relay)]
     try:
-        for _ in range(5):
-            socket.send_multipart(sealed_for(receiver.keys.public))
-        wait_until(lambda: relay.counters.drops.get(HELD_FULL) == 2)
+        for _ in range(4):
+            sockets[0].send_multipart(sealed_for(receiver.keys.public))
+        wait_until(lambda: relay.counters.drops.get(HELD_FULL) == 2)  # its own share is full
+        for _ in range(2):
+            sockets[1].send_multipart(sealed_for(receiver.keys.public))
+        wait_until(lambda: relay.counters.drops.get(HELD_FULL) == 3)  # the relay's is
         assert len(relay._unknown) == 3
         admit(admission, relayed=(receiver,), senders=())
         wait_until(lambda: relay.counters.drops.get(NOT_A_MINER) == 3)
         assert relay._unknown_bytes == 0 and relay._unknown_senders == {}
     finally:
-        socket.close(linger=0)
-        for node in (receiver, stranger):
+        for socket in sockets:
+            socket.close(linger=0)
+        for node in (receiver, first, second):
             node.close()
+
+
+def test_without_an_answer_what_unknown_keys_sent_is_dropped_after_its_time() -> None:
+    """The coordinator never answers (a relay that started while it was away): held messages go after
+    FORGET_S, so nothing is held for ever."""
+    clock = [0.0]
+    relay = Relay(LinkKeys.generate(), LOCAL, Admission())
+    thread = threading.Thread(target=relay.serve, args=(lambda: clock[0],), daemon=True)
+    thread.start()
+    sender, receiver = Node(), Node()
+    socket = dealer(sender, relay)
+    try:
+        socket.send_multipart([HELLO])
+        socket.send_multipart(sealed_for(receiver.keys.public))
+        held(relay, 2)
+        clock[0] = FORGET_S + 1
+        wait_until(lambda: relay.counters.drops.get(HELD_TOO_LONG) == 2)
+        assert relay._unknown_bytes == 0 and relay._unknown_senders == {}
+    finally:
+        socket.close(linger=0)
+        for node in (sender, receiver):
+            node.close()
+        relay.stop()
+        thread.join()
+        relay.close()
 
 
 class HostileRelay:

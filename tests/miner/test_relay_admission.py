@@ -1,6 +1,7 @@
 """How a relay learns its members: `keep_fresh` answers an ask soon, and only with an answer read after the
-ask; a coordinator that is away leaves the members as they were (and says so once); a hostile or broken
-coordinator's answer (too large, too deep, not keys, not JSON, an error) is refused, never taken."""
+ask; a coordinator that is away leaves the members as they were (and says so once), and before its first
+answer answers nothing; whatever a read raises, the loop goes on; a hostile, broken or slow coordinator's
+answer (too large, too deep, not keys, not JSON, an error, dripping) is refused, never taken."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
 class Coordinator:
     """What the coordinator answers now; `gate`, when set, holds a read until opened."""
 
-    def __init__(self, answer: RelayMembers) -> None:
+    def __init__(self, answer: RelayMembers | None) -> None:
         self.answer: RelayMembers | None = answer
+        self.raises: Exception | None = None
         self.reads = 0
         self.gate: threading.Event | None = None
         self.reading = threading.Event()
@@ -47,6 +49,8 @@ class Coordinator:
         self.reading.set()
         if self.gate is not None:
             self.gate.wait(5)
+        if self.raises is not None:
+            raise self.raises
         if self.answer is None:
             raise MembersUnavailable("the coordinator is away")
         return self.answer
@@ -122,6 +126,34 @@ def test_a_coordinator_that_is_away_leaves_the_members_and_is_reported_once(
     ]
 
 
+def test_before_the_first_answer_no_ask_is_answered(refreshing: Callable[[Coordinator], Admission]) -> None:
+    """A relay that starts while the coordinator is away holds what comes rather than dropping it as a
+    stranger's: the asks wait for the first answer."""
+    coordinator = Coordinator(None)
+    admission = refreshing(coordinator)
+    ask = admission.ask()
+    wait_until(lambda: coordinator.reads >= 3)
+    assert admission.view() == (members(), 0)
+    coordinator.answer = members(A)
+    wait_until(lambda: admission.view()[1] >= ask)
+    assert admission.view()[0] == members(A)
+
+
+def test_whatever_a_read_raises_the_refresher_goes_on(
+    refreshing: Callable[[Coordinator], Admission],
+) -> None:
+    coordinator = Coordinator(members(A))
+    admission = refreshing(coordinator)
+    wait_until(lambda: admission.view()[0] == members(A))
+    coordinator.raises = UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+    ask = admission.ask()
+    wait_until(lambda: admission.view()[1] >= ask)  # answered on what is known
+    coordinator.raises, coordinator.answer = None, members(B)
+    ask = admission.ask()
+    wait_until(lambda: admission.view()[1] >= ask)
+    assert admission.view()[0] == members(B)
+
+
 def test_a_fixed_admission_answers_every_ask_at_once() -> None:
     admission = Admission(members(A), fixed=True)
     ask = admission.ask()
@@ -133,13 +165,20 @@ class Hostile(http.server.BaseHTTPRequestHandler):
 
     body = b""
     status = 200
+    drip_s = 0.0  # a pause before each byte: an answer that never quite ends
 
     def do_GET(self) -> None:
         self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
-        self.wfile.write(self.body)
+        if not self.drip_s:
+            self.wfile.write(self.body)
+            return
+        for byte in self.body:
+            threading.Event().wait(self.drip_s)
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
 
     def log_message(self, *_args: object) -> None:
         pass
@@ -163,6 +202,7 @@ KEY = A.decode()
     [
         (200, b'{"relayed": ["%s"], "senders": ["%s"]}' % (KEY.encode(), b"_" * 40), "not a link key"),
         (200, b'{"relayed": [1], "senders": []}', "'relayed' is not a list of link keys"),
+        (200, b'{"relayed": ["\\ud800"], "senders": []}', "'relayed' is not a list of link keys"),
         (200, b'{"relayed": []}', "'senders' is not a list of link keys"),
         (200, b"[" * 1_000 + b"]" * 1_000, "no members object"),
         (200, b"<html>", "no members object"),
@@ -180,6 +220,20 @@ def test_a_hostile_or_broken_answer_is_refused(
     fetch = CoordinatorMembers(hostile, A)
     try:
         with pytest.raises(MembersUnavailable, match=refusal):
+            fetch()
+    finally:
+        fetch.close()
+
+
+def test_an_answer_that_drips_is_given_up_at_the_deadline(
+    hostile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(relay_members, "ANSWER_DEADLINE_S", 0.5)
+    monkeypatch.setattr(Hostile, "body", b'{"relayed": [], "senders": []}' + b" " * 100)
+    monkeypatch.setattr(Hostile, "drip_s", 0.05)
+    fetch = CoordinatorMembers(hostile, A)
+    try:
+        with pytest.raises(MembersUnavailable, match="took over 0 s to answer"):
             fetch()
     finally:
         fetch.close()
