@@ -4,8 +4,8 @@ The coordinator's assignment names the pipeline (id and plan version), this node
 every stage's endpoint (and, for a stage behind NAT, the relay its peers send through). The node binds its
 inbox on its own endpoint (behind NAT, where only its own driver reaches it, and it dials its relay) and links
 to the next stage (or, as the last stage, back to the first); the head also drives the pipeline from a local
-driver. A new assignment
-tears the stage down and builds the new one (the weights are reloaded only if the layers changed); every
+driver. A new assignment tears the stage down and builds the new one on the same inbox (the weights are
+reloaded only if the layers changed; what a new peer sent meanwhile is taken once the node follows); every
 stage of a pipeline keeps the microbatches in flight the assignment names (the coordinator plans them for
 the pipeline's stage times and links), so all of them agree.
 """
@@ -29,11 +29,12 @@ from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink, Links, PeerKeys, StageWorker
+from miner.transport.link import Inbox
 from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkKeys, LinkSecurity
 
 log = logging.getLogger("batchmarket.miner")
-BIND_ATTEMPTS = 50  # a closed inbox frees its port a moment later
+BIND_ATTEMPTS = 50  # a closed listener frees its port a moment later
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,10 @@ class StageHost:
         keys = settings.link_keys
         self._security = LinkSecurity(self._context, keys) if keys is not None else None
         self._shard: StageShard | None = None
+        # one inbox for every assignment (rebound only if the node's relay changes): what a peer of a new
+        # plan sends before this node follows it waits there instead of being lost with the old stage's
+        self._inbox: Inbox | None = None
+        self._inbox_relay: RelayAddress | None = None
         self._worker: StageWorker | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -199,7 +204,8 @@ class StageHost:
             peers = assignment.peer_keys(security.keys.public)
             security.allow(peers.senders())
         sink = forget if assignment.is_head else self.finished_sink
-        worker = self._bind(shard, cache, sink, assignment.relay_of(assignment.position))
+        inbox = self._inbox_for(assignment.relay_of(assignment.position))
+        worker = StageWorker(shard, cache, self._context, finished_sink=sink, security=security, inbox=inbox)
         driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
         worker.connect(assignment.links(driver.endpoint if driver else None, peers))
         if driver is not None:
@@ -218,18 +224,23 @@ class StageHost:
             assignment.version,
         )
 
-    def _bind(
-        self, shard: StageShard, cache: CacheSettings, sink: FinishedSink, relay: RelayAddress | None
-    ) -> StageWorker:
+    def _inbox_for(self, relay: RelayAddress | None) -> Inbox:
+        """The node's inbox, bound on its first assignment (again if its relay changed)."""
+        if self._inbox is not None and self._inbox_relay == relay:
+            return self._inbox
+        if self._inbox is not None:
+            self._inbox.close()
+            self._inbox = None
         for _ in range(BIND_ATTEMPTS):
             try:
-                return StageWorker(
-                    shard, cache, self._context, self.settings.listen, sink, self._security, relay
-                )
+                self._inbox = Inbox(self._context, self.settings.listen, security=self._security, relay=relay)
             except zmq.ZMQError as exc:
                 if exc.errno != zmq.EADDRINUSE:
                     raise UserError(f"cannot listen on {self.settings.listen}: {exc}") from None
-                time.sleep(0.1)
+                time.sleep(0.1)  # the join's listener, closed a moment ago, may still hold the port
+                continue
+            self._inbox_relay = relay
+            return self._inbox
         raise UserError(f"cannot listen on {self.settings.listen}: the address is in use")
 
     def _serve(self, worker: StageWorker) -> None:
@@ -261,6 +272,8 @@ class StageHost:
 
     def close(self) -> None:
         self.stop()
+        if self._inbox is not None:
+            self._inbox.close()
         if self._security is not None:
             self._security.stop()
         self._context.term()

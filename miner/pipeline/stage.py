@@ -84,7 +84,10 @@ FinishedSink = Callable[[int, RequestRecord], None]
 class StageWorker:
     """`finished_sink`, when given, receives each finished request's record, which the stage then forgets
     (a long-running stage must not keep every request it ever served). Given a `relay`, the stage also takes
-    its peers' messages through it (it is behind NAT: `bind` is where only its own driver reaches it)."""
+    its peers' messages through it (it is behind NAT: `bind` is where only its own driver reaches it). Given
+    an `inbox`, the stage takes its messages there instead of binding one (`bind` and `relay` unused) and
+    leaves it open when it closes: a node keeps one inbox across its assignments, so that nothing sent to it
+    while it changes stages is lost."""
 
     def __init__(
         self,
@@ -95,6 +98,7 @@ class StageWorker:
         finished_sink: FinishedSink | None = None,
         security: LinkSecurity | None = None,
         relay: RelayAddress | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self.shard = shard
         self.security = security
@@ -117,7 +121,8 @@ class StageWorker:
             else None
         )
         self._context = context
-        self.inbox = Inbox(context, bind, security=security, relay=relay)
+        self._owns_inbox = inbox is None
+        self.inbox = inbox if inbox is not None else Inbox(context, bind, security=security, relay=relay)
         self._keys: PeerKeys | None = None
         self._next: Outbox | None = None
         self._ring: Outbox | None = None
@@ -319,4 +324,5 @@ class StageWorker:
         for outbox in (self._next, self._ring, self._driver):
             if outbox is not None:
                 outbox.close()
-        self.inbox.close()
+        if self._owns_inbox:
+            self.inbox.close()

@@ -6,6 +6,9 @@ given.
 A stage behind NAT takes its peers' messages through a relay (miner.transport.relay): its inbox also dials
 the relay, and an outbox given the relay's address sends there, sealed for the receiver, which checks the seal
 before it takes the message.
+A message from a key the inbox does not take (yet) is kept a few seconds (UNASSIGNED_S), within bounds, before
+it is dropped: when a new plan forms, a peer may start sending before this node has followed it, and what it
+sent then is taken once the node's assignment names it.
 Without a LinkSecurity (a local pipeline of processes on one machine) the links are plain TCP. An Outbox can
 hold every message for a fixed one-way latency before it leaves, to emulate a far link in benchmarks (off by
 default). An Inbox drops and logs malformed messages and keeps serving.
@@ -28,8 +31,25 @@ from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
 RELAY_ANSWER_S = 5.0  # how long a relayed inbox waits for the relay to take its hello
+# messages from keys not in the assignment (yet): kept this long, this many, and this many bytes (or one
+# message of the largest size, if more) at most
+UNASSIGNED_S = 5.0
+MAX_UNASSIGNED = 64
+MAX_UNASSIGNED_BYTES = 64 * 2**20
+NOT_ASSIGNED = "a message from a peer not in the assignment"
 
 Context = zmq.Context[zmq.Socket[bytes]]
+
+
+class _Unassigned(NamedTuple):
+    """A message kept until its sender is in the assignment: as it came directly, or through the relay
+    (stamp, seal, then the frames)."""
+
+    arrived: float
+    sender: bytes
+    frames: list[bytes]
+    relayed: bool
+    size: int
 
 
 class Received(NamedTuple):
@@ -130,6 +150,9 @@ class Inbox:
         self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self.limits = limits
         self.rejected = 0
+        self._unassigned: deque[_Unassigned] = deque()  # in arrival order
+        self._unassigned_bytes = 0
+        self._max_unassigned_bytes = max(MAX_UNASSIGNED_BYTES, limits.max_message_bytes)
         self._poller = zmq.Poller()
         self._poller.register(self._socket, zmq.POLLIN)
         self._relay: zmq.Socket[bytes] | None = None
@@ -178,6 +201,10 @@ class Inbox:
             return self._early.popleft()
         deadline = time.monotonic() + timeout_ms / 1_000
         while (remaining := deadline - time.monotonic()) > 0:
+            if self._unassigned:
+                kept = self._now_assigned()
+                if kept is not None:
+                    return kept
             if self._relay is not None and time.monotonic() - self._hello_at > HELLO_S:
                 self._say_hello()
             ready = dict(self._poller.poll(int(min(remaining, HELLO_S) * 1_000) + 1))
@@ -197,8 +224,8 @@ class Inbox:
         if self._security is not None:
             # the key the handshake authenticated (ZAP's User-Id), set on every frame of the connection
             sender = str(frames[0].get("User-Id")).encode()
-            if not self._security.admits(sender):
-                return self._reject("a message from a peer not in the assignment")
+            if not self._taken_now(sender):
+                return self._keep_unassigned(sender, [frame.bytes for frame in frames], relayed=False)
         return self._decoded([frame.bytes for frame in frames], sender)
 
     def _relayed(self, relay: zmq.Socket[bytes]) -> Received | None:
@@ -211,13 +238,53 @@ class Inbox:
             return None
         if len(frames) < 4:
             return self._reject("a malformed message through the relay")
-        sender, stamp, seal, body = frames[0], frames[1], frames[2], frames[3:]
-        if not self._security.admits(sender):
-            return self._reject("a message through the relay from a peer not in the assignment")
+        sender = frames[0]
+        if not self._taken_now(sender):
+            return self._keep_unassigned(sender, frames[1:], relayed=True)
+        return self._unsealed(sender, frames[1:])
+
+    def _unsealed(self, sender: bytes, frames: list[bytes]) -> Received | None:
+        """A message through the relay ([stamp, seal, *frames]) if `sender` sealed it for this inbox."""
+        assert self._security is not None
+        stamp, seal, body = frames[0], frames[1], frames[2:]
         refused = self._security.seals.check(sender, stamp, seal, body)
         if refused is not None:
             return self._reject(f"a message through the relay with {refused}")
         return self._decoded(body, sender)
+
+    def _taken_now(self, sender: bytes) -> bool:
+        """Whether a message from `sender` is taken at once: its key is in the assignment and none of its
+        messages is kept (those go first)."""
+        assert self._security is not None
+        return self._security.admits(sender) and not any(k.sender == sender for k in self._unassigned)
+
+    def _keep_unassigned(self, sender: bytes, frames: list[bytes], relayed: bool) -> Received | None:
+        """Keeps a message until its sender is in the assignment (None: nothing to take now)."""
+        size = sum(len(frame) for frame in frames)
+        if (
+            len(self._unassigned) >= MAX_UNASSIGNED
+            or self._unassigned_bytes + size > self._max_unassigned_bytes
+        ):
+            return self._reject(NOT_ASSIGNED + " (beyond what is kept)")
+        self._unassigned.append(_Unassigned(time.monotonic(), sender, frames, relayed, size))
+        self._unassigned_bytes += size
+        return None
+
+    def _now_assigned(self) -> Received | None:
+        """The oldest kept message whose sender is in the assignment now; drops those kept too long."""
+        assert self._security is not None
+        for index, kept in enumerate(self._unassigned):
+            if self._security.admits(kept.sender):
+                del self._unassigned[index]
+                self._unassigned_bytes -= kept.size
+                if kept.relayed:
+                    return self._unsealed(kept.sender, kept.frames)
+                return self._decoded(kept.frames, kept.sender)
+        now = time.monotonic()
+        while self._unassigned and now - self._unassigned[0].arrived > UNASSIGNED_S:
+            self._unassigned_bytes -= self._unassigned.popleft().size
+            self._reject(NOT_ASSIGNED)
+        return None
 
     def _decoded(self, frames: list[bytes], sender: bytes | None) -> Received | None:
         try:

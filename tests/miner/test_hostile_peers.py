@@ -22,7 +22,7 @@ from miner.node.requests import Reader
 from miner.node.stage_host import StageHost
 from miner.pipeline.stage import StageWorker
 from miner.tiny_checkpoint import build_tiny_model
-from miner.transport import frames
+from miner.transport import frames, link
 from miner.transport.link import Inbox, Outbox
 from miner.transport.security import LinkKeys, LinkSecurity
 from tests.miner.nodes import reader_for, stage_hosts
@@ -87,7 +87,12 @@ def test_the_secured_pipeline_serves_what_a_plain_one_serves(checkpoint: Path, r
         assert serve(reader, secured[0]) == expected
 
 
-def test_strangers_cannot_reach_a_stage(checkpoint: Path, reader: Reader, context: Context) -> None:
+def test_strangers_cannot_reach_a_stage(
+    checkpoint: Path, reader: Reader, context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        link, "UNASSIGNED_S", 0.5
+    )  # a key no assignment names is kept this long, then dropped
     with stage_hosts(checkpoint, [(0, 2), (2, 4)], secured=True) as hosts:
         before = serve(reader, hosts[0])
         worker, endpoint, server_key = second_stage(hosts)
@@ -106,7 +111,7 @@ def test_strangers_cannot_reach_a_stage(checkpoint: Path, reader: Reader, contex
             while worker.inbox.rejected < 6 and time.monotonic() < deadline:
                 settle(0.1)
             settle()
-            # the plain socket's frames never arrive; the stranger's six are dropped unread
+            # the plain socket's frames never arrive; the stranger's six are kept unread, then dropped
             assert (worker.dropped, worker.inbox.rejected, worker.stopped) == (0, 6, False)
             assert hosts[1].serving
             assert serve(reader, hosts[0]) == before

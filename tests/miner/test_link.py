@@ -1,5 +1,6 @@
 """Messages cross real ZeroMQ sockets in order; malformed ones are dropped without stopping the inbox;
-injected latency holds every message back at least that long."""
+injected latency holds every message back at least that long; on a secured link, what a peer sends before
+the assignment names it waits (bounded, for a while) instead of being lost."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import torch
 import zmq
 
-from miner.transport import frames
+from miner.transport import frames, link
 from miner.transport.frames import Header
 from miner.transport.link import Inbox, Outbox
+from miner.transport.security import LinkKeys, LinkSecurity
 
 
 @pytest.fixture
@@ -72,6 +74,80 @@ def test_injected_latency_delays_every_message(context: zmq.Context[zmq.Socket[b
             arrivals.append((got[0].microbatch, time.monotonic() - sent))
         assert [m for m, _ in arrivals] == [0, 1, 2]
         assert all(elapsed >= 0.080 for _, elapsed in arrivals)  # never before its release time
+    finally:
+        outbox.close()
+        inbox.close()
+
+
+class Secured:
+    """A node's secured context and keys, taking messages from whoever `allow` names."""
+
+    def __init__(self) -> None:
+        self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self.security = LinkSecurity(self.context, LinkKeys.generate())
+
+    def close(self) -> None:
+        self.security.stop()
+        self.context.destroy(linger=0)
+
+
+@pytest.fixture
+def nodes() -> Iterator[tuple[Secured, Secured, Secured]]:
+    made = (Secured(), Secured(), Secured())
+    yield made
+    for node in made:
+        node.close()
+
+
+def test_what_a_peer_sends_before_the_assignment_names_it_is_taken_once_it_does(
+    nodes: tuple[Secured, Secured, Secured], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new plan's peer may send before this node follows it: its messages wait, and once the node's
+    assignment names it they come first, in order; a key no assignment names is dropped after its time."""
+    monkeypatch.setattr(link, "UNASSIGNED_S", 1.0)
+    receiver, newcomer, stranger = nodes
+    inbox = Inbox(receiver.context, "tcp://127.0.0.1:*", security=receiver.security)
+    early = Outbox(
+        newcomer.context, inbox.endpoint, security=newcomer.security, server_key=receiver.security.keys.public
+    )
+    other = Outbox(
+        stranger.context, inbox.endpoint, security=stranger.security, server_key=receiver.security.keys.public
+    )
+    try:
+        for microbatch in (0, 1):
+            early.send(*message(microbatch))
+        other.send(*message(9))
+        assert inbox.receive(timeout_ms=300) is None  # taken in, kept
+        receiver.security.allow([newcomer.security.keys.public])  # the node follows the new plan
+        early.send(*message(2))
+        got = [inbox.receive(timeout_ms=5_000) for _ in range(3)]
+        assert [g.header.microbatch for g in got if g is not None] == [0, 1, 2]
+        assert {g.sender for g in got if g is not None} == {newcomer.security.keys.public}
+        assert inbox.rejected == 0
+        time.sleep(1.1)
+        assert inbox.receive(timeout_ms=100) is None and inbox.rejected == 1  # the stranger's, after its time
+    finally:
+        early.close()
+        other.close()
+        inbox.close()
+
+
+def test_what_is_kept_for_keys_not_in_the_assignment_is_bounded(
+    nodes: tuple[Secured, Secured, Secured], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(link, "MAX_UNASSIGNED", 2)
+    receiver, stranger, _ = nodes
+    inbox = Inbox(receiver.context, "tcp://127.0.0.1:*", security=receiver.security)
+    outbox = Outbox(
+        stranger.context, inbox.endpoint, security=stranger.security, server_key=receiver.security.keys.public
+    )
+    try:
+        for microbatch in range(5):
+            outbox.send(*message(microbatch))
+        deadline = time.monotonic() + 5
+        while inbox.rejected < 3 and time.monotonic() < deadline:
+            inbox.receive(timeout_ms=50)
+        assert inbox.rejected == 3 and len(inbox._unassigned) == 2
     finally:
         outbox.close()
         inbox.close()
