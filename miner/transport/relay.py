@@ -5,18 +5,18 @@ One ZeroMQ ROUTER socket, a CURVE server under the relay's own key; everyone dia
 - a relayed stage sends `[HELLO, key of each peer it takes messages from...]` on connecting, whenever its
   peers change and every `HELLO_S` after; the relay answers `[HELLO]` and from then on delivers to it, by
   the key its CURVE handshake proved, what those peers send it, and nothing else (messages that come for it
-  before its first hello wait at the relay for a while, as ZeroMQ holds a message for a peer not yet
-  connected);
+  before its first hello, or from a peer its hello does not name yet, wait at the relay for a while: a new
+  plan's peer may send before the stage says hello for that plan);
 - a sending stage sends `[TO, receiver's key, stamp, seal, *frames]`; the relay delivers `[sender's key,
   stamp, seal, *frames]` to the receiver, naming the sender by the key its own handshake proved.
 The frames pass through as they came: the relay never decodes them. Only members are served (see
 miner.transport.relay_admission): a hello only from a stage joined through this relay, a message only from a
 joined miner to such a stage; one from a key not known yet is held until the members are looked up again.
 Everything else is dropped and logged: a message from a stranger, from a key the receiver does not take, for
-a receiver that never connects, or malformed. The seal
-(see miner.transport.seal) lets the receiver check end to end that the sender made the message, so a relay
-that misbehaves can drop or delay messages but not forge, alter or replay them. A relay can hold every message
-for a fixed latency before it goes on, to emulate a far relay in benchmarks (off by default).
+a receiver that never connects, or malformed. The seal (see miner.transport.seal) lets the receiver check end
+to end that the sender made the message, so a relay that misbehaves can drop or delay messages but not forge,
+alter or replay them. A relay can hold every message for a fixed latency before it goes on, to emulate a far
+relay in benchmarks (off by default).
 """
 
 from __future__ import annotations
@@ -49,9 +49,13 @@ MAX_RELAYED = 4_096  # stages one relay delivers to (anyone can make a key and s
 # stage that stops reading cannot hold more than this of the relay's memory
 QUEUE_PER_STAGE = 64
 ENVELOPE_BYTES = 1_024  # the relay's frames around a stage message
-MAX_WAITING = 64  # messages held for one stage not connected yet
+# messages held for one stage not connected yet, or from a peer its hello does not name yet (a new plan's peer
+# may send before the stage says hello for that plan), for WAIT_S at most
+MAX_WAITING = 64
 MAX_WAITING_BYTES = 256 * 2**20  # held for all such stages together
+WAIT_S = FORGET_S
 NOT_CONNECTED = "a message for a stage not connected to this relay"
+NOT_TAKEN = "a message from a peer its receiver does not take"
 # messages from keys not known yet, held until the members are looked up (a fraction of a second) and for
 # FORGET_S at most; per key no more than a stage keeps in flight, so one stranger's key holds little, but
 # strangers with many keys can fill this, and past it such messages are dropped rather than held
@@ -134,11 +138,11 @@ class Relay:
         self._stop = threading.Event()
         self.latency_s = latency_ms / 1_000
         self._delayed: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
-        # per stage not connected yet, its messages (arrival, sender, frames); dropped after FORGET_S. A stage
-        # enters with its first message and leaves whole, so the order of the keys is that of their oldest
-        # message, and expiry only looks at the front.
+        # per stage, the messages waiting for its hello (arrival, sender, frames), oldest first; a stage's
+        # leave whole once the oldest waited WAIT_S
         self._waiting: dict[bytes, list[tuple[float, bytes, list[zmq.Frame]]]] = {}
         self._waiting_bytes = 0
+        self._swept_at = -math.inf
         largest = limits.max_message_bytes + ENVELOPE_BYTES  # what is held must take one message of any size
         self._max_waiting_bytes = max(MAX_WAITING_BYTES, largest)
         self._max_held_bytes = max(MAX_HELD_BYTES, largest)
@@ -251,23 +255,24 @@ class Relay:
             self._socket.send_multipart([routing_id, HELLO], flags=zmq.NOBLOCK)
         except zmq.ZMQError:
             return  # gone again; its next hello registers it anew
-        for _, waiting_sender, frames in self._take_waiting(sender):
-            self._forward(waiting_sender, sender, frames, now)
+        for arrived, waiting_sender, frames in self._take_waiting(sender):
+            self._forward(waiting_sender, sender, frames, now, arrived)
 
     def _forget_silent(self, now: float) -> None:
         for key in [k for k, relayed in self._relayed.items() if now - relayed.seen > FORGET_S]:
             del self._relayed[key]
 
-    def _forward(self, sender: bytes, receiver: bytes, rest: list[zmq.Frame], now: float) -> None:
+    def _forward(
+        self, sender: bytes, receiver: bytes, rest: list[zmq.Frame], now: float, arrived: float | None = None
+    ) -> None:
+        """Delivers a message (that came at `arrived`, default now) to its receiver if it is connected and
+        takes its sender; else it waits for the receiver's next hello."""
         target = self._relayed.get(receiver)
         if target is not None and now - target.seen > FORGET_S:
             del self._relayed[receiver]
             target = None
-        if target is None:
-            self._wait(sender, receiver, rest, now)
-            return
-        if sender not in target.senders:
-            self._drop("a message from a peer its receiver does not take", sender, receiver)
+        if target is None or sender not in target.senders:
+            self._wait(sender, receiver, rest, now if arrived is None else arrived)
             return
         if self.latency_s > 0:
             self._delayed.append((now + self.latency_s, sender, receiver, rest))
@@ -286,16 +291,19 @@ class Relay:
             return
         self.counters.forwarded += 1
 
-    def _wait(self, sender: bytes, receiver: bytes, frames: list[zmq.Frame], now: float) -> None:
-        """Holds a message for a stage that has not said hello yet, within the bounds."""
+    def _wait(self, sender: bytes, receiver: bytes, frames: list[zmq.Frame], arrived: float) -> None:
+        """Holds a message until its receiver says a hello that takes it, within the bounds."""
         size = sum(len(f.buffer) for f in frames)
         queue = self._waiting.get(receiver)
         full = len(self._waiting) >= MAX_RELAYED if queue is None else len(queue) >= MAX_WAITING
         if full or self._waiting_bytes + size > self._max_waiting_bytes:
-            self._drop(NOT_CONNECTED, sender, receiver)
+            self._drop(self._why_waiting(receiver), sender, receiver)
             return
-        self._waiting.setdefault(receiver, []).append((now, sender, frames))
+        self._waiting.setdefault(receiver, []).append((arrived, sender, frames))
         self._waiting_bytes += size
+
+    def _why_waiting(self, receiver: bytes) -> str:
+        return NOT_TAKEN if receiver in self._relayed else NOT_CONNECTED
 
     def _take_waiting(self, receiver: bytes) -> list[tuple[float, bytes, list[zmq.Frame]]]:
         queue = self._waiting.pop(receiver, [])
@@ -303,13 +311,14 @@ class Relay:
         return queue
 
     def _expire_waiting(self, now: float) -> None:
-        """Drops what waited FORGET_S for its stage; on every message, so it looks only at the oldest."""
-        while self._waiting:
-            receiver, queue = next(iter(self._waiting.items()))
-            if now - queue[0][0] <= FORGET_S:
-                return
+        """Drops each stage's waiting messages once the oldest waited WAIT_S; looks twice a second."""
+        if now - self._swept_at < 0.5:
+            return
+        self._swept_at = now
+        for receiver in [r for r, queue in self._waiting.items() if now - queue[0][0] > WAIT_S]:
+            reason = self._why_waiting(receiver)
             for _, sender, _ in self._take_waiting(receiver):
-                self._drop(NOT_CONNECTED, sender, receiver)
+                self._drop(reason, sender, receiver)
 
     def _drop(self, reason: str, sender: bytes | None = None, receiver: bytes | None = None) -> None:
         self.counters.dropped += 1

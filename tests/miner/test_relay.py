@@ -34,6 +34,7 @@ from miner.transport.relay import (
     NOT_CONNECTED,
     NOT_JOINED,
     NOT_RELAYED,
+    NOT_TAKEN,
     TO,
     Relay,
     RelayAddress,
@@ -150,8 +151,10 @@ def test_messages_through_the_relay_arrive_exactly_in_order_with_their_sender(
 
 
 def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay(
-    relay: Relay, admission: Admission, caplog: pytest.LogCaptureFixture
+    relay: Relay, admission: Admission, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A peer the receiver's hello does not name waits WAIT_S for a hello that does, then is dropped."""
+    monkeypatch.setattr(relay_module, "WAIT_S", 0.5)
     sender, stranger = Node(), Node()  # the stranger is a joined miner, but not the receiver's peer
     receiver = Node(takes=(sender,))
     admit(admission, relayed=(receiver,), senders=(sender, stranger))
@@ -168,7 +171,8 @@ def test_strangers_and_peers_the_receiver_does_not_take_are_dropped_at_the_relay
             (only,) = received(inbox, 1)
             assert only.header.microbatch == 2 and only.sender == sender.keys.public
             assert inbox.receive(timeout_ms=300) is None
-        assert relay.counters.drops == {"a message from a peer its receiver does not take": 1}
+            wait_until(lambda: relay.counters.dropped == 1)
+        assert relay.counters.drops == {NOT_TAKEN: 1}
         assert forwarded(relay, 1) == 1
         assert f"from {stranger.keys.public.decode()} to {receiver.keys.public.decode()}" in caplog.text
     finally:
@@ -283,6 +287,32 @@ def test_a_stage_that_stops_reading_loses_its_messages_not_the_relay(
         outbox.close()
         inbox.close()
         for node in (sender, stalled, honest):
+            node.close()
+
+
+def test_a_peer_a_relayed_stage_takes_only_from_its_next_hello_loses_nothing(
+    relay: Relay, admission: Admission
+) -> None:
+    """A new plan's peer may send before the relayed stage's hello names it: its message waits at the relay
+    and is delivered once the stage follows the plan and says so."""
+    old_peer, new_peer = Node(), Node()
+    receiver = Node(takes=(old_peer,))
+    admit(admission, relayed=(receiver,), senders=(old_peer, new_peer))
+    inbox = receiver.inbox(relay.address)
+    connected(relay, 1)
+    outbox = new_peer.outbox(receiver, relay.address)
+    try:
+        outbox.send(*message(4))
+        wait_until(lambda: waiting(relay) == 1)
+        receiver.security.allow([new_peer.keys.public])  # the stage follows the new plan
+        inbox.announce()
+        (got,) = received(inbox, 1)
+        assert (got.header.microbatch, got.sender) == (4, new_peer.keys.public)
+        assert relay.counters.dropped == 0 and inbox.rejected == 0
+    finally:
+        outbox.close()
+        inbox.close()
+        for node in (old_peer, new_peer, receiver):
             node.close()
 
 
