@@ -9,6 +9,8 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DataError, OperationalError, ProgrammingError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -30,6 +32,7 @@ from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
     database_down_handler,
     http_error_handler,
+    redis_down_handler,
     service_error_handler,
     unstorable_value_handler,
     validation_error_handler,
@@ -84,6 +87,8 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.add_exception_handler(DataError, unstorable_value_handler)
     app.add_exception_handler(OperationalError, database_down_handler)
     app.add_exception_handler(ProgrammingError, database_down_handler)
+    for unreachable in (RedisConnectionError, RedisTimeoutError):  # BusyLoadingError is a ConnectionError
+        app.add_exception_handler(unreachable, redis_down_handler)
     routers = (
         files.router,
         batches.router,

@@ -46,6 +46,14 @@ async def database_down_handler(_request: Request, exc: Exception) -> JSONRespon
     return JSONResponse(error_body("server_error", message, "database_unavailable", None), 503)
 
 
+async def redis_down_handler(_request: Request, exc: Exception) -> JSONResponse:
+    """Redis (nonces, sessions, live miners, the workers' queue) is unreachable or still loading: a 503 that
+    says so (and a log line for the operator), never a traceback."""
+    log.error("redis error: %s", exc)
+    message = "Redis is unavailable: see /healthz"
+    return JSONResponse(error_body("server_error", message, "redis_unavailable", None), 503)
+
+
 async def http_error_handler(_request: Request, exc: Exception) -> JSONResponse:
     """Errors Starlette raises itself (a multipart form with too many fields, an unknown route, a wrong
     method) in the same envelope as ours, with their status code."""

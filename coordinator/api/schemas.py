@@ -24,7 +24,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorEnvelope, "description": "No valid wallet signature (or session token, for reads)"},
     404: {"model": ErrorEnvelope, "description": "No such object of yours"},
     413: {"model": ErrorEnvelope, "description": "The body is over the size limit"},
-    503: {"model": ErrorEnvelope, "description": "The database is down or not migrated (see /readyz)"},
+    503: {"model": ErrorEnvelope, "description": "The database or Redis is down (see /readyz)"},
 }
 # the miners', verifiers' and disputes' protocol routes also answer 409 when the object's state forbids the
 # call for now (their clients retry); the OpenAI-compatible routes never do, as openai-python would retry
