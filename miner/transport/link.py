@@ -260,7 +260,7 @@ class Inbox:
 
     def _keep_unassigned(self, sender: bytes, frames: list[bytes], relayed: bool) -> Received | None:
         """Keeps a message until its sender is in the assignment (None: nothing to take now)."""
-        size = sum(len(frame) for frame in frames)
+        size = len(sender) + sum(len(frame) for frame in frames)  # a hostile relay names any sender
         if (
             len(self._unassigned) >= MAX_UNASSIGNED
             or self._unassigned_bytes + size > self._max_unassigned_bytes

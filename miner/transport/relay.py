@@ -185,8 +185,8 @@ class Relay:
                 self._hello(sender, routing_id, peers, now)
             else:
                 self._hold_unknown(sender, routing_id, peers, b"", [], now)
-        elif kind == TO and len(frames) >= 6:
-            receiver = frames[2].bytes
+        elif kind == TO and len(frames) >= 6 and is_link_key(frames[2].bytes):
+            receiver = frames[2].bytes  # a key (so one held costs what its frames cost)
             if known and sender in members.senders and receiver in members.relayed:
                 self._forward(sender, receiver, frames[3:], now)
             else:

@@ -424,6 +424,21 @@ def test_what_unknown_keys_can_make_the_relay_hold_is_bounded(
             node.close()
 
 
+def test_a_message_whose_receiver_is_not_a_key_is_dropped_not_held(relay: Relay) -> None:
+    """The receiver frame is not counted in what a held message costs, so it must be a key: a stranger's
+    message naming a megabyte as its receiver is dropped at once."""
+    stranger = Node()
+    socket = dealer(stranger, relay)
+    try:
+        socket.send_multipart([TO, bytes(2**20), b"\0" * 8, b"\0" * 32, b"header", b"payload"])
+        wait_until(lambda: relay.counters.dropped == 1)
+        assert relay.counters.drops == {"a message that is neither a hello nor a sealed message": 1}
+        assert len(relay._unknown) == 0
+    finally:
+        socket.close(linger=0)
+        stranger.close()
+
+
 def test_without_an_answer_what_unknown_keys_sent_is_dropped_after_its_time() -> None:
     """The coordinator never answers (a relay that started while it was away): held messages go after
     FORGET_S, so nothing is held for ever."""
