@@ -17,6 +17,7 @@ from miner.node import relay_members
 from miner.node.relay_members import CoordinatorMembers
 from miner.transport.relay_admission import Admission, MembersUnavailable, RelayMembers, keep_fresh
 from miner.transport.security import LinkKeys
+from tests.miner.test_relay import wait_until
 
 A, B = (LinkKeys.generate().public for _ in range(2))
 
@@ -25,13 +26,11 @@ def members(*keys: bytes) -> RelayMembers:
     return RelayMembers(frozenset(keys), frozenset(keys))
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    done = threading.Event()
-    for _ in range(int(timeout_s / 0.01)):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError("timed out")
+def answering_an_ask(admission: Admission) -> RelayMembers:
+    """Asks, waits until an update answers the ask, and returns the members it gave."""
+    ask = admission.ask()
+    wait_until(lambda: admission.view()[1] >= ask)
+    return admission.view()[0]
 
 
 class Coordinator:
@@ -83,9 +82,7 @@ def test_an_ask_is_answered_soon_with_the_members_read_after_it(
     admission = refreshing(coordinator)
     wait_until(lambda: admission.view()[0] == members(A))
     coordinator.answer = members(A, B)  # B joins; nobody asks, so the relay reads again only in 60 s
-    ask = admission.ask()
-    wait_until(lambda: admission.view()[1] >= ask)
-    assert admission.view()[0] == members(A, B)
+    assert answering_an_ask(admission) == members(A, B)
 
 
 def test_a_read_that_began_before_an_ask_does_not_answer_it(
@@ -111,14 +108,9 @@ def test_a_coordinator_that_is_away_leaves_the_members_and_is_reported_once(
         wait_until(lambda: admission.view()[0] == members(A))
         coordinator.answer = None
         for _ in range(3):  # each ask is answered, on what is known
-            ask = admission.ask()
-            wait_until(lambda: admission.view()[1] >= ask)  # noqa: B023 (waited for at once)
-        assert admission.view()[0] == members(A)
+            assert answering_an_ask(admission) == members(A)
         coordinator.answer = members(B)
-        ask = admission.ask()
-        wait_until(
-            lambda: admission.view() == (members(B), admission.view()[1]) and admission.view()[1] >= ask
-        )
+        assert answering_an_ask(admission) == members(B)
     warnings = [r.getMessage() for r in caplog.records if r.name == "miner.transport.relay_admission"]
     assert warnings == [
         "the relay keeps its members as they were: the coordinator is away",
@@ -146,12 +138,9 @@ def test_whatever_a_read_raises_the_refresher_goes_on(
     admission = refreshing(coordinator)
     wait_until(lambda: admission.view()[0] == members(A))
     coordinator.raises = UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
-    ask = admission.ask()
-    wait_until(lambda: admission.view()[1] >= ask)  # answered on what is known
+    assert answering_an_ask(admission) == members(A)  # answered on what is known
     coordinator.raises, coordinator.answer = None, members(B)
-    ask = admission.ask()
-    wait_until(lambda: admission.view()[1] >= ask)
-    assert admission.view()[0] == members(B)
+    assert answering_an_ask(admission) == members(B)
 
 
 def test_a_fixed_admission_answers_every_ask_at_once() -> None:
