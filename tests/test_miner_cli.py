@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -444,3 +445,21 @@ def test_the_relay_command_says_where_it_listens_and_its_key(tmp_path: Path) -> 
     key = key_file.read_bytes().split()[0].decode()
     assert keys == [f"its key (give it with --relay-key): {key}"] * 2
     assert (key_file.stat().st_mode & 0o777) == 0o600
+
+
+def test_ctrl_c_stops_the_relay_cleanly(tmp_path: Path) -> None:
+    """Ctrl-C ends the relay with its counts and exit status 0, never a traceback from its serving thread
+    (the relay was once closed under a loop still polling)."""
+    relay = subprocess.Popen(
+        relay_command(free_port(), tmp_path / "relay.key"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert relay.stdout is not None
+    for _ in range(3):  # where it listens, its key, whom it serves
+        relay.stdout.readline()
+    relay.send_signal(signal.SIGINT)
+    out, err = relay.communicate(timeout=30)
+    assert relay.returncode == 0 and "Traceback" not in err
+    assert out.strip().splitlines()[-1] == "relayed 0 messages; dropped 0"

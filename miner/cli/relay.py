@@ -16,14 +16,13 @@ from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
     CoordinatorOption,
     console,
-    error_console,
     log_to_console,
     say,
 )
 from client_sdk.errors import UserError
 from miner.node.relay_members import CoordinatorMembers
-from miner.transport.relay import FORGET_S, Relay
-from miner.transport.relay_admission import Admission, MembersUnavailable, keep_fresh
+from miner.transport.relay import Relay
+from miner.transport.relay_admission import Admission, keep_fresh
 from miner.transport.security import LinkKeys
 
 DEFAULT_KEY_FILE = Path.home() / ".batchmarket" / "relay.key"
@@ -57,30 +56,30 @@ def relay(
         running = Relay(keys, listen, admission)
     except zmq.ZMQError as exc:  # the address is taken, not this machine's, or not an address
         raise UserError(f"cannot listen on {listen}: {exc}") from None
-    say(f"relay listening on {running.address.endpoint}")
-    say(f"its key (give it with --relay-key): {keys.public.decode()}")
-    say(f"serving the miners joined at {coordinator}")
-    try:
-        admission.update(members())
-    except MembersUnavailable as exc:
-        say(
-            f"warning: {exc}; until it answers, what comes is held, then dropped after {FORGET_S:.0f} s",
-            error_console,
-        )
     stopping = threading.Event()
     refresher = threading.Thread(
         target=keep_fresh, args=(admission, members, stopping), daemon=True, name="relay-members"
     )
     refresher.start()
-    signal.signal(signal.SIGTERM, lambda *_: running.stop())
-    thread = threading.Thread(target=running.serve, daemon=True, name="relay")
-    thread.start()
+    # Ctrl-C and SIGTERM stop the loop; its end is waited for on an event (a Thread.join interrupted by Ctrl-C
+    # could leave the thread looking finished while it still polled, and the relay was closed under it)
+    for stopping_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stopping_signal, lambda *_: running.stop())
+    served = threading.Event()
+
+    def serve() -> None:
+        try:
+            running.serve()
+        finally:
+            served.set()
+
+    threading.Thread(target=serve, daemon=True, name="relay").start()
+    say(f"relay listening on {running.address.endpoint}")
+    say(f"its key (give it with --relay-key): {keys.public.decode()}")
+    say(f"serving the miners joined at {coordinator}")  # the refresher reads them now, and warns if it cannot
     try:
-        while thread.is_alive():
-            thread.join(1.0)
-    except KeyboardInterrupt:
-        running.stop()
-        thread.join()
+        while not served.wait(1.0):
+            pass
     finally:
         stopping.set()
         refresher.join(timeout=2.0)  # it may be waiting on the coordinator; it is a daemon
