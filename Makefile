@@ -9,7 +9,7 @@ FORGE := $(BIN)/forge
 # Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
 SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
 
-.PHONY: bootstrap build abi model demo test test-deep lint bench audit clean
+.PHONY: bootstrap build abi model demo test test-contracts test-python test-deep lint bench audit clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -49,10 +49,18 @@ lint: bootstrap
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint build model
+# Lint, the contract build and the model are made side by side; then the forge suites run beside pytest (pytest
+# alone keeps about one and a half of two cores busy, so the forge suites use what it leaves) and pytest prints its
+# 30 slowest tests. The phase times are in bench/results/test_phases.md.
+test: bootstrap
+	$(MAKE) --no-print-directory -j3 lint test-contracts test-python
+
+test-contracts: build
 	$(FORGE) test
 	$(SNAPSHOT) --check --tolerance 1
-	$(VENV)/bin/pytest
+
+test-python: build model
+	$(VENV)/bin/pytest --durations=30
 
 # The invariant suite at 5,000 runs of 64 calls each (about an hour on 2 cores); its last output is committed.
 test-deep: build

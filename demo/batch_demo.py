@@ -11,6 +11,7 @@ the answers that came back, and a balance table showing where every token went.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -267,12 +268,22 @@ def main(
             "the coordinator's relay (`coordinator relay`)."
         ),
     ] = False,
+    report_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write what happened (each task's settlement, the answers, every balance before and "
+            "after) to this file as JSON.",
+        ),
+    ] = None,
 ) -> None:
     """The main job end to end on one machine: chain, coordinator, a 2-stage pipeline of 2 miners serving
     SmolLM2; batches submitted, served, verified and paid."""
     console = Console(width=max(Console().width, 110))  # the tables need ~100 columns even when piped
     with tempfile.TemporaryDirectory(prefix="batchmarket-demo-") as scratch:
         report = run_demo(Path(scratch), log=console, behind_relay=behind_relay)
+    if report_file is not None:
+        report_file.write_text(json.dumps(dataclasses.asdict(report), indent=2) + "\n")
     console.print(answers_table(report))
     console.print(balance_table(report))
     for task in report.tasks:

@@ -1,19 +1,59 @@
-"""`make demo` end to end on the real model: real answers come back, and every balance in its table is
-checked against the two tasks' settlements."""
+"""`make demo` end to end on the real model, run once as the README runs it: real answers come back, the
+entry point prints them with the balance table, and every balance in that table is checked against the two
+tasks' settlements (from the report the demo writes with --report)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from demo.batch_demo import COMPLETIONS, QUESTIONS, answers_table, balance_table, run_demo
-from demo.system import UNIT, SystemConfig
+import pytest
+
+from demo.batch_demo import (
+    COMPLETIONS,
+    QUESTIONS,
+    Answer,
+    BalanceRow,
+    DemoReport,
+    Settlement,
+    answers_table,
+    balance_table,
+)
+from demo.system import SystemConfig
 from tests.conftest import ROOT
 
 
-def test_demo_answers_and_settles_exactly(tmp_path: Path) -> None:
-    report = run_demo(tmp_path, requests=len(QUESTIONS), max_price=1 * UNIT)
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, DemoReport]:
+    """`python -m demo`'s output and the report it wrote."""
+    report_file = tmp_path_factory.mktemp("demo") / "report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "demo", "--report", str(report_file)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    return result.stdout, read_report(report_file)
+
+
+def read_report(path: Path) -> DemoReport:
+    data = json.loads(path.read_text())
+    return DemoReport(
+        tasks=tuple(
+            Settlement(**(t | {"miner_amounts": tuple(tuple(pair) for pair in t["miner_amounts"])}))
+            for t in data["tasks"]
+        ),
+        answers=tuple(Answer(**a) for a in data["answers"]),
+        rows=tuple(BalanceRow(**r) for r in data["rows"]),
+    )
+
+
+def test_demo_answers_and_settles_exactly(demo_run: tuple[str, DemoReport]) -> None:
+    _, report = demo_run
     assert [a.asked for a in report.answers] == [q.text for q in (*QUESTIONS, *COMPLETIONS)]
     answers = {a.asked: a.answer for a in report.answers}
     assert "Paris" in answers["What is the capital of France?"]
@@ -42,10 +82,10 @@ def test_demo_answers_and_settles_exactly(tmp_path: Path) -> None:
     assert [c.header for c in answers_table(report).columns] == ["request", "asked", "answer"]
 
 
-def test_demo_entry_point_prints_the_answers_and_the_table() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "demo"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=600
-    )
-    assert "What is the capital of France?" in result.stdout and "Paris" in result.stdout
-    assert "Wallets around tasks" in result.stdout
-    assert "verified against the on-chain root" in result.stdout
+def test_demo_entry_point_prints_the_answers_and_the_table(demo_run: tuple[str, DemoReport]) -> None:
+    stdout, report = demo_run
+    assert "What is the capital of France?" in stdout and "Paris" in stdout
+    assert "Wallets around tasks" in stdout
+    assert "verified against the on-chain root" in stdout
+    for row in report.rows:
+        assert row.address in stdout  # the balance table printed is the report's

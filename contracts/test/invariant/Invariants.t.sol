@@ -127,8 +127,30 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         targetContract(address(handler));
     }
 
+    /// @notice Every property below, after every call of every run: one campaign checks them all at the same
+    /// states, where a campaign per property (sixteen of them) cost sixteen times the calls and the end-of-run
+    /// checks for the same depth and runs per property (`make test` at 256 x 64; `make test-deep` at 5,000 x 64).
+    function invariant_market() public view {
+        registryBalanceEqualsStakes();
+        escrowBalanceEqualsLiabilities();
+        taskSettlesAtMostOnce();
+        payoutWithinEscrow();
+        slashWithinLockedStake();
+        lockedStakeBacksLiveTasks();
+        statusesOnlyMoveForward();
+        verifierStakesAndSeats();
+        honestMajorityDecides();
+        honestMinerNeverLosesStake();
+        noPartyOnItsJury();
+        withheldSealNeverSelects();
+        noLockWithoutConsent();
+        auditsOnlyOnSelectedLines();
+        onlyFalseUsageIsRefuted();
+        tokensConserved();
+    }
+
     /// @dev The registry holds exactly the miners' free, locked and unbonding stake.
-    function invariant_registryBalanceEqualsStakes() public view {
+    function registryBalanceEqualsStakes() public view {
         uint256 sum;
         for (uint256 i = 0; i < handler.minerCount(); ++i) {
             IGPURegistry.Stake memory s = registry.stakeOf(handler.miners(i));
@@ -139,7 +161,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
 
     /// @dev The escrow holds exactly what it owes: open escrows, posted bonds, withdrawable balances and the audit
     /// pool.
-    function invariant_escrowBalanceEqualsLiabilities() public view {
+    function escrowBalanceEqualsLiabilities() public view {
         uint256 sum = escrow.auditPool();
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             sum += escrow.escrowOf(id);
@@ -159,7 +181,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     }
 
     /// @dev Each task is funded once and settled at most once: exactly when it has ended. Same for bonds.
-    function invariant_taskSettlesAtMostOnce() public view {
+    function taskSettlesAtMostOnce() public view {
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             IT.Task memory t = tasks.getTask(id);
             bool ended = t.status >= IT.TaskStatus.Finalized;
@@ -179,7 +201,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
 
     /// @dev Miners and coordinator never get more than the escrow; payout plus refund is exactly the escrow; a
     /// cancelled, expired or at-fault task pays nobody.
-    function invariant_payoutWithinEscrow() public view {
+    function payoutWithinEscrow() public view {
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             IT.Task memory t = tasks.getTask(id);
             uint256 paid = handler.ghostPaidOut(id);
@@ -193,14 +215,14 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     }
 
     /// @dev A slash never exceeds the stake locked at that moment and is one task lock.
-    function invariant_slashWithinLockedStake() public view {
+    function slashWithinLockedStake() public view {
         assertFalse(handler.ghostSlashAboveLock(), "slash above locked stake");
         assertFalse(handler.ghostSlashNotTaskLock(), "slash != task stake lock");
         assertFalse(handler.ghostUnlockAboveLock(), "unlock above locked stake");
     }
 
     /// @dev Locked stake is exactly the locks of the tasks still in progress.
-    function invariant_lockedStakeBacksLiveTasks() public view {
+    function lockedStakeBacksLiveTasks() public view {
         uint256 expected;
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             IT.Task memory t = tasks.getTask(id);
@@ -218,7 +240,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// @dev Task and dispute statuses only move forward, and ended ones never change. Only an uncommitted task is
     /// cancelled (by its owner before assignment, or released by its coordinator), and only an uncommitted one
     /// expires.
-    function invariant_statusesOnlyMoveForward() public view {
+    function statusesOnlyMoveForward() public view {
         assertFalse(handler.ghostStatusRegressed(), "task status went back");
         assertFalse(handler.ghostDisputeStatusRegressed(), "dispute status went back");
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
@@ -230,37 +252,46 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
 
     /// @dev The verifier registry holds exactly the verifiers' stakes (the handler's and BaseTest's); no verifier
     /// has more locked than staked, and each has exactly one seat stake locked per seat it holds in an open
-    /// dispute.
-    function invariant_verifierStakesAndSeats() public view {
-        address[] memory all = handler.allVerifiers();
-        uint256 sum;
-        for (uint256 i = 0; i < all.length; ++i) {
-            sum += _checkSeats(all[i]);
+    /// dispute. Seats are tallied once per open round (every juror must be a known verifier), then compared.
+    function verifierStakesAndSeats() public view {
+        address[] memory handlers = handler.allVerifiers();
+        address[] memory all = new address[](handlers.length + verifiers.length);
+        for (uint256 i = 0; i < handlers.length; ++i) {
+            all[i] = handlers[i];
         }
         for (uint256 i = 0; i < verifiers.length; ++i) {
-            sum += _checkSeats(verifiers[i]);
+            all[handlers.length + i] = verifiers[i];
         }
-        assertEq(token.balanceOf(address(verifierRegistry)), sum);
-    }
-
-    function _checkSeats(address v) internal view returns (uint256 stake) {
-        IVerifierRegistry.Verifier memory record = verifierRegistry.verifierOf(v);
-        assertLe(record.locked, record.stake, "locked beyond stake");
-        uint256 held;
+        uint256[] memory held = new uint256[](all.length);
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             IA.Dispute memory d = arbitration.getDispute(id);
             if (d.status != IA.DisputeStatus.Open) continue;
             for (uint8 r = 0; r <= d.round; ++r) {
-                held += uint256(arbitration.jurorOf(id, r, v).seats) * d.terms.seatStake;
+                address[] memory jurors = arbitration.jurorsOf(id, r);
+                for (uint256 j = 0; j < jurors.length; ++j) {
+                    held[_indexOf(all, jurors[j])] += uint256(arbitration.jurorOf(id, r, jurors[j]).seats)
+                    * d.terms.seatStake;
+                }
             }
         }
-        assertEq(record.locked, held, "locked == seats held in open disputes");
-        return record.stake;
+        uint256 sum;
+        for (uint256 i = 0; i < all.length; ++i) {
+            IVerifierRegistry.Verifier memory record = verifierRegistry.verifierOf(all[i]);
+            assertLe(record.locked, record.stake, "locked beyond stake");
+            assertEq(record.locked, held[i], "locked == seats held in open disputes");
+            sum += record.stake;
+        }
+        assertEq(token.balanceOf(address(verifierRegistry)), sum);
+    }
+
+    function _indexOf(address[] memory accounts, address account) internal pure returns (uint256 i) {
+        while (i < accounts.length && accounts[i] != account) ++i;
+        assertLt(i, accounts.length, "a juror that is no known verifier");
     }
 
     /// @dev Honest miners never lose stake: no line that was correct was ever slashed, and no dispute ended against
     /// the truth while honest jurors revealed most of its deciding round's seats.
-    function invariant_honestMajorityDecides() public view {
+    function honestMajorityDecides() public view {
         assertFalse(handler.ghostHonestMinerSlashed(), "a miner was slashed over a correct line");
         assertFalse(handler.ghostHonestMajorityOverruled(), "an honest majority was overruled");
     }
@@ -268,7 +299,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// @dev Per miner, stake is exactly what it put in, less what it withdrew and what was slashed; and it is
     /// slashed only over a line the handler corrupted: a miner that served only correct lines never loses stake,
     /// whatever the sybils, colluders and griefers did.
-    function invariant_honestMinerNeverLosesStake() public view {
+    function honestMinerNeverLosesStake() public view {
         for (uint256 i = 0; i < handler.minerCount(); ++i) {
             address m = handler.miners(i);
             IGPURegistry.Stake memory s = registry.stakeOf(m);
@@ -284,23 +315,23 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
 
     /// @dev No party to a task (owner, coordinator, assigned miner or its signer, opener, pipeline) was ever drawn
     /// onto a jury of its dispute, though the colluding owner and coordinator are staked verifiers.
-    function invariant_noPartyOnItsJury() public view {
+    function noPartyOnItsJury() public view {
         assertFalse(handler.ghostPartySeated(), "a party sat on its own jury");
     }
 
     /// @dev Withholding an audit's seal past the blockhash window never buys a selection (fails closed).
-    function invariant_withheldSealNeverSelects() public view {
+    function withheldSealNeverSelects() public view {
         assertFalse(handler.ghostWithheldSealSelected(), "a withheld seal selected the task");
     }
 
     /// @dev No stake is ever locked for a task without the miner's consent to that task and lock.
-    function invariant_noLockWithoutConsent() public view {
+    function noLockWithoutConsent() public view {
         assertFalse(handler.ghostLockedWithoutConsent(), "stake was locked without consent");
     }
 
     /// @dev An audit is a dispute on the selected line of a selected task, on the owner's behalf; a task has at
     /// most one owner dispute and one audit, each in its own slot.
-    function invariant_auditsOnlyOnSelectedLines() public view {
+    function auditsOnlyOnSelectedLines() public view {
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             IA.Dispute memory d = arbitration.getDispute(id);
             uint256 slot =
@@ -319,12 +350,12 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     }
 
     /// @dev A committed usage is refuted only when it is not what the leaves add up to.
-    function invariant_onlyFalseUsageIsRefuted() public view {
+    function onlyFalseUsageIsRefuted() public view {
         assertFalse(handler.ghostHonestUsageRefuted(), "a true usage was refuted");
     }
 
     /// @dev No token is created or destroyed by the market.
-    function invariant_tokensConserved() public view {
+    function tokensConserved() public view {
         uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
             + token.balanceOf(address(verifierRegistry));
         address[] memory accounts = handler.allAccounts();
@@ -400,10 +431,10 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         uint256 start = block.timestamp;
         _endAndCheck();
         assertLe(block.timestamp - start, 2 * handler.ENDS_WITHIN(), "bounded time");
-        invariant_honestMinerNeverLosesStake();
-        invariant_noPartyOnItsJury();
-        invariant_withheldSealNeverSelects();
-        invariant_tokensConserved();
+        honestMinerNeverLosesStake();
+        noPartyOnItsJury();
+        withheldSealNeverSelects();
+        tokensConserved();
     }
 
     /// @dev Ends everything, then checks that every task and dispute has ended and every token is withdrawable:
@@ -417,20 +448,20 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             assertGt(uint8(arbitration.getDispute(id).status), uint8(IA.DisputeStatus.Open), "dispute ended");
         }
-        invariant_escrowBalanceEqualsLiabilities();
-        invariant_verifierStakesAndSeats();
-        invariant_lockedStakeBacksLiveTasks();
-        invariant_honestMajorityDecides();
-        invariant_honestMinerNeverLosesStake();
-        invariant_statusesOnlyMoveForward();
-        invariant_taskSettlesAtMostOnce();
+        escrowBalanceEqualsLiabilities();
+        verifierStakesAndSeats();
+        lockedStakeBacksLiveTasks();
+        honestMajorityDecides();
+        honestMinerNeverLosesStake();
+        statusesOnlyMoveForward();
+        taskSettlesAtMostOnce();
         handler.withdrawAll();
         assertEq(token.balanceOf(address(escrow)), escrow.auditPool(), "only the audit pool is left");
         address[] memory all = handler.allVerifiers();
         for (uint256 i = 0; i < all.length; ++i) {
             assertEq(verifierRegistry.verifierOf(all[i]).locked, 0, "seat locks released");
         }
-        invariant_tokensConserved();
+        tokensConserved();
     }
 
     function _checkCounts() internal view {
