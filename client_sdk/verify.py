@@ -133,13 +133,14 @@ def check_commitment(
     by_miner = {s["miner"].lower(): s["signature"] for s in signatures}
     chain_id = market.w3.eth.chain_id
     miners = market.tasks.miners_of(task_id)
+    signers = market.tasks.signers_of(task_id)  # each as it accepted the task: the key the chain checked
     for index, (miner, served_root) in enumerate(zip(miners, claimed.served_roots, strict=True)):
         signature = by_miner.get(miner.lower())
         if signature is None and not claimed.needs_signature(index):
             continue  # paid nothing, vouching for nothing: the chain took the commitment without it
         if signature is None:
             raise ResultsRejected(f"task {task_id}: no signature from miner {miner}")
-        signer = market.registry.profile_of(miner).signer
+        signer = signers[index]
         try:
             recovered = recover_signer(
                 hex_bytes(signature), claimed, served_root, chain_id, market.deployment.task_registry
@@ -148,7 +149,7 @@ def check_commitment(
             raise ResultsRejected(f"task {task_id}: miner {miner}'s signature is malformed") from exc
         if recovered.lower() != signer.lower():
             raise ResultsRejected(
-                f"task {task_id}: miner {miner}'s signature is not by its registered signer"
+                f"task {task_id}: miner {miner}'s signature is not by the signer it accepted the task with"
             )
     served = {m.lower(): root for m, root in zip(miners, claimed.served_roots, strict=True)}
     return CommittedResults(

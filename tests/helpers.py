@@ -70,11 +70,12 @@ def assigned_task(
     miners: list[LocalAccount],
     requests: list[dict[str, Any]] | None = None,
 ) -> int:
-    """A task created by `user` with the demo parameters, assigned to `miners` (each staking 200); over
-    `requests` (its input root and count) when given."""
+    """A task created by `user` with the demo parameters, assigned to `miners` (each staking 200 if not
+    registered yet); over `requests` (its input root and count) when given."""
     config = DemoConfig() if requests is None else DemoConfig(requests=len(requests))
     for miner in miners:
-        register_miner(admin, miner, config.miner_stake)
+        if not admin.registry.is_registered(miner.address):
+            register_miner(admin, miner, config.miner_stake)
     admin.token.mint(user.address, config.max_price)
     root = None if requests is None else input_tree(requests).root
     task_id = create_task(admin.as_account(user), config, root)

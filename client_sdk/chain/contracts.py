@@ -121,6 +121,11 @@ class GPURegistry(_StakeRegistry):
         """Changes the endpoint the previous stage dials (the caller checks its form first)."""
         return self._send(self.contract.functions.setEndpoint(endpoint))
 
+    def set_signer(self, signer: str) -> TxReceipt:
+        """Registers `signer` as the key that accepts and signs this miner's tasks from now on; a task
+        accepted before keeps the signer it was accepted with."""
+        return self._send(self.contract.functions.setSigner(signer))
+
     def request_unstake(self, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.requestUnstake(amount))
 
@@ -237,6 +242,15 @@ class TaskRegistry(_Bound):
     def acceptance_digest(self, task_id: int, stake_lock: int, expiry: int) -> bytes:
         """The digest a miner signs to accept the task (the contract's own computation)."""
         return bytes(self.contract.functions.acceptanceDigest(task_id, stake_lock, expiry).call())
+
+    def signers_of(self, task_id: int) -> list[str]:
+        """The signer each assigned miner accepted the task with, in assignment order: the key its commitment
+        must be signed by, and a party to the task's disputes, whatever the miner registers later."""
+        return list(self.contract.functions.signersOf(task_id).call())
+
+    def signed_mask_of(self, task_id: int) -> int:
+        """Bit i set: assigned miner i signed the committed results."""
+        return int(self.contract.functions.signedMaskOf(task_id).call())
 
     def served_roots_of(self, task_id: int) -> list[bytes]:
         """The served root each assigned miner signed, in assignment order."""

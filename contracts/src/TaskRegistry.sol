@@ -126,7 +126,7 @@ contract TaskRegistry is TaskEvidence {
             if (!gpuRegistry.supportsModel(miner, task.modelId)) {
                 revert ModelNotSupported(miner, task.modelId);
             }
-            _checkConsent(taskId, miner, stakeLock, acceptances[i]);
+            _signers[taskId].push(_checkConsent(taskId, miner, stakeLock, acceptances[i]));
             gpuRegistry.lockStake(miner, stakeLock);
         }
         _miners[taskId] = miners;
@@ -151,7 +151,7 @@ contract TaskRegistry is TaskEvidence {
         uint128 expected = priceOf(taskId, c.inputTokens, c.outputTokens);
         if (c.payment != expected) revert PaymentMismatch(c.payment, expected);
         uint128 fee = _checkShares(taskId, c);
-        _checkSignatures(taskId, c, signatures);
+        _signedMask[taskId] = _checkSignatures(taskId, c, signatures);
 
         task.resultsRoot = c.resultsRoot;
         task.inputTokens = c.inputTokens;
@@ -223,6 +223,7 @@ contract TaskRegistry is TaskEvidence {
     /// @inheritdoc ITaskRegistry
     /// @dev A sum tree's nodes carry their usage, so every valid proof yields the true totals: a proof that
     /// verifies and yields other totals than the committed ones shows that every signer vouched for a false usage.
+    /// Only signers are slashed: a miner committed without its signature never saw those totals.
     function refuteUsage(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof) external {
         Task storage task = _existing(taskId);
         if (task.status != TaskStatus.ResultsCommitted && task.status != TaskStatus.Disputed) {
@@ -237,8 +238,10 @@ contract TaskRegistry is TaskEvidence {
         task.status = TaskStatus.Finalized;
         address[] storage miners = _miners[taskId];
         uint256 stakeLock = task.stakeLock;
+        uint256 signed = _signedMask[taskId];
         for (uint256 i = 0; i < miners.length; ++i) {
-            gpuRegistry.slash(miners[i], stakeLock, address(escrow));
+            if (signed & (1 << i) != 0) gpuRegistry.slash(miners[i], stakeLock, address(escrow));
+            else gpuRegistry.unlockStake(miners[i], stakeLock);
         }
         uint256 slashed = escrow.creditReceived(task.owner);
         _refundAll(taskId, task.owner);

@@ -185,16 +185,29 @@ contract LifecycleTest is BaseTest {
         );
     }
 
-    /// @dev A miner whose signer key is rotated mid-task must sign with the new key.
+    /// @dev A miner whose signer key is rotated mid-task signs that task's commitment with the key it accepted
+    /// the task with (a task's parties are fixed at assignment); the new key signs the tasks it accepts next.
     function test_lifecycle_signerRotationDuringTask() public {
         uint256 id = _assignedTask(alice, 1);
+        uint256 acceptedKey = signerKeys[0];
         (address fresh, uint256 freshKey) = makeAddrAndKey("rotated signer");
         vm.prank(miners[0]);
         registry.setSigner(fresh);
+        ITaskRegistry.Commitment memory c = _commitment(keccak256("r"), PAYMENT, 1);
         signerKeys[0] = freshKey;
-        _commit(id, _commitment(keccak256("r"), PAYMENT, 1));
+        bytes[] memory withNewKey = _signatures(id, c);
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskRegistry.InvalidSignature.selector, miners[0], fresh));
+        tasks.commitResults(id, c, withNewKey);
+        signerKeys[0] = acceptedKey;
+        _commit(id, c);
         vm.warp(tasks.challengeEndsAt(id));
         tasks.finalizeTask(id);
         assertEq(escrow.balanceOf(miners[0]), PAYMENT - 3_888_888);
+
+        signerKeys[0] = freshKey; // the next task is accepted and signed with the new key
+        uint256 next = _assignedTask(alice, 1);
+        assertEq(tasks.signersOf(next)[0], fresh);
+        _commit(next, _commitment(keccak256("r2"), PAYMENT, 1));
     }
 }

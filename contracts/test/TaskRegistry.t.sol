@@ -617,19 +617,22 @@ contract TaskRegistryTest is BaseTest {
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], address(0)));
     }
 
-    function test_commitResults_followsSignerChange() public {
+    /// @dev The commitment is signed by the signer each miner accepted the task with, whatever it registers later.
+    function test_commitResults_keepsTheAcceptingSigner() public {
         uint256 id = _assignedTask(alice, 1);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 1);
         bytes[] memory sigs = _signatures(id, c);
         (address newSigner, uint256 newKey) = makeAddrAndKey("new signer");
         vm.prank(miners[0]);
         registry.setSigner(newSigner);
-        _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], _signer(0)));
+        bytes[] memory withNewKey = new bytes[](1);
+        withNewKey[0] = _signDigest(newKey, _digest(id, c, bytes32(0)));
+        _expectCommitRevert(id, c, withNewKey, _invalidSig(miners[0], newSigner));
 
-        sigs[0] = _signDigest(newKey, _digest(id, c, bytes32(0)));
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
         assertEq(uint8(_status(id)), uint8(COMMITTED));
+        assertEq(tasks.signersOf(id)[0], _signer(0));
     }
 
     /// @dev A miner gone for good cannot sign: the others commit without it by paying it nothing and crediting it

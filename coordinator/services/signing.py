@@ -73,7 +73,9 @@ def accept(
     commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
     served_root = commitment.served_roots[(batch.miners or []).index(miner)]
     if len(raw) != 65 or not chain.check_signature(miner, raw, commitment, served_root):
-        raise InvalidInput("the signature is not your registered signer's over this commitment", "signature")
+        raise InvalidInput(
+            "the signature is not over this commitment by the signer you accepted the task with", "signature"
+        )
     if session.get(Signature, (batch_id, miner)) is None:
         session.add(Signature(batch_id=batch_id, miner=miner, signature="0x" + raw.hex(), created_at=now))
 

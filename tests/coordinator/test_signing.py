@@ -17,7 +17,7 @@ from coordinator.db.models import Batch, File, Signature
 from coordinator.db.session import Database
 from coordinator.services import signing
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
-from tests.helpers import register_miner
+from tests.helpers import assigned_task
 
 COMMITMENT = {
     "results_root": "0x" + "ab" * 32,
@@ -65,16 +65,19 @@ def signature_for(account: LocalAccount, market: Market, database: Database, bat
     return "0x" + signed.hex()
 
 
-def test_only_this_batchs_commitment_signed_by_the_registered_signer_counts(
+def test_only_this_batchs_commitment_signed_by_the_accepting_signer_counts(
     admin_market: Market, accounts: list[LocalAccount], database: Database
 ) -> None:
     miner = accounts[3]
-    register_miner(admin_market, miner, 200 * 10**6)
+    coordinator, user = accounts[1], accounts[2]
     chain = CoordinatorChain(admin_market)
-    add_batch(database, "batch_a", 1, miner.address)
-    add_batch(database, "batch_b", 2, miner.address)
+    add_batch(database, "batch_a", assigned_task(admin_market, coordinator, user, [miner]), miner.address)
+    add_batch(database, "batch_b", assigned_task(admin_market, coordinator, user, [miner]), miner.address)
+    # a signer registered after the miner accepted the tasks signs none of their commitments
+    rotated = Account.create()
+    admin_market.as_account(miner).registry.set_signer(rotated.address)
 
-    forged = signature_for(Account.create(), admin_market, database, "batch_a")
+    forged = signature_for(rotated, admin_market, database, "batch_a")
     replayed = signature_for(miner, admin_market, database, "batch_b")  # valid, but for another task
     with database.session() as s:
         batch_a = s.get(Batch, "batch_a")
@@ -85,7 +88,7 @@ def test_only_this_batchs_commitment_signed_by_the_registered_signer_counts(
     other_root = "0x" + sign_commitment(miner, commitment, bytes(32), chain_id, registry).hex()
     for bad in (forged, replayed, other_root):
         with (
-            pytest.raises(InvalidInput, match="not your registered signer's over this commitment"),
+            pytest.raises(InvalidInput, match="not over this commitment by the signer you accepted the task"),
             database.session() as s,
         ):
             signing.accept(s, chain, miner.address, "batch_a", bad, now=0)

@@ -117,7 +117,7 @@ def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done)
         impostor, c, c.served_roots[0], system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
     )
     bad = [dict(signatures[0], signature="0x" + forged.hex()), *signatures[1:]]
-    with pytest.raises(ResultsRejected, match="signature is not by its registered signer"):
+    with pytest.raises(ResultsRejected, match="signature is not by the signer it accepted the task with"):
         check_commitment(system.market, done.batch.task_id, commitment, bad)
     other_root = dict(commitment, results_root="0x" + "11" * 32)
     with pytest.raises(ResultsRejected, match="commitment differs from the one on-chain"):

@@ -75,20 +75,22 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
         return config().disputeBond;
     }
 
-    /// @dev The task's owner, the coordinator that assigned it, every assigned miner and its signer, followed by
-    /// `extra` empty slots for the caller to fill.
+    /// @dev The task's owner, the coordinator that assigned it, every assigned miner and the signer it accepted the
+    /// task with (fixed at assignment: a signer changed later makes no one else a party), followed by `extra`
+    /// empty slots for the caller to fill.
     function _taskParties(uint256 taskId, address owner, uint256 extra)
         internal
         view
         returns (address[] memory parties)
     {
         address[] memory miners = taskRegistry.minersOf(taskId);
+        address[] memory signers = taskRegistry.signersOf(taskId);
         parties = new address[](2 + 2 * miners.length + extra);
         parties[0] = owner;
         parties[1] = taskRegistry.coordinatorOf(taskId);
         for (uint256 i = 0; i < miners.length; ++i) {
             parties[2 + 2 * i] = miners[i];
-            parties[3 + 2 * i] = gpuRegistry.signerOf(miners[i]);
+            parties[3 + 2 * i] = signers[i];
         }
     }
 

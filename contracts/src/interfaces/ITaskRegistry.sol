@@ -190,8 +190,9 @@ interface ITaskRegistry {
     function expireTask(uint256 taskId) external;
     /// @notice Proves that the committed usage is not what the results tree adds up to: `leaf` at its position
     /// (`proof` in the results sum tree) yields the tree's true totals, and they differ from the committed ones.
-    /// Every assigned miner signed those totals, so each loses its stake lock to the owner, who also gets the
-    /// whole escrow back (both as escrow balances). Anyone may call it while the task is ResultsCommitted or
+    /// Each assigned miner whose signature the commitment carries signed those totals and loses its stake lock to
+    /// the owner, who also gets the whole escrow back (both as escrow balances); a miner committed without its
+    /// signature signed nothing and is only unlocked. Anyone may call it while the task is ResultsCommitted or
     /// Disputed.
     function refuteUsage(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof) external;
 
@@ -231,6 +232,12 @@ interface ITaskRegistry {
         returns (bytes32);
     /// @notice The served root each assigned miner signed, in assignment order.
     function servedRootsOf(uint256 taskId) external view returns (bytes32[] memory);
+    /// @notice The signer each assigned miner had registered when it accepted the task, in assignment order: the
+    /// key that signs the task's commitment and a party to its disputes and audits, whatever the miner's
+    /// registered signer is later.
+    function signersOf(uint256 taskId) external view returns (address[] memory);
+    /// @notice Bit i set: assigned miner i signed the committed results (0 before the commit).
+    function signedMaskOf(uint256 taskId) external view returns (uint256);
     /// @notice Checks that `leaf` is the committed result at its position (`proof` in the task's positional results
     /// sum tree of exactly `requestCount` leaves) and returns its hash and the miners of its pipeline that can be held to
     /// account for it: those assigned miners whose signed served root contains it (`servedProofs[k]` for the k-th

@@ -102,31 +102,33 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         }
     }
 
-    /// @dev The miner's registered signer must have accepted exactly this task and lock, and not too long ago.
+    /// @dev The miner's registered signer must have accepted exactly this task and lock, and not too long ago;
+    /// returns that signer, which the task keeps as the miner's for its whole life.
     function _checkConsent(uint256 taskId, address miner, uint128 stakeLock, Acceptance calldata a)
         internal
         view
+        returns (address signer)
     {
         if (block.timestamp > a.expiry) revert AcceptanceExpired(miner, a.expiry);
         bytes32 digest = acceptanceDigest(taskId, stakeLock, a.expiry);
         (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, a.signature);
-        if (err != ECDSA.RecoverError.NoError || recovered != gpuRegistry.signerOf(miner)) {
-            revert NoConsent(miner, recovered);
-        }
+        signer = gpuRegistry.signerOf(miner);
+        if (err != ECDSA.RecoverError.NoError || recovered != signer) revert NoConsent(miner, recovered);
     }
 
-    /// @dev Every assigned miner's registered signer must have signed exactly this commitment with its own served
-    /// root, except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a
-    /// spare that served no line, or a miner gone for good whose lines were served again by others). At least one
-    /// miner must sign: no commitment stands on the coordinator's word alone.
+    /// @dev Every assigned miner's signer (the one it accepted the task with) must have signed exactly this
+    /// commitment with its own served root, except that an empty signature stands for a miner that is paid
+    /// nothing and vouches for nothing (a spare that served no line, or a miner gone for good whose lines were
+    /// served again by others). At least one miner must sign: no commitment stands on the coordinator's word
+    /// alone. Returns who signed (bit i: miner i).
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         internal
         view
+        returns (uint256 signed)
     {
         address[] storage miners = _miners[taskId];
         uint256 count = miners.length;
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
-        uint256 signed;
         for (uint256 i = 0; i < count; ++i) {
             if (signatures[i].length == 0) {
                 if (c.minerAmounts[i] != 0 || c.servedRoots[i] != bytes32(0)) {
@@ -134,9 +136,9 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
                 }
                 continue;
             }
-            ++signed;
+            signed |= 1 << i;
             bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
-            address expected = gpuRegistry.signerOf(miners[i]);
+            address expected = _signers[taskId][i];
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
             if (err != ECDSA.RecoverError.NoError || recovered != expected) {
                 revert InvalidSignature(miners[i], recovered);

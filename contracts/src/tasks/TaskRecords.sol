@@ -17,6 +17,8 @@ abstract contract TaskRecords is TaskSettings {
     mapping(uint256 taskId => address[]) internal _miners;
     mapping(uint256 taskId => uint256[]) internal _minerAmounts;
     mapping(uint256 taskId => bytes32[]) internal _servedRoots;
+    mapping(uint256 taskId => address[]) internal _signers;
+    mapping(uint256 taskId => uint256) internal _signedMask;
     mapping(uint256 taskId => TaskTerms) internal _terms;
     mapping(uint256 taskId => TaskPrices) internal _prices;
     mapping(uint256 taskId => address) internal _coordinators;
@@ -41,6 +43,16 @@ abstract contract TaskRecords is TaskSettings {
     /// @inheritdoc ITaskRegistry
     function servedRootsOf(uint256 taskId) external view returns (bytes32[] memory) {
         return _servedRoots[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function signersOf(uint256 taskId) external view returns (address[] memory) {
+        return _signers[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function signedMaskOf(uint256 taskId) external view returns (uint256) {
+        return _signedMask[taskId];
     }
 
     /// @inheritdoc ITaskRegistry

@@ -101,6 +101,11 @@ contract Handler is Consent {
     bool public ghostLockedWithoutConsent;
     /// @dev Set if a usage that was the leaves' true sum was ever refuted.
     bool public ghostHonestUsageRefuted;
+    /// @dev A refutation took stake from a miner whose signature the refuted commitment did not carry.
+    bool public ghostNonSignerSlashed;
+    uint256 public signerChanges;
+    /// @dev Every signer key the miners have had, by address (a miner pointed at a stranger has none here).
+    mapping(address signer => uint256 key) internal _keyOfSigner;
     // Adversarial actions that went through.
     uint256 public sybilAudits;
     uint256 public sybilAppeals;
@@ -125,6 +130,9 @@ contract Handler is Consent {
         (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
         miners = miners_;
         signerKeys = keys;
+        for (uint256 i = 0; i < keys.length; ++i) {
+            _keyOfSigner[vm.addr(keys[i])] = keys[i];
+        }
         for (uint256 i = 0; i < 3; ++i) {
             owners.push(makeAddr(string.concat("owner", vm.toString(i))));
         }
@@ -360,11 +368,39 @@ contract Handler is Consent {
         return 0;
     }
 
+    /// @dev The key of the miner's current signer (its first key before it registers); 0 when the miner points
+    /// its signer at someone else, whose consent the handler cannot sign.
+    function _stakeOf(address miner) internal view returns (uint256) {
+        IG.Stake memory s = registry.stakeOf(miner);
+        return uint256(s.free) + s.locked + s.unbonding;
+    }
+
     function _keyOf(address miner) internal view override returns (uint256) {
+        if (registry.isRegistered(miner)) return _keyOfSigner[registry.signerOf(miner)];
         for (uint256 i = 0; i < miners.length; ++i) {
             if (miners[i] == miner) return signerKeys[i];
         }
         revert("unknown miner");
+    }
+
+    /// @notice A miner changes its signer at any moment: to a fresh key of its own, or (the attack) to a verifier
+    /// it wants to make a party to its disputes and audits: an honest one, a sybil, or the colluding owner.
+    function setSigner(uint256 minerSeed, uint256 how) external track {
+        address m = miners[minerSeed % miners.length];
+        if (!registry.isRegistered(m)) return;
+        address target;
+        if (how % 2 == 0) {
+            uint256 key = uint256(keccak256(abi.encode("rotated signer", m, how))) % (2 ** 255) + 1;
+            target = vm.addr(key);
+            _keyOfSigner[target] = key;
+        } else if (how % 4 == 1) {
+            target = honest[(how >> 2) % honest.length];
+        } else {
+            target = sybils[(how >> 2) % sybils.length];
+        }
+        vm.prank(m);
+        registry.setSigner(target);
+        ++signerChanges;
     }
 
     // ---- miners
@@ -469,19 +505,18 @@ contract Handler is Consent {
         for (uint256 i = 0; i < miners.length && n < 3; ++i) {
             if ((minerMask >> i) & 1 == 0) continue;
             if (!registry.isRegistered(miners[i]) || registry.stakeOf(miners[i]).free < stakeLock) continue;
+            if (_keyOf(miners[i]) == 0) continue; // its signer is a stranger's: it cannot consent
             chosen[n++] = miners[i];
         }
         if (n == 0) return;
         assembly ("memory-safe") {
             mstore(chosen, n)
         }
+        uint128 lock = SafeCast.toUint128(stakeLock);
+        // the acceptances read the miners' signers: made before the prank, which the next call takes
+        IT.Acceptance[] memory acceptances = _acceptances(tasks, id, chosen, lock);
         vm.prank(coordinator);
-        tasks.assignTask(
-            id,
-            chosen,
-            SafeCast.toUint128(stakeLock),
-            _acceptances(tasks, id, chosen, SafeCast.toUint128(stakeLock))
-        );
+        tasks.assignTask(id, chosen, lock, acceptances);
     }
 
     /// @dev Whether line `j` of a committed task is wrong: one line in four, fixed by the task's leaf seed.
@@ -544,7 +579,8 @@ contract Handler is Consent {
         tasks.commitResults(id, c, sigs);
     }
 
-    /// @dev The signatures of the first `count` of `assigned` over `c`, empty ones for the rest.
+    /// @dev The signatures of the first `count` of `assigned` over `c` by the signers they accepted the task with,
+    /// empty ones for the rest.
     function _signFirst(uint256 id, IT.Commitment memory c, address[] memory assigned, uint256 count)
         internal
         view
@@ -553,7 +589,7 @@ contract Handler is Consent {
         sigs = new bytes[](assigned.length);
         for (uint256 i = 0; i < count; ++i) {
             bytes32 digest = tasks.commitmentDigest(id, c, c.servedRoots[i]);
-            (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(assigned[i]), digest);
+            (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOfSigner[tasks.signersOf(id)[i]], digest);
             sigs[i] = abi.encodePacked(r, s, v);
         }
     }
@@ -608,10 +644,21 @@ contract Handler is Consent {
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         uint256 index = leafSeed % ls.length;
         _resolvingStakeLock = tasks.getTask(id).stakeLock;
+        address[] memory assigned = tasks.minersOf(id);
+        uint256[] memory before = new uint256[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            before[i] = _stakeOf(assigned[i]);
+        }
+        uint256 signed = tasks.signedMaskOf(id);
         vm.prank(owners[leafSeed % owners.length]);
         try tasks.refuteUsage(id, ls[index], ResultTree.proof(ls, index)) {
             ++refutations;
             if (!usageInflated[id]) ghostHonestUsageRefuted = true;
+            for (uint256 i = 0; i < assigned.length; ++i) {
+                if (signed & (1 << i) == 0 && _stakeOf(assigned[i]) != before[i]) {
+                    ghostNonSignerSlashed = true;
+                }
+            }
         } catch {}
     }
 
@@ -830,7 +877,7 @@ contract Handler is Consent {
         (parties[0], parties[1], parties[2]) = (d.challenger, tasks.coordinatorOf(d.taskId), d.opener);
         for (uint256 i = 0; i < assigned.length; ++i) {
             parties[3 + 2 * i] = assigned[i];
-            parties[4 + 2 * i] = registry.signerOf(assigned[i]);
+            parties[4 + 2 * i] = tasks.signersOf(d.taskId)[i]; // fixed at assignment, whatever it is now
         }
         for (uint256 i = 0; i < pipeline.length; ++i) {
             parties[3 + 2 * assigned.length + i] = pipeline[i];

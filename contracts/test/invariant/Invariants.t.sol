@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[48] memory s = [
+        bytes4[49] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -117,6 +117,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.withholdSeal.selector,
             Handler.assignWithoutConsent.selector,
             Handler.refuteUsage.selector,
+            Handler.setSigner.selector,
             Handler.releaseTask.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
@@ -127,9 +128,9 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         targetContract(address(handler));
     }
 
-    /// @notice Every property below, after every call of every run: one campaign checks them all at the same
-    /// states, where a campaign per property (sixteen of them) cost sixteen times the calls and the end-of-run
-    /// checks for the same depth and runs per property (`make test` at 256 x 64; `make test-deep` at 5,000 x 64).
+    /// @notice Every property below, after every call of every run (`make test`: 256 runs of 64 calls; `make
+    /// test-deep`: 5,000 of 64): one campaign checks them all at the same states, where a campaign per property
+    /// paid the handler's calls and the end-of-run checks once per property.
     function invariant_market() public view {
         registryBalanceEqualsStakes();
         escrowBalanceEqualsLiabilities();
@@ -146,6 +147,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         noLockWithoutConsent();
         auditsOnlyOnSelectedLines();
         onlyFalseUsageIsRefuted();
+        refutationSlashesOnlySigners();
         tokensConserved();
     }
 
@@ -352,6 +354,12 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// @dev A committed usage is refuted only when it is not what the leaves add up to.
     function onlyFalseUsageIsRefuted() public view {
         assertFalse(handler.ghostHonestUsageRefuted(), "a true usage was refuted");
+    }
+
+    /// @dev A refutation takes stake only from miners whose signature the refuted commitment carries: a miner
+    /// committed without its signature (a spare, one left out) never vouched for the false totals.
+    function refutationSlashesOnlySigners() public view {
+        assertFalse(handler.ghostNonSignerSlashed(), "a refutation slashed a miner that did not sign");
     }
 
     /// @dev No token is created or destroyed by the market.

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {BaseTest} from "./BaseTest.sol";
+import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
+import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
+import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+import {ResultTree} from "./utils/ResultTree.sol";
+
+/// @notice The second security review's attacks (issue "trust layer against a second audit"), each written as the
+/// attacker's attempt: it fails, and every honest party ends with exactly what it is owed.
+contract SecondReviewTest is BaseTest {
+    function setUp() public override {
+        super.setUp();
+        _registerAll();
+    }
+
+    // ---- 1. framing through refutation
+
+    /// @dev Overstated totals that only `signers` of the task's miners sign; the others' signatures are left
+    /// empty (paid nothing, vouching for nothing), as a coordinator may for a spare or a miner gone for good.
+    function _overstatedSignedBy(uint256 id, ResultLeaf.Leaf[] memory leaves, uint256 signers)
+        internal
+        returns (IT.Commitment memory c)
+    {
+        uint256 count = tasks.minersOf(id).length;
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
+        outputTokens += 2_000_000;
+        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
+        c = IT.Commitment({
+            resultsRoot: _rootOf(leaves),
+            inputTokens: inputTokens,
+            outputTokens: outputTokens,
+            payment: payment,
+            minerAmounts: new uint256[](count),
+            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
+        });
+        uint256[] memory shares = _split(payment - _fee(payment), signers);
+        bytes[] memory sigs = new bytes[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            if (i < signers) {
+                c.minerAmounts[i] = shares[i];
+            } else {
+                c.servedRoots[i] = bytes32(0);
+            }
+        }
+        for (uint256 i = 0; i < signers; ++i) {
+            sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, c.servedRoots[i]));
+        }
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev Coordinator, owner and a sybil miner: the sybil alone signs overstated totals, the victim's signature
+    /// is left empty, and the owner refutes to collect every lock. Only the signer's lock is taken; the victim
+    /// is unlocked with its whole stake, and the owner gets its escrow and the signer's lock, nothing more.
+    function test_attack_refutationSlashesOnlySigners_victimLeftOut() public {
+        uint256 id = _assignedTask(alice, 2);
+        ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](REQUESTS);
+        for (uint32 i = 0; i < REQUESTS; ++i) {
+            address[] memory sybilOnly = new address[](1);
+            sybilOnly[0] = miners[0];
+            leaves[i] = _leaf(id, i, sybilOnly);
+        }
+        _overstatedSignedBy(id, leaves, 1);
+        assertEq(tasks.signedMaskOf(id), 1, "only the sybil signed");
+
+        vm.expectEmit(address(tasks));
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
+        emit IT.UsageRefuted(id, inputTokens, outputTokens, STAKE_LOCK);
+        vm.prank(alice);
+        tasks.refuteUsage(id, leaves[0], _proofOf(leaves, 0));
+
+        assertEq(_free(miners[1]), MINER_STAKE, "the victim keeps its whole stake");
+        assertEq(_locked(miners[1]), 0, "and it is unlocked");
+        assertEq(_free(miners[0]), MINER_STAKE - STAKE_LOCK, "the signer loses its lock");
+        assertEq(_locked(miners[0]), 0);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + STAKE_LOCK, "the escrow and the signer's lock only");
+        assertEq(escrow.balanceOf(miners[0]) + escrow.balanceOf(miners[1]), 0);
+        assertEq(escrow.balanceOf(feeRecipient), 0);
+        _assertEscrowSolvent();
+    }
+
+    /// @dev The same with a spare (assigned, served nothing) and a middle miner left out: of four, two sign.
+    function test_attack_refutationSlashesOnlySigners_spareAndGone() public {
+        uint256 id = _assignedTask(alice, 4);
+        ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](REQUESTS);
+        for (uint32 i = 0; i < REQUESTS; ++i) {
+            leaves[i] = _leaf(id, i, _pair(miners[0], miners[1]));
+        }
+        _overstatedSignedBy(id, leaves, 2);
+        vm.prank(stranger);
+        tasks.refuteUsage(id, leaves[3], _proofOf(leaves, 3));
+        for (uint256 i = 0; i < 4; ++i) {
+            assertEq(_free(miners[i]), i < 2 ? MINER_STAKE - STAKE_LOCK : MINER_STAKE);
+            assertEq(_locked(miners[i]), 0);
+        }
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + 2 * STAKE_LOCK);
+        _assertEscrowSolvent();
+    }
+
+    // ---- 8. parties fixed at assignment
+
+    /// @dev A miner points its signer at a verifier after accepting a task: the commitment must still carry the
+    /// signature of the signer it accepted with (the new one's is refused), and the task keeps that signer.
+    function test_attack_signerChangedAfterAcceptanceSignsNothing() public {
+        uint256 id = _assignedTask(alice, 3);
+        address accepted = _signer(0);
+        vm.prank(miners[0]);
+        registry.setSigner(verifiers[0]);
+        assertEq(tasks.signersOf(id)[0], accepted, "the task keeps the signer that accepted it");
+
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        IT.Commitment memory c = _commitment(_rootOf(leaves), PAYMENT, 3);
+        c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(id));
+        bytes[] memory sigs = _signatures(id, c); // the accepting signers' keys
+        (, uint256 verifierKey) = makeAddrAndKey("a verifier's key");
+        bytes[] memory forged = _signatures(id, c);
+        forged[0] = _signDigest(verifierKey, _digest(id, c, c.servedRoots[0]));
+        vm.startPrank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.InvalidSignature.selector, miners[0], vm.addr(verifierKey)));
+        tasks.commitResults(id, c, forged);
+        tasks.commitResults(id, c, sigs);
+        vm.stopPrank();
+        assertEq(tasks.signedMaskOf(id), 7);
+    }
+
+    /// @dev A cheating miner, once its line is disputed, points its signer at the verifier that holds all the
+    /// weight, to make it a party and keep it off the jury. Parties are fixed at assignment: the verifier is
+    /// still drawn.
+    function test_attack_signerChangeCannotKeepAVerifierOffTheJury() public {
+        address whale = makeAddr("whale");
+        _registerVerifier(whale, 1_000 * MIN_VERIFIER_STAKE);
+        vm.roll(block.number + 1);
+        uint256 id = _committedTask(alice);
+        uint256 d = _openDispute(id, 0);
+        vm.prank(miners[0]);
+        registry.setSigner(whale);
+        address[] memory jurors = _drawJury(d);
+        assertTrue(_in(jurors, whale), "the whale was drawn though the miner named it its signer");
+    }
+
+    /// @dev A cheating miner points its signer at each honest auditor just before it opens its audit: the auditor
+    /// is no party to a task assigned before, and opens the audit.
+    function test_attack_signerChangeCannotRefuseAnAuditor() public {
+        _setAuditRate(10_000);
+        address auditor = verifiers[1];
+        uint256 id = _committedTask(alice);
+        _fund(bob, address(escrow), 10 * DISPUTE_BOND);
+        vm.prank(bob);
+        arbitration.fundAuditPool(10 * DISPUTE_BOND);
+        arbitration.drawAudit(id);
+        vm.roll(block.number + 1);
+        _setSeed(block.number - 1, keccak256("audit draw"));
+        assertTrue(arbitration.sealAudit(id));
+        vm.prank(miners[2]);
+        registry.setSigner(auditor);
+        uint256 line = arbitration.auditOf(id).requestIndex;
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        vm.prank(auditor);
+        uint256 d =
+            arbitration.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+        assertTrue(arbitration.getDispute(d).audit);
+    }
+}
