@@ -67,9 +67,14 @@ def assert_exactly_once(client: Client, batch_id: str, tag: str) -> None:
     )
 
 
+# Outputs long enough that a batch cannot finish between two polls of its progress (at 24 tokens a line, all 64
+# lines once finished within a second, and a test waiting to see them part done never did).
+PART_DONE_TOKENS = 96
+
+
 def test_a_killed_miner_loses_no_line(system: LocalSystem) -> None:
     client = system.client()
-    batch_id = submit(client, "kill")
+    batch_id = submit(client, "kill", PART_DONE_TOKENS)
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     system.stop("miner0", kill=True)
     wait_for(lambda: client.batches.retrieve(batch_id).status == "finalizing", timeout=180)
@@ -120,7 +125,7 @@ def test_a_head_killed_mid_unit_has_its_lines_resumed_from_their_tokens(system: 
 def test_restarting_the_api_and_the_worker_loses_no_line(system: LocalSystem) -> None:
     client = system.client()
     system.wait_for_miners(range(len(system.miner_accounts)))  # the previous test restarted one
-    batch_id = submit(client, "restart")
+    batch_id = submit(client, "restart", PART_DONE_TOKENS)
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     system.stop("worker", kill=True)
     system.stop("api")
@@ -151,7 +156,7 @@ def test_a_killed_stage_of_a_pipeline_loses_no_line(staged: LocalSystem) -> None
     """The pipeline's second stage dies mid-batch: the coordinator re-plans over the head and the spare, the
     head drops the units it had in flight, and they run again on the new pipeline."""
     client = staged.client()
-    batch_id = submit(client, "stage")
+    batch_id = submit(client, "stage", PART_DONE_TOKENS)
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     addresses = [m.address for m in staged.miner_accounts]
     victim = addresses.index(active_stages(staged)[1])
@@ -194,7 +199,7 @@ def test_a_stage_gone_for_good_is_left_out_and_paid_nothing(staged: LocalSystem)
     earlier = range(1, market.tasks.task_count() + 1)
     wait_for(lambda: all(market.tasks.get_task(t).status == TaskStatus.FINALIZED for t in earlier))
     before = {m.address: market.escrow.balance_of(m.address) for m in staged.miner_accounts}
-    batch_id = submit(client, "gone")
+    batch_id = submit(client, "gone", PART_DONE_TOKENS)
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     addresses = [m.address for m in staged.miner_accounts]
     victim = addresses.index(active_stages(staged)[1])
