@@ -67,8 +67,8 @@ def assert_exactly_once(client: Client, batch_id: str, tag: str) -> None:
     )
 
 
-# Outputs long enough that a batch cannot finish between two polls of its progress (at 24 tokens a line, all 64
-# lines once finished within a second, and a test waiting to see them part done never did).
+# Outputs long enough that a batch cannot finish between two polls of its progress (at 24 tokens a line, all
+# 64 lines once finished within a second, and a test waiting to see them part done never did).
 PART_DONE_TOKENS = 96
 
 
