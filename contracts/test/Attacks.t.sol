@@ -51,18 +51,6 @@ contract AttacksTest is BaseTest {
 
     // ---- helpers
 
-    function _newVerifiers(string memory name, uint256 count, uint256 seatsEach)
-        internal
-        returns (address[] memory list)
-    {
-        list = new address[](count);
-        for (uint256 i = 0; i < count; ++i) {
-            list[i] = makeAddr(string.concat(name, vm.toString(i)));
-            _registerVerifier(list[i], seatsEach * MIN_VERIFIER_STAKE);
-        }
-        vm.roll(block.number + 1);
-    }
-
     /// @dev Draws the current round; jurors in `liars` vote `lie`, everyone else votes `truth`.
     function _round(uint256 disputeId, address[] memory liars, IA.Vote lie, IA.Vote truth)
         internal
@@ -256,17 +244,6 @@ contract AttacksTest is BaseTest {
         id = tasks.createTask(p);
         _assign(id, _miners(3));
         _commitLeaves(id, _standardLeaves(id));
-    }
-
-    function _selectedAudit(uint256 id) internal returns (uint256 line) {
-        _fund(bob, address(escrow), 10 * DISPUTE_BOND);
-        vm.prank(bob);
-        arbitration.fundAuditPool(10 * DISPUTE_BOND);
-        arbitration.drawAudit(id);
-        vm.roll(block.number + 1);
-        _setSeed(block.number - 1, keccak256("audit draw"));
-        assertTrue(arbitration.sealAudit(id));
-        line = arbitration.auditOf(id).requestIndex;
     }
 
     function _openAudit(uint256 id, address auditor) internal returns (uint256) {

@@ -197,6 +197,32 @@ abstract contract BaseTest is Consent {
         verifierRegistry.register(stake);
     }
 
+    /// @dev `count` verifiers named `name`0.. of `seatsEach` seats each, able to sit from the next block on.
+    function _newVerifiers(string memory name, uint256 count, uint256 seatsEach)
+        internal
+        returns (address[] memory list)
+    {
+        list = new address[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            list[i] = makeAddr(string.concat(name, vm.toString(i)));
+            _registerVerifier(list[i], seatsEach * MIN_VERIFIER_STAKE);
+        }
+        vm.roll(block.number + 1);
+    }
+
+    /// @dev Funds the audit pool, draws the task's audit and seals it with a fixed seed (every task selected at
+    /// a rate of 10,000 bps); returns the audited line.
+    function _selectedAudit(uint256 id) internal returns (uint256 line) {
+        _fund(bob, address(escrow), 10 * DISPUTE_BOND);
+        vm.prank(bob);
+        arbitration.fundAuditPool(10 * DISPUTE_BOND);
+        arbitration.drawAudit(id);
+        vm.roll(block.number + 1);
+        _setSeed(block.number - 1, keccak256("audit draw"));
+        assertTrue(arbitration.sealAudit(id));
+        line = arbitration.auditOf(id).requestIndex;
+    }
+
     // ---- miners
 
     function _signer(uint256 i) internal view returns (address) {

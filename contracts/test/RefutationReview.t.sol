@@ -81,7 +81,7 @@ contract RefutationReviewTest is BaseTest {
     /// @dev Owner disputes; overstated usage signed by miners 0 and 1, miner 2 left out; anyone refutes while
     /// disputed; the jury then finds at fault. Left-out miner whole, signers once, escrow solvent.
     function test_attack_refutingADisputedTaskWithAMinerLeftOut() public {
-        honest = _newVerifiers("juror", 12, 1);
+        _newVerifiers("juror", 12, 1);
         uint256 id = _assignedTask(alice, 3);
         ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](4);
         leaves[0] = _leaf(id, 0, _pair(miners[0], miners[1]));
@@ -154,19 +154,5 @@ contract RefutationReviewTest is BaseTest {
         sigs[0] = _signDigest(signerKeys[0], _digest(id, c, hs[0]));
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
-    }
-
-    address[] internal honest;
-
-    function _newVerifiers(string memory prefix, uint256 count, uint256 seats)
-        internal
-        returns (address[] memory list)
-    {
-        list = new address[](count);
-        for (uint256 i = 0; i < count; ++i) {
-            list[i] = makeAddr(string.concat(prefix, vm.toString(i)));
-            _registerVerifier(list[i], seats * MIN_VERIFIER_STAKE);
-        }
-        vm.roll(block.number + 1);
     }
 }

@@ -146,16 +146,9 @@ contract SecondReviewTest is BaseTest {
         _setAuditRate(10_000);
         address auditor = verifiers[1];
         uint256 id = _committedTask(alice);
-        _fund(bob, address(escrow), 10 * DISPUTE_BOND);
-        vm.prank(bob);
-        arbitration.fundAuditPool(10 * DISPUTE_BOND);
-        arbitration.drawAudit(id);
-        vm.roll(block.number + 1);
-        _setSeed(block.number - 1, keccak256("audit draw"));
-        assertTrue(arbitration.sealAudit(id));
+        uint256 line = _selectedAudit(id);
         vm.prank(miners[2]);
         registry.setSigner(auditor);
-        uint256 line = arbitration.auditOf(id).requestIndex;
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(auditor);
         uint256 d =
