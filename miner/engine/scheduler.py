@@ -76,6 +76,11 @@ class Scheduler:
         self.running.remove(seq)
         self.blocks.release(seq.seq_id)
 
+    def preempt_all(self) -> None:
+        """Preempts every running sequence; they are re-prefilled in the order they were admitted."""
+        for seq in reversed(self.running):
+            self._preempt(seq)
+
     def _chunk(self, seq: Sequence, count: int) -> ScheduledChunk:
         start = seq.num_cached
         self.blocks.reserve(seq.seq_id, start + count)

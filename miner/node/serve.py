@@ -28,6 +28,9 @@ from miner.pipeline.ledger import RequestRecord
 
 log = logging.getLogger("batchmarket.miner")
 UNITS_IN_FLIGHT = 2
+# units whose results wait for the coordinator to answer again (at most UNITS_IN_FLIGHT more are served
+# meanwhile; past this bound the oldest is given up and its lease runs out)
+MAX_UNDELIVERED = 8
 
 
 class Reassigned(Exception):
@@ -81,6 +84,9 @@ class Node:
         self.declined: set[tuple[str, int]] = set()  # proposals (batch, expiry) our consent policy refused
         self.wanted: StageAssignment | None = None  # the latest assignment the coordinator gave
         self.in_flight: deque[tuple[dict[str, Any], Started]] = deque()  # claimed units, oldest first
+        # served units whose results the coordinator has not taken yet (it was unreachable), oldest first:
+        # their units stay in hand, so heartbeats keep their leases, and they go when it answers again
+        self.undelivered: deque[tuple[dict[str, Any], list[dict[str, Any]]]] = deque()
         # units the coordinator took back while we served them (a stage of our pipeline restarted, so their
         # requests died with it): the loop gives them up instead of waiting for tokens that never come
         self.lost: set[int] = set()
@@ -93,7 +99,7 @@ class Node:
         while not stop.is_set():
             try:
                 self.host.follow(self.wanted)
-                busy = self._accept_proposals() | self._serve_units() | self._sign_pending()
+                busy = self._accept_proposals() | self._deliver() | self._serve_units() | self._sign_pending()
             except CoordinatorError as exc:
                 log.warning("coordinator: %s", exc)
                 busy = False
@@ -235,7 +241,7 @@ class Node:
         return True
 
     def _report(self, unit: dict[str, Any], served: list[tuple[int, Served]]) -> None:
-        unit_id, task_id = int(unit["unit_id"]), int(unit["task_id"])
+        task_id = int(unit["task_id"])
         reader = self.executor.reader
         results = []
         layers = self._layers()
@@ -251,11 +257,37 @@ class Node:
                     "finish_reason": reader.finish_reason(line.output),
                 }
             )
-        try:
-            stored = self.client.submit(unit_id, results)
-        finally:
+        self.undelivered.append((unit, results))
+        if len(self.undelivered) > MAX_UNDELIVERED:
+            given_up, _ = self.undelivered.popleft()
+            self.serving.pop(int(given_up["unit_id"]), None)
+            log.warning(
+                "gave up the results of unit %s: the coordinator has not answered", given_up["unit_id"]
+            )
+        self._deliver()
+
+    def _deliver(self) -> bool:
+        """Sends the served units' results the coordinator has not taken yet, oldest first; stops at the first
+        it cannot reach (a transport error or a 5xx: they are kept for the next try). True if any went."""
+        delivered = False
+        while self.undelivered:
+            unit, results = self.undelivered[0]
+            unit_id = int(unit["unit_id"])
+            try:
+                stored = self.client.submit(unit_id, results)
+            except CoordinatorError as exc:
+                if exc.status == 0 or exc.status >= 500:
+                    log.warning("unit %s: results kept until the coordinator answers (%s)", unit_id, exc)
+                    return delivered
+                log.warning("unit %s: results refused: %s", unit_id, exc)  # e.g. its lease ran out
+            else:
+                log.info(
+                    "unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored
+                )
+            self.undelivered.popleft()
             self.serving.pop(unit_id, None)
-        log.info("unit %s of %s: %d lines, %d stored", unit_id, unit["batch_id"], len(results), stored)
+            delivered = True
+        return delivered
 
     def _accept_proposals(self) -> bool:
         """Accepts the proposed assignments its consent policy allows (each refusal logged once)."""

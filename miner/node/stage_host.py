@@ -27,6 +27,7 @@ from client_sdk.errors import UserError
 from client_sdk.protocol.link_keys import is_link_key
 from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver
+from miner.pipeline.head import STALL_S
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink, Links, PeerKeys, StageWorker
 from miner.transport.link import Inbox
@@ -124,6 +125,7 @@ class HostSettings:
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
     link_keys: LinkKeys | None = None  # None: plain links (tests of the stage logic alone)
+    stall_s: float = STALL_S  # as the head: a step's tokens not back this long start a new session
 
 
 def _relay_of(data: Any) -> RelayAddress | None:
@@ -205,7 +207,16 @@ class StageHost:
             security.allow(peers.senders())
         sink = forget if assignment.is_head else self.finished_sink
         inbox = self._inbox_for(assignment.relay_of(assignment.position))
-        worker = StageWorker(shard, cache, self._context, finished_sink=sink, security=security, inbox=inbox)
+        worker = StageWorker(
+            shard,
+            cache,
+            self._context,
+            finished_sink=sink,
+            security=security,
+            inbox=inbox,
+            plan_version=assignment.version,
+            stall_s=settings.stall_s,
+        )
         driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
         worker.connect(assignment.links(driver.endpoint if driver else None, peers))
         if driver is not None:

@@ -5,12 +5,18 @@ It turns a scheduler's decision into the header every other stage follows (token
 sample, finished and preempted requests), and the sampled tokens that come back into sequence progress and
 completions. Requests go to microbatch `request_id % microbatches`, as in the in-process Engine, so both make
 the same batches.
+
+Every step carries the head's epoch (plan version, session). A microbatch whose tokens do not come back within
+`stall_s` (a stage that restarted and lost its pages, a frame lost in a re-plan) makes the head start over in
+a new session: every sequence is re-prefilled from its tokens so far, the other stages free what they held
+for the old session when the new one reaches them, and tokens of the old session are refused.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import cast
 
@@ -22,6 +28,13 @@ from miner.kv.blocks import BlockManager
 from miner.transport.frames import Finished, FrameError, Header, RequestSpec, message
 
 log = logging.getLogger(__name__)
+STALL_S = 20.0  # a step's tokens not back this long: the pipeline lost it (steps take well under a second)
+
+
+def new_session(after: int = 0) -> int:
+    """A session number larger than `after` and than any a restarted process drew before (the clock's
+    nanoseconds)."""
+    return max(time.time_ns(), after + 1)
 
 
 class _LoggedBlocks(BlockManager):
@@ -52,14 +65,22 @@ class Head:
         max_seqs: int = 32,
         token_budget: int = 512,
         route: tuple[str, ...] = (),
+        plan_version: int = 0,
+        stall_s: float = STALL_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.blocks = [_LoggedBlocks(pages_per_microbatch, page_size) for _ in range(num_microbatches)]
         self.schedulers = [Scheduler(b, max_seqs, token_budget) for b in self.blocks]
         self.route = route
+        self.epoch = (plan_version, new_session())
+        self.stall_s = stall_s
+        self.restarts = 0
         self.sequences: dict[int, Sequence] = {}
         self._in_flight: dict[int, list[ScheduledChunk]] = {}  # microbatch -> its chunks that sample
+        self._sent_at: dict[int, float] = {}  # microbatch in flight -> when its step left
         self._finished: list[list[Finished]] = [[] for _ in range(num_microbatches)]
         self._turn = 0
+        self._clock = clock
 
     @property
     def idle(self) -> bool:
@@ -111,6 +132,26 @@ class Head:
             return self._step(microbatch)
         return None
 
+    @property
+    def stalled(self) -> bool:
+        """A step in flight has not come back within `stall_s`."""
+        now = self._clock()
+        return any(now - sent > self.stall_s for sent in self._sent_at.values())
+
+    def restart(self) -> None:
+        """Starts a new session: nothing in flight, every sequence waiting to be re-prefilled from its tokens
+        so far. Finished notices not sent yet are dropped with the old session (the other stages free its
+        pages when the new session reaches them; a stage that never learns a line finished serves it again
+        when asked to sign it)."""
+        self.epoch = (self.epoch[0], new_session(self.epoch[1]))
+        self.restarts += 1
+        self._in_flight.clear()
+        self._sent_at.clear()
+        for scheduler, blocks, finished in zip(self.schedulers, self.blocks, self._finished, strict=True):
+            scheduler.preempt_all()
+            blocks.released.clear()
+            finished.clear()
+
     def _step(self, microbatch: int) -> tuple[Header, torch.Tensor]:
         scheduler = self.schedulers[microbatch]
         chunks = scheduler.schedule()
@@ -121,6 +162,7 @@ class Head:
         preempted = [int(i) for i in self.blocks[microbatch].released if i not in done]
         self.blocks[microbatch].released.clear()
         self._in_flight[microbatch] = [c for c in chunks if c.completes_sequence_input]
+        self._sent_at[microbatch] = self._clock()
         fed = [t for c in chunks for t in c.tokens]
         return message(
             "activations",
@@ -139,14 +181,18 @@ class Head:
             preempted=tuple(preempted),
             route=self.route,
             tensor=torch.tensor(fed, dtype=torch.long),
+            epoch=self.epoch,
         )
 
     def on_tokens(self, header: Header) -> list[Completion]:
         """Applies the tokens sampled for a microbatch step; returns the requests that finished."""
+        if header.epoch != self.epoch:
+            raise FrameError(f"tokens of session {header.epoch}, not of this head's {self.epoch}")
         expected = self._in_flight.get(header.microbatch)
         if expected is None or header.request_ids != tuple(c.seq.seq_id for c in expected):
             raise FrameError(f"tokens for microbatch {header.microbatch} that is not waiting for them")
         del self._in_flight[header.microbatch]
+        del self._sent_at[header.microbatch]
         completions = []
         scheduler = self.schedulers[header.microbatch]
         for chunk, token in zip(expected, header.token_ids, strict=True):

@@ -6,6 +6,12 @@ stage also schedules (`Head`), takes requests from a driver and streams completi
 that breaks the protocol is logged and dropped; the stage keeps serving. On secured links each message must
 also come from the one peer entitled to send its kind: activations from the previous stage, tokens from the
 last, requests and shutdown from this stage's own node.
+
+Every stage serves one epoch at a time (plan version, head session; see miner.transport.frames). A message of
+a newer session of the same plan makes a stage start over: it frees the pages and forgets the unfinished
+records of the old session (whose requests the head submits again). A message of an older epoch is dropped
+and counted (`stale`); one of a newer plan is held on the inbox for the stage this node builds when it follows
+that plan.
 """
 
 from __future__ import annotations
@@ -25,10 +31,10 @@ from miner.engine.sampler import sample
 from miner.kv.cache import PAGE_SIZE
 from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
-from miner.pipeline.head import Head
+from miner.pipeline.head import STALL_S, Head
 from miner.pipeline.ledger import RequestRecord, StageLedger
 from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
-from miner.transport.link import Context, Inbox, Outbox
+from miner.transport.link import Context, Inbox, Outbox, Received
 from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkSecurity
 
@@ -87,7 +93,9 @@ class StageWorker:
     its peers' messages through it (it is behind NAT: `bind` is where only its own driver reaches it). Given
     an `inbox`, the stage takes its messages there instead of binding one (`bind` and `relay` unused) and
     leaves it open when it closes: a node keeps one inbox across its assignments, so that nothing sent to it
-    while it changes stages is lost."""
+    while it changes stages is lost. `plan_version` is the coordinator's plan this stage serves (0 for a
+    pipeline no coordinator planned); `stall_s` how long the head waits for a step's tokens before it starts
+    a new session."""
 
     def __init__(
         self,
@@ -99,6 +107,8 @@ class StageWorker:
         security: LinkSecurity | None = None,
         relay: RelayAddress | None = None,
         inbox: Inbox | None = None,
+        plan_version: int = 0,
+        stall_s: float = STALL_S,
     ) -> None:
         self.shard = shard
         self.security = security
@@ -111,18 +121,29 @@ class StageWorker:
             settings.global_pages,
             settings.page_size,
         )
-        pages = self.cache.pages_per_microbatch
-        self.ledger = StageLedger(settings.num_microbatches, pages, settings.page_size)
+        self.ledger = StageLedger(
+            settings.num_microbatches, self.cache.pages_per_microbatch, settings.page_size
+        )
         self.head = (
             Head(
-                settings.num_microbatches, pages, settings.page_size, settings.max_seqs, settings.token_budget
+                settings.num_microbatches,
+                self.cache.pages_per_microbatch,
+                settings.page_size,
+                settings.max_seqs,
+                settings.token_budget,
+                plan_version=plan_version,
+                stall_s=stall_s,
             )
             if shard.is_first
             else None
         )
+        # the epoch served: the head's own; elsewhere the plan's, with the session of the first message
+        self.epoch = self.head.epoch if self.head is not None else (plan_version, 0)
+        self.stale = 0  # messages of an ended session or an older plan, dropped
         self._context = context
         self._owns_inbox = inbox is None
         self.inbox = inbox if inbox is not None else Inbox(context, bind, security=security, relay=relay)
+        self.inbox.release_held()  # what a peer of this plan sent before the node followed it
         self._keys: PeerKeys | None = None
         self._next: Outbox | None = None
         self._ring: Outbox | None = None
@@ -182,6 +203,8 @@ class StageWorker:
                 if got is not None:
                     self.handle(got.header, got.tensor, got.sender)
                 if self.head is not None:
+                    if self.head.stalled:
+                        self._restart_session()
                     self._launch()
             except FrameError as exc:
                 self.dropped += 1
@@ -193,6 +216,8 @@ class StageWorker:
             raise FrameError(f"a {header.kind!r} message cannot reach this stage")
         if self._keys is not None and sender != self._entitled(header.kind, self._keys):
             raise FrameError(f"a {header.kind!r} message from a peer not entitled to send it")
+        if header.kind in ("activations", "tokens") and not self._in_epoch(header, tensor, sender):
+            return
         if header.kind == "shutdown":
             self._draining = True
             if self.head is None:
@@ -204,6 +229,50 @@ class StageWorker:
             self._complete(header)
         else:
             self._run(header, tensor)
+
+    def _in_epoch(self, header: Header, tensor: torch.Tensor, sender: bytes | None) -> bool:
+        """Whether a message of the pipeline's traffic belongs to the epoch this stage serves, after starting
+        the session it opens (a newer one of this plan, on a stage after the head); a newer plan's is held on
+        the inbox for the next stage, an older epoch's dropped."""
+        if header.epoch == self.epoch:
+            return True
+        if self.head is None and header.epoch[0] > self.epoch[0]:
+            self.inbox.hold(Received(header, tensor, sender))
+            return False
+        if self.head is None and header.epoch > self.epoch:
+            self._follow_session(header.epoch)
+            return True
+        self.stale += 1
+        log.info(
+            "stage [%d, %d) dropped a message of epoch %s", self.shard.start, self.shard.end, header.epoch
+        )
+        return False
+
+    def _follow_session(self, epoch: tuple[int, int]) -> None:
+        """A new session of the head: the pages and unfinished records of the old one are freed."""
+        dropped = sum(1 for record in self.ledger.records.values() if not record.finished)
+        if dropped:
+            log.warning(
+                "stage [%d, %d): the head started a new session; freed %d unfinished requests of the old one",
+                self.shard.start,
+                self.shard.end,
+                dropped,
+            )
+        self.ledger = self.ledger.restarted()
+        self.epoch = epoch
+
+    def _restart_session(self) -> None:
+        """The head's steps stopped coming back: it starts over in a new session."""
+        assert self.head is not None
+        log.warning(
+            "stage [%d, %d): no tokens came back for a step in %.0f s; starting a new session",
+            self.shard.start,
+            self.shard.end,
+            self.head.stall_s,
+        )
+        self.head.restart()
+        self.epoch = self.head.epoch
+        self.ledger = self.ledger.restarted()
 
     @staticmethod
     def _entitled(kind: str, keys: PeerKeys) -> bytes | None:
@@ -252,6 +321,7 @@ class StageWorker:
             positions=positions,
             token_ids=tuple(tokens),
             route=header.route,
+            epoch=header.epoch,
         )
         if self._ring is not None:
             self._ring.send(*reply)
@@ -312,6 +382,7 @@ class StageWorker:
             "median_step_s": statistics.median(self.step_s) if self.step_s else 0.0,
             "bytes_swapped": self.cache.bytes_swapped,
             "dropped": self.dropped + self.inbox.rejected,
+            "stale": self.stale,
             "token_times": [list(entry) for entry in self.token_times],
             "preemptions": sum(s.preemptions for s in self.head.schedulers) if self.head else 0,
             "records": [

@@ -16,6 +16,12 @@ One schema serves every message kind:
 - "completions" (first stage -> driver): finished requests' generated ids (`query_lens` long each).
 - "shutdown": stop after forwarding it down the pipeline.
 
+Every message carries its `epoch`, [plan version, head session]: the coordinator's plan version the head
+serves, and a number the head draws anew (larger than before) whenever it starts over with an empty page pool
+(a restart, a rebuilt stage, a stalled step). Activations pass it down the pipeline and tokens back to the
+head, so every stage can tell a message of the session it serves from one of a session that ended (its
+requests' pages are freed) or of a plan its node has not followed yet (kept until it does).
+
 Everything from a peer is checked before use: header size and shape, field types and ranges, list lengths,
 dtype, and that the payload is exactly as long as the header says. Anything else raises FrameError with the
 reason, so a stage can log and drop the message instead of dying.
@@ -34,10 +40,10 @@ from client_sdk.protocol.fields import is_int
 from client_sdk.protocol.sampling import SamplingParams
 from miner.model.dtypes import DTYPES as STAGE_DTYPES
 
-# 4: a new request carries its sampling parameters whole, [id, prompt_len, [max_tokens, temperature, top_p,
-# seed, stop ids]] (client_sdk.protocol.sampling.SamplingParams.to_wire), where version 3 listed them flat
-# beside the id; stages of a pipeline must agree, so a version-3 peer is refused.
-PROTOCOL_VERSION = 4
+# 5: every message carries its epoch, [plan version, head session] (version 4 had none, so a stage could not
+# tell a restarted head's requests from the ones it had in flight before); stages of a pipeline must agree,
+# so a version-4 peer is refused.
+PROTOCOL_VERSION = 5
 KINDS = ("submit", "activations", "tokens", "completions", "shutdown")
 DTYPES: dict[str, torch.dtype] = {**STAGE_DTYPES, "int64": torch.int64}  # activations, and token ids
 DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
@@ -56,6 +62,7 @@ HEADER_KEYS = {
     "route",
     "dtype",
     "shape",
+    "epoch",
 }
 
 
@@ -119,6 +126,7 @@ class Header:
     route: tuple[str, ...]  # stage endpoints of the pipeline, first stage first
     dtype: str
     shape: tuple[int, ...]
+    epoch: tuple[int, int] = (0, 0)  # (plan version, head session); ordered as a tuple
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +144,7 @@ class Header:
             "route": list(self.route),
             "dtype": self.dtype,
             "shape": list(self.shape),
+            "epoch": list(self.epoch),
         }
 
     def token_runs(self) -> list[tuple[int, ...]]:
@@ -164,6 +173,7 @@ def message(
     preempted: tuple[int, ...] = (),
     route: tuple[str, ...] = (),
     tensor: torch.Tensor = EMPTY,
+    epoch: tuple[int, int] = (0, 0),
 ) -> tuple[Header, torch.Tensor]:
     """A header describing `tensor`; per-request lists default to position 0, one token and no sampling."""
     n = len(request_ids)
@@ -181,6 +191,7 @@ def message(
         route,
         DTYPE_NAMES[tensor.dtype],
         tuple(tensor.shape),
+        epoch,
     )
     return header, tensor
 
@@ -270,6 +281,9 @@ def _validate(fields: object, limits: Limits) -> Header:
     shape = _int_list(fields["shape"], "shape", limits.max_dims)
     if kind == "activations" and (not shape or shape[0] != len(token_ids)):
         raise FrameError(f"activations of shape {list(shape)} do not hold one row per fed token")
+    epoch = _int_list(fields["epoch"], "epoch", 2)
+    if len(epoch) != 2:
+        raise FrameError("epoch must be [plan version, session]")
     return Header(
         kind,
         microbatch,
@@ -284,6 +298,7 @@ def _validate(fields: object, limits: Limits) -> Header:
         tuple(route),
         fields["dtype"],
         shape,
+        (epoch[0], epoch[1]),
     )
 
 

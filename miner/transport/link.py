@@ -9,6 +9,8 @@ before it takes the message.
 A message from a key the inbox does not take (yet) is kept a few seconds (UNASSIGNED_S), within bounds, before
 it is dropped: when a new plan forms, a peer may start sending before this node has followed it, and what it
 sent then is taken once the node's assignment names it.
+A message of a plan this node has not followed yet, from a peer it already takes, is held the same way (the
+stage hands it back, `hold`) until the next stage built on this inbox takes it (`release_held`).
 Without a LinkSecurity (a local pipeline of processes on one machine) the links are plain TCP. An Outbox can
 hold every message for a fixed one-way latency before it leaves, to emulate a far link in benchmarks (off by
 default). An Inbox drops and logs malformed messages and keeps serving.
@@ -37,6 +39,10 @@ UNASSIGNED_S = 5.0
 MAX_UNASSIGNED = 64
 MAX_UNASSIGNED_BYTES = 64 * 2**20
 NOT_ASSIGNED = "a message from a peer not in the assignment"
+# messages of a plan this node has not followed yet: held this long, this many and this many bytes at most
+HELD_S = 30.0
+MAX_HELD = 64
+MAX_HELD_BYTES = 256 * 2**20
 
 Context = zmq.Context[zmq.Socket[bytes]]
 
@@ -56,6 +62,11 @@ class Received(NamedTuple):
     header: Header
     tensor: torch.Tensor
     sender: bytes | None  # the sending peer's public link key (Z85) on a secured link, else None
+
+
+def _size(got: Received) -> int:
+    """About how many bytes a decoded message holds."""
+    return got.tensor.numel() * got.tensor.element_size() + 8 * len(got.header.token_ids)
 
 
 class Outbox:
@@ -159,6 +170,8 @@ class Inbox:
         self._hello_at = 0.0
         self._answered = False
         self._early: deque[Received] = deque()
+        self._held: deque[tuple[float, Received]] = deque()  # (when held, message), oldest first
+        self.expired = 0  # held messages dropped unclaimed (too old, too many)
         if relay is not None:
             if security is None:
                 raise ValueError("only a secured inbox can take messages through a relay")
@@ -217,6 +230,30 @@ class Inbox:
             if got is not None:
                 return got
         return None
+
+    def hold(self, got: Received) -> None:
+        """Keeps a message the stage cannot take yet (a newer plan's) for the next stage on this inbox; within
+        MAX_HELD messages and MAX_HELD_BYTES, the oldest dropped first."""
+        self._held.append((time.monotonic(), got))
+        while len(self._held) > MAX_HELD or sum(_size(h) for _, h in self._held) > MAX_HELD_BYTES:
+            self._held.popleft()
+            self.expired += 1
+            log.warning("dropped a message of a plan not followed yet on %s: too many held", self.endpoint)
+
+    @property
+    def held(self) -> int:
+        """Messages held for the next stage on this inbox."""
+        return len(self._held)
+
+    def release_held(self) -> None:
+        """Hands the held messages younger than HELD_S to the next `receive` calls, in the order they came."""
+        now = time.monotonic()
+        for held_at, got in self._held:
+            if now - held_at <= HELD_S:
+                self._early.append(got)
+            else:
+                self.expired += 1
+        self._held.clear()
 
     def _direct(self) -> Received | None:
         frames = self._socket.recv_multipart(copy=False)

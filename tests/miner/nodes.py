@@ -13,6 +13,7 @@ from miner.model.config import ModelConfig
 from miner.node.requests import Reader
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
+from miner.pipeline.head import STALL_S
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink
 from miner.transport.security import LinkKeys
@@ -47,12 +48,17 @@ def stage_hosts(
     splits: Sequence[tuple[int, int]],
     sinks: Sequence[FinishedSink] | None = None,
     secured: bool = False,
+    cache: CacheSettings = CACHE,
+    stall_s: float = STALL_S,
 ) -> Iterator[list[StageHost]]:
     """One host per stage, serving the pipeline `splits` describes; the first one holds the driver."""
     where = endpoints(len(splits))
     keys = [LinkKeys.generate() if secured else None for _ in splits]
     hosts = [
-        StageHost(HostSettings(checkpoint, endpoint, CACHE, link_keys=keys[i]), sinks[i] if sinks else ignore)
+        StageHost(
+            HostSettings(checkpoint, endpoint, cache, link_keys=keys[i], stall_s=stall_s),
+            sinks[i] if sinks else ignore,
+        )
         for i, endpoint in enumerate(where)
     ]
     published = tuple(k.public for k in keys if k is not None)

@@ -40,6 +40,7 @@ def activations(tensor: torch.Tensor) -> tuple[Header, torch.Tensor]:
         preempted=(8,),
         route=("tcp://a:1", "tcp://b:2"),
         tensor=tensor,
+        epoch=(5, 1_790_000_000_123_456_789),  # plan 5, a head session drawn from the clock in nanoseconds
     )
 
 
@@ -124,6 +125,9 @@ def sampled(index: int, value: object) -> list[list[object]]:
         (frames_with(new_requests=[[7, 5, 16, 0.7, 0.9, 3, [2]]]), "a new request must be"),
         (frames_with(finished=[[4, 20]]), r"a finished request must be \[id, position, token\]"),
         (frames_with(preempted=["x"]), "preempted must be a non-negative integer"),
+        (frames_with(epoch=[3]), r"epoch must be \[plan version, session\]"),
+        (frames_with(epoch=[3, 1, 2]), "epoch must be a list of at most 2 integers"),
+        (frames_with(epoch=[3, -1]), "epoch must be a non-negative integer"),
     ],
 )
 def test_malformed_messages_are_rejected(frames: list[bytes], reason: str) -> None:

@@ -234,6 +234,49 @@ def test_a_head_reports_the_progress_of_each_unit_in_hand(
     assert client.reports == {5: [{"index": 5, "output_token_ids": [7, 8]}]}
 
 
+class Unreachable:
+    """A coordinator client whose coordinator is down for its first `down` submissions, then takes them."""
+
+    def __init__(self, down: int) -> None:
+        self.down = down
+        self.submitted: list[tuple[int, list[dict[str, Any]]]] = []
+
+    def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
+        if self.down:
+            self.down -= 1
+            raise CoordinatorError(0, "cannot reach the coordinator at http://127.0.0.1:1")
+        self.submitted.append((unit_id, results))
+        return len(results)
+
+
+def test_results_finished_while_the_coordinator_is_down_are_kept_and_delivered(
+    checkpoint: Path, reader: Reader, tmp_path: Path
+) -> None:
+    """A unit served during an outage keeps its results (and its lease: it stays in hand for the heartbeats)
+    until the coordinator answers again; nothing is served twice."""
+    config = NodeConfig("tiny", "tcp://127.0.0.1:1", "us-east-1", CHAIN_ID, REGISTRY)
+    device = DeviceProfile("cpu", 1.0, 1.0, 1.0, 1.0)
+    client = Unreachable(down=2)
+    settings = HostSettings(checkpoint, "tcp://127.0.0.1:1", CACHE)
+    node = Node(
+        config, HEAD, client, device, settings, HeadExecutor(reader), Journal(tmp_path / "served.jsonl")
+    )  # type: ignore[arg-type]
+    try:
+        served = [(0, Served((1, 2, 3), (4, 5))), (1, Served((6,), (7,)))]
+        node.serving = {9: [request_id(TASK, 0), request_id(TASK, 1)]}
+        node._report(
+            {"unit_id": 9, "task_id": TASK, "batch_id": "batch_x"}, served
+        )  # the coordinator is down
+        assert client.submitted == [] and 9 in node.serving
+        assert node._deliver() is False  # still down
+        assert node._deliver() is True  # back: the results go, once
+        assert node._deliver() is False
+    finally:
+        node.host.close()
+    assert [unit for unit, _ in client.submitted] == [9] and node.serving == {}
+    assert [(r["index"], r["output_token_ids"]) for r in client.submitted[0][1]] == [(0, [4, 5]), (1, [7])]
+
+
 def signing_request(
     reader: Reader, served: dict[int, Served], tamper: dict[int, Any] | None = None, spare: str | None = None
 ) -> dict[str, Any]:

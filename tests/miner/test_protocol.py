@@ -27,6 +27,24 @@ def fake_token(request_id: int, position: int) -> int:
     return (request_id * 31 + position * 7) % 101
 
 
+def answer(header: Header) -> Header:
+    """The last stage's tokens for a step: the fake token of each sampled request at its next position."""
+    rows = [i for i, flag in enumerate(header.sample) if flag]
+    ids = tuple(header.request_ids[i] for i in rows)
+    positions = tuple(header.positions[i] + header.query_lens[i] for i in rows)
+    tokens = tuple(fake_token(r, p) for r, p in zip(ids, positions, strict=True))
+    return wire(
+        *message(
+            "tokens",
+            header.microbatch,
+            request_ids=ids,
+            positions=positions,
+            token_ids=tokens,
+            epoch=header.epoch,
+        )
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     # (prompt length, max_tokens, output tokens it resumes from: fewer than max_tokens)
@@ -88,14 +106,12 @@ def test_a_stage_mirror_stays_in_step_with_the_head(
             tables_now[request_id] = table
         owned = [page for table in tables_now.values() for page in table]
         assert len(owned) == len(set(owned)) <= pages
-        sampled = [i for i, flag in enumerate(header.sample) if flag]
-        positions = tuple(header.positions[i] + header.query_lens[i] for i in sampled)
-        ids = tuple(header.request_ids[i] for i in sampled)
-        tokens = tuple(fake_token(r, p) for r, p in zip(ids, positions, strict=True))
-        for request_id, position, token in zip(ids, positions, tokens, strict=True):
+        reply = answer(header)
+        for request_id, position, token in zip(
+            reply.request_ids, reply.positions, reply.token_ids, strict=True
+        ):
             mirror.records[request_id].write(position, [token])  # what the last stage records
-        reply = message("tokens", header.microbatch, request_ids=ids, positions=positions, token_ids=tokens)
-        for done in head.on_tokens(wire(*reply)):
+        for done in head.on_tokens(reply):
             outputs[done.request_id] = done.output
         for request_id, so_far in head.progress().items():
             assert request_id not in outputs and so_far == expected[request_id][: len(so_far)]
@@ -154,3 +170,97 @@ def test_a_mirror_rejects_headers_that_do_not_fit() -> None:
         mirror.apply(
             message("activations", request_ids=(1,), positions=(5,), query_lens=(4,), token_ids=(6,) * 4)[0]
         )
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def introduce(request_id: int, tokens: int) -> Header:
+    """A step feeding a new request's first `tokens` prompt tokens."""
+    return message(
+        "activations",
+        request_ids=(request_id,),
+        query_lens=(tokens,),
+        token_ids=(1,) * tokens,
+        new_requests=(RequestSpec(request_id, tokens, SamplingParams(4)),),
+    )[0]
+
+
+def test_a_head_whose_step_never_comes_back_starts_a_new_session_and_loses_no_token() -> None:
+    clock = Clock()
+    head = Head(1, 16, PAGE, stall_s=20.0, clock=clock)
+    mirror = StageLedger(1, 16, PAGE, clock=clock)
+    prompts = {1: [5, 6, 7, 8, 9], 2: [4, 3]}
+    head.submit(
+        wire(
+            *message(
+                "submit",
+                request_ids=tuple(prompts),
+                query_lens=tuple(len(p) for p in prompts.values()),
+                token_ids=tuple(t for p in prompts.values() for t in p),
+                new_requests=tuple(RequestSpec(i, len(p), SamplingParams(6)) for i, p in prompts.items()),
+            )
+        )
+    )
+    for _ in range(3):  # three steps go round
+        step = head.next_step()
+        assert step is not None
+        mirror.apply(wire(*step))
+        head.on_tokens(answer(wire(*step)))
+    lost = head.next_step()  # the fourth is lost on the way
+    assert lost is not None
+    clock.now += 20.0
+    assert not head.stalled
+    clock.now += 0.5
+    assert head.stalled
+    old = head.epoch
+    head.restart()
+    assert head.epoch[0] == old[0] and head.epoch[1] > old[1] and not head.stalled
+    with pytest.raises(FrameError, match="tokens of session"):
+        head.on_tokens(answer(wire(*lost)))  # the lost step's tokens turn up after all: refused
+    mirror = mirror.restarted()  # what a stage does when the new session reaches it
+    step = head.next_step()
+    assert step is not None
+    header = wire(*step)
+    # every request is fed again from position 0, its three output tokens included
+    assert header.epoch == head.epoch and header.positions == (0, 0)
+    assert header.query_lens == (len(prompts[1]) + 3, len(prompts[2]) + 3)
+    outputs = {}
+    while step is not None:
+        header = wire(*step)
+        mirror.apply(header)
+        outputs.update((c.request_id, c.output) for c in head.on_tokens(answer(header)))
+        step = head.next_step()
+    expected = {i: tuple(fake_token(i, len(p) + k) for k in range(6)) for i, p in prompts.items()}
+    assert outputs == expected and head.idle and head.restarts == 1
+
+
+def test_pages_a_lost_request_holds_are_reused_once_no_header_names_it() -> None:
+    clock = Clock()
+    mirror = StageLedger(1, 4, PAGE, reclaim_after_s=60.0, clock=clock)
+    mirror.apply(introduce(1, 16))  # fills the pool; its head is never heard of again
+    clock.now = 60.0
+    with pytest.raises(FrameError, match="request 2 does not fit in the page pool"):
+        mirror.apply(introduce(2, 4))
+    clock.now = 60.5
+    assert mirror.apply(introduce(3, 4)) == [[0]]
+    assert mirror.reclaimed == 1 and sorted(mirror.records) == [2, 3]  # 1 went unnamed for over 60 s
+
+
+def test_a_peer_cannot_open_more_requests_than_the_pool_has_pages() -> None:
+    clock = Clock()
+    mirror = StageLedger(2, 4, PAGE, reclaim_after_s=60.0, clock=clock)
+    specs = tuple(RequestSpec(i, 1, SamplingParams(4)) for i in range(8))
+    mirror.apply(message("activations", new_requests=specs)[0])  # 8 requests opened, none ever fed
+    with pytest.raises(FrameError, match="request 8: 8 requests are open already"):
+        mirror.apply(introduce(8, 1))
+    clock.now = 61.0
+    assert mirror.apply(introduce(9, 1)) == [[0]]
+    assert sorted(mirror.records) == [9]
