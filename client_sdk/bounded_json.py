@@ -3,8 +3,10 @@
 Python's json decoder recurses once per nesting level, guarded only by the interpreter's recursion limit,
 which some libraries raise (py_ecc, pulled in by eth-account, sets it to 100,000): a body nested deep enough
 then overflows the C stack and kills the process instead of raising. `check_depth` counts brackets outside
-string literals in one regex pass, so the limit holds whatever the recursion limit is; JSON from anyone we do
-not control (request bodies, JSONL lines, a coordinator's or a peer's answers) goes through `loads`.
+string literals in one regex pass, so the limit holds whatever the recursion limit is; JSON from anyone we
+do not control (request bodies, JSONL lines, a coordinator's or a peer's answers) goes through `loads`, which
+also refuses integers longer than any the protocol has (a uint256 has 78 digits; Python's own limit, 4,300
+digits, raises a bare ValueError deep in the decoder).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 # Deeper than any message of the protocol (a chat request is about 6 levels), far below what recursion
 # survives.
 MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 80  # a uint256, its sign and a little room
 
 # A JSON string literal: from a quote to the next quote not escaped. For valid JSON this finds exactly the
 # strings; for invalid JSON, the decoder stops at the first error, before any part this could misread.
@@ -23,8 +26,22 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
-class TooDeep(ValueError):
+class OutOfBounds(ValueError):
+    """The document is beyond what is parsed: too deep, or a number too long."""
+
+
+class TooDeep(OutOfBounds):
     """The document nests deeper than the limit."""
+
+
+class TooLong(OutOfBounds):
+    """The document holds an integer of more than MAX_INT_DIGITS digits."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise TooLong(f"the JSON holds an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
 
 
 def check_depth(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> None:
@@ -43,7 +60,7 @@ def check_depth(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> None:
 
 
 def loads(data: bytes | str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads, after `check_depth` (TooDeep, a ValueError, when too deep; JSONDecodeError when
-    malformed)."""
+    """json.loads, after `check_depth`: TooDeep when too deep, TooLong for an integer of too many digits (both
+    OutOfBounds, a ValueError), JSONDecodeError when malformed."""
     check_depth(data, max_depth)
-    return json.loads(data)
+    return json.loads(data, parse_int=_bounded_int)

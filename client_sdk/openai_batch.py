@@ -166,10 +166,12 @@ def parse_line(row: str, number: int) -> BatchLine:
         raw = bounded_json.loads(row)
     except json.JSONDecodeError as exc:
         raise fail(f"malformed JSON ({exc.msg} at column {exc.colno})") from exc
-    except bounded_json.TooDeep as exc:
+    except bounded_json.OutOfBounds as exc:
         raise fail(str(exc)) from exc
     if not isinstance(raw, dict):
         raise fail("a request line must be a JSON object")
+    if (where := _unencodable(raw, "")) is not None:
+        raise fail(f"{where} holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair)")
     unknown = sorted(set(raw) - LINE_KEYS)
     if unknown:
         raise fail(f"unknown field {unknown[0]!r}")
@@ -246,6 +248,33 @@ def _number(
         bound = f"above {low}" if open_low else f"from {low}"
         raise fail(f"body.{key} must be {bound} to {high}")
     return float(value)
+
+
+def _unencodable(value: object, path: str) -> str | None:
+    """Where the first string of `value` (a key or a value) that is not Unicode text is: a lone surrogate,
+    which a JSON escape can write and UTF-8 cannot. None if there is none. `value` is bounded in depth, and
+    the path names only keys already found to be text."""
+    if isinstance(value, str):
+        return None if _is_text(value) else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not _is_text(key):
+                return f"a key of {path or 'the line'}"
+            if (found := _unencodable(item, f"{path}.{key}" if path else key)) is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if (found := _unencodable(item, f"{path}[{index}]")) is not None:
+                return found
+    return None
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _prompt(value: object, fail: Any) -> str | tuple[int, ...]:

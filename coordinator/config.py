@@ -36,6 +36,10 @@ class Settings:
     models: tuple[ServedModel, ...] = ()
     max_file_bytes: int = 200 * 1024 * 1024  # OpenAI's batch input limit
     max_file_lines: int = MAX_BATCH_LINES
+    # any request body but a file upload: a unit's results are the largest (64 lines of 8,192 output tokens
+    # take at most about 16 MiB: 7 bytes an id, 24 bytes of text escaped at worst), and parsing 32 MiB of JSON
+    # takes the event loop a fraction of a second
+    max_json_bytes: int = 32 * 1024 * 1024
     max_completion_window_h: int = 168
     price_per_million_tokens: int = 20_000_000  # token base units (6 decimals): 20 tokens per million
     work_unit_size: int = 64  # requests per work unit: enough to keep a head's engine full between claims
@@ -60,7 +64,7 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         """From the environment: BATCHMARKET_DATABASE_URL, BATCHMARKET_REDIS_URL, BATCHMARKET_MODELS (JSON
-        {name: dir}), BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES,
+        {name: dir}), BATCHMARKET_MAX_FILE_BYTES, BATCHMARKET_MAX_FILE_LINES, BATCHMARKET_MAX_JSON_BYTES,
         BATCHMARKET_PRICE_PER_MILLION_TOKENS (base units), BATCHMARKET_WORK_UNIT_SIZE,
         BATCHMARKET_WORK_LEASE_S, BATCHMARKET_HEARTBEAT_TTL_S, BATCHMARKET_RPC_URL, BATCHMARKET_DEPLOYMENT."""
         env = dict(os.environ if env is None else env)
@@ -71,6 +75,7 @@ class Settings:
             models=parse_models(env.get("BATCHMARKET_MODELS", "{}")),
             max_file_bytes=_positive_int(env, "BATCHMARKET_MAX_FILE_BYTES", cls.max_file_bytes),
             max_file_lines=_positive_int(env, "BATCHMARKET_MAX_FILE_LINES", cls.max_file_lines),
+            max_json_bytes=_positive_int(env, "BATCHMARKET_MAX_JSON_BYTES", cls.max_json_bytes),
             price_per_million_tokens=_positive_int(
                 env, "BATCHMARKET_PRICE_PER_MILLION_TOKENS", cls.price_per_million_tokens
             ),

@@ -1,6 +1,6 @@
 """The nesting check agrees with the JSON it guards: any document, however its strings are escaped, is
 refused exactly when it nests deeper than the limit, and the check never recurses (a 100,000-level document is
-refused, not a crash)."""
+refused, not a crash); integers are at most 80 digits long."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sdk.bounded_json import TooDeep, check_depth, loads
+from client_sdk.bounded_json import OutOfBounds, TooDeep, TooLong, check_depth, loads
 
 # strings full of what a naive bracket count would miscount: brackets, quotes, backslashes
 TRICKY = st.text(alphabet='[]{}"\\ab,:', max_size=12)
@@ -45,3 +45,12 @@ def test_a_very_deep_document_is_refused_not_a_crash() -> None:
         loads("[" * 100_000 + "]" * 100_000)
     with pytest.raises(json.JSONDecodeError):
         loads('{"a": [1, 2}')
+
+
+def test_an_integer_longer_than_any_the_protocol_has_is_refused() -> None:
+    assert loads("[" + "9" * 80 + "]") == [int("9" * 80)]
+    assert loads("-" + "9" * 79) == -int("9" * 79)
+    with pytest.raises(TooLong, match="the JSON holds an integer of 81 digits"):
+        loads("9" * 81)
+    with pytest.raises(OutOfBounds):  # Python's own limit (4,300 digits) is never reached
+        loads('{"max_tokens": ' + "1" * 5_000 + "}")

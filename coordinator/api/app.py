@@ -103,5 +103,9 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     for router in routers:
         app.include_router(router)
     docs.install(app)
-    app.add_middleware(BodyGuard, max_bytes=lambda: app.state.settings.max_body_bytes)
+    app.add_middleware(
+        BodyGuard,
+        max_bytes=lambda: app.state.settings.max_body_bytes,
+        max_json_bytes=lambda: app.state.settings.max_json_bytes,
+    )
     return app

@@ -1,7 +1,15 @@
 """Bounds every request body before any route, dependency or parser sees it: over the size limit it is refused
-with 413 (by its Content-Length when declared, else as it streams in), and a JSON body nested deeper than
+with 413 (by its Content-Length when declared, else as it streams in), and a body nested deeper than
 `client_sdk.bounded_json.MAX_JSON_DEPTH` is refused with 400 without being parsed. So no body, signed or not,
 can exhaust memory or recurse the JSON decoder past what the process survives.
+
+Only a file upload (one Content-Type header, `multipart/form-data` in any case) may be as large as an input
+file; its lines are parsed one by one, each bounded, by the route. Every other body is checked for depth
+whatever its Content-Type says (FastAPI parses a body as JSON with no Content-Type at all, or with any
+`application/json` or `application/*+json`, in any case and with any parameters; matching its rules instead
+would leave the guard one spelling behind), and is at most `max_json_bytes()` long: what the largest
+legitimate message (a unit's results) needs, so that parsing one on the event loop stays short. The depth
+check itself runs on a worker thread.
 
 The body is hashed as it arrives (the wallet signature covers its SHA-256, left in the scope under
 `BODY_SHA256` for `coordinator.api.auth`) and waits in a spool that moves to disk past 1 MiB; the app reads it
@@ -15,6 +23,7 @@ from collections.abc import Callable
 from tempfile import SpooledTemporaryFile
 from typing import IO
 
+import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from client_sdk.bounded_json import TooDeep, check_depth
@@ -25,14 +34,25 @@ BODY_SHA256 = "batchmarket.body_sha256"  # the scope key: the SHA-256 (hex) of t
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 SPOOL_IN_MEMORY = 1 << 20
 REPLAY_PIECE = 1 << 16
+UPLOAD = b"multipart/form-data"
+
+
+def is_upload(headers: list[tuple[bytes, bytes]]) -> bool:
+    """A file upload: exactly one Content-Type header, naming a multipart form (media types are
+    case-insensitive, RFC 9110). Two headers are never an upload: the guard and the app could each read
+    another one."""
+    types = [value for name, value in headers if name.lower() == b"content-type"]
+    return len(types) == 1 and types[0].split(b";", 1)[0].strip().lower() == UPLOAD
 
 
 class BodyGuard:
-    """`max_bytes()` is read per request, so a settings change applies at once."""
+    """`max_bytes()` (an upload) and `max_json_bytes()` (any other body) are read per request, so a settings
+    change applies at once."""
 
-    def __init__(self, app: ASGIApp, max_bytes: Callable[[], int]) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: Callable[[], int], max_json_bytes: Callable[[], int]) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.max_json_bytes = max_json_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -41,7 +61,8 @@ class BodyGuard:
         if scope["method"] in BODYLESS:  # never read: a body sent anyway reaches no route and was not signed
             await self.app({**scope, BODY_SHA256: EMPTY_SHA256}, receive, send)
             return
-        limit = self.max_bytes()
+        upload = is_upload(scope["headers"])
+        limit = self.max_bytes() if upload else min(self.max_bytes(), self.max_json_bytes())
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
@@ -64,10 +85,10 @@ class BodyGuard:
                 spool.write(chunk)
                 if not message.get("more_body", False):
                     break
-            if b"json" in headers.get(b"content-type", b""):
+            if not upload:
                 try:
                     spool.seek(0)
-                    check_depth(spool.read())
+                    await anyio.to_thread.run_sync(check_depth, spool.read())
                 except TooDeep as exc:
                     await self._refuse(send, 400, str(exc), "request_too_deep")
                     return

@@ -46,7 +46,7 @@ def ingest_batch_file(
     try:
         chunks = _chunks(openai_batch.iter_batch(data, max_lines=settings.max_file_lines), INGEST_CHUNK_LINES)
         first = next(chunks)  # an empty file raised already
-        tokenizer, context = _start(session, settings, record, first[0], data)
+        tokenizer, context, vocab = _start(session, settings, record, first[0], data)
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The tokenizer runs in Rust outside the GIL, in the pool's thread; everything else is Python on
             # this one. A chunk's prompts are rendered (chat templates are Python) and sent to be tokenized
@@ -55,6 +55,7 @@ def ingest_batch_file(
             waiting: tuple[list[openai_batch.BatchLine], Future[list[int]], list[bytes]] | None = None
             for chunk in itertools.chain([first], chunks):
                 _check_shared(chunk, record)
+                _check_token_ids(chunk, vocab)
                 counting = pool.submit(
                     count_tokens, tokenizer, render_prompts(tokenizer, chunk), chunk[0].url
                 )
@@ -86,9 +87,9 @@ def _start(
     record: File,
     first: openai_batch.BatchLine,
     data: openai_batch.FileBytes,
-) -> tuple[Any, int]:
-    """At the first line: the served model's tokenizer and context, and the file's record and content added
-    (its requests' rows refer to it)."""
+) -> tuple[Any, int, int]:
+    """At the first line: the served model's tokenizer, context and vocabulary size, and the file's record and
+    content added (its requests' rows refer to it)."""
     served = settings.model(first.model)
     if served is None:
         raise InvalidInput(
@@ -118,6 +119,19 @@ def _check_shared(chunk: Sequence[openai_batch.BatchLine], record: File) -> None
         if line.model != record.model:
             raise InvalidInput(
                 f"line {line.line_number}: every request in a batch must use one model ({record.model})",
+                "file",
+                "invalid_file",
+            )
+
+
+def _check_token_ids(chunk: Sequence[openai_batch.BatchLine], vocab: int) -> None:
+    """A prompt given as token ids names only tokens of the model's vocabulary (the model could not embed
+    another: found here, not when a miner fails the line)."""
+    for line in chunk:
+        if isinstance(line.prompt, tuple) and (outside := max(line.prompt)) >= vocab:
+            raise InvalidInput(
+                f"line {line.line_number}: body.prompt holds token id {outside}, outside the model's "
+                f"vocabulary of {vocab}",
                 "file",
                 "invalid_file",
             )
@@ -221,11 +235,16 @@ def check_context(lines: list[openai_batch.BatchLine], prompt_tokens: list[int],
 
 
 @lru_cache(maxsize=8)
-def _tokenizer(path: Path) -> tuple[Any, int]:
+def _tokenizer(path: Path) -> tuple[Any, int, int]:
+    """The checkpoint's tokenizer, context length and vocabulary size (the embedding's rows)."""
     from transformers import AutoTokenizer  # slow to import; only the ingest path needs it
 
     config = json.loads((path / "config.json").read_text())
-    return AutoTokenizer.from_pretrained(path), int(config["max_position_embeddings"])
+    return (
+        AutoTokenizer.from_pretrained(path),
+        int(config["max_position_embeddings"]),
+        int(config["vocab_size"]),
+    )
 
 
 def get_file(session: Session, owner: str, file_id: str) -> File:

@@ -10,7 +10,7 @@ import pytest
 from client_sdk.inputs import input_tree
 from client_sdk.openai_batch import DEFAULT_MAX_TOKENS
 from coordinator.api.files import content_disposition
-from tests.coordinator.conftest import ALICE, BOB, ApiServer
+from tests.coordinator.conftest import ALICE, BOB, MODEL_NAME, ApiServer
 from tests.coordinator.helpers import batch_file, chat_line, jsonl, padded_batch_file
 
 
@@ -78,6 +78,32 @@ BAD_FILES = [
     (
         jsonl([chat_line("a", temperature=3)]),
         "line 1: body.temperature must be from 0.0 to 2.0",
+        "invalid_file",
+    ),
+    # three that once answered 500 or failed minutes later: an integer past Python's 4,300-digit limit, a lone
+    # surrogate (a JSON escape UTF-8 cannot encode), token ids the model has no embedding for
+    (
+        jsonl([chat_line("a")]).replace(b'"max_tokens": 8', b'"max_tokens": ' + b"9" * 5_000),
+        "line 1: the JSON holds an integer of 5000 digits (at most 80)",
+        "invalid_file",
+    ),
+    (
+        jsonl([chat_line("a", "fine"), chat_line("b", "\ud800 alone")]),
+        "line 2: body.messages[0].content holds a lone UTF-16 surrogate",
+        "invalid_file",
+    ),
+    (
+        jsonl(
+            [
+                {
+                    "custom_id": "ids",
+                    "method": "POST",
+                    "url": "/v1/completions",
+                    "body": {"model": MODEL_NAME, "prompt": [1, 2, 1_000_000], "max_tokens": 8},
+                }
+            ]
+        ),
+        "line 1: body.prompt holds token id 1000000, outside the model's vocabulary of",
         "invalid_file",
     ),
 ]

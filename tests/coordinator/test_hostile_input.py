@@ -1,12 +1,14 @@
 """Bodies built to crash or exhaust the API are refused before anything parses them, signed or not, and the
 service keeps answering: a JSON body or an upload line nested 80,000 levels deep (which once overflowed the C
-stack, because eth-account's py_ecc raises Python's recursion limit), and bodies over the size limit, declared
-or streamed."""
+stack, because eth-account's py_ecc raises Python's recursion limit) under every Content-Type spelling, and
+bodies over the size limit, declared or streamed, with a far lower limit for anything but a file upload."""
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -33,6 +35,61 @@ def test_a_deeply_nested_body_is_refused_unparsed_and_the_api_stays_up(api: ApiS
             "code": "request_too_deep",
         }
     assert _healthy(api)
+
+
+# FastAPI parses a body as JSON with no Content-Type, or with application/json or application/*+json in any
+# case and with any parameters; the last pair: two headers, the app reads the first, a naive guard the last
+SPELLINGS: list[list[tuple[str, str]]] = [
+    [],
+    [("content-type", "application/JSON")],
+    [("content-type", "Application/Json; charset=utf-8")],
+    [("content-type", "application/json;charset=UTF-8")],
+    [("content-type", "application/merge-patch+JSON")],
+    [("content-type", "application/vnd.batchmarket+json; v=1")],
+    [("content-type", "text/plain")],
+    [("content-type", "application/json"), ("content-type", "multipart/form-data; boundary=x")],
+]
+
+
+def test_a_deep_body_is_refused_under_every_content_type(api: ApiServer) -> None:
+    for path in ("/v1/batches", "/v1/miners/join", "/v1/miners/work/1/results"):
+        for headers in SPELLINGS:
+            response = httpx.post(f"{api.url}{path}", content=DEEP, headers=headers, timeout=30)
+            assert response.status_code == 400, (path, headers)
+            assert response.json()["error"]["code"] == "request_too_deep"
+    assert _healthy(api)
+
+
+def test_a_huge_shallow_body_is_refused_before_it_is_read(api: ApiServer) -> None:
+    """100 MB of flat JSON, unsigned: refused by its declared length alone (it would have held the worker's
+    event loop past its health check while being parsed)."""
+    where = urlsplit(api.url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as raw:
+        raw.sendall(
+            b"POST /v1/batches HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100000000\r\n\r\n[" + b"0," * 1000
+        )
+        answer = raw.recv(65_536)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b'"request_too_large"' in answer
+    assert _healthy(api)
+
+
+def test_only_an_upload_may_be_larger_than_the_json_limit(api: ApiServer) -> None:
+    api.reconfigure(max_json_bytes=10_000)
+    alice = api.client(ALICE)
+    padded = json.dumps({"input_file_id": "file-x", "padding": "x" * 20_000}).encode()
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit applies as the body streams in
+        for start in range(0, len(padded), 4_096):
+            yield padded[start : start + 4_096]
+
+    streamed = httpx.post(f"{api.url}/v1/batches", content=chunks(), headers={"content-type": "text/plain"})
+    assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "request_too_large"
+    upload = jsonl([chat_line(f"a{i}") for i in range(200)])  # about 30 KB, over the JSON limit
+    assert len(upload) > 10_000
+    stored = alice.post("/v1/files", files={"file": ("in.jsonl", upload)}, data={"purpose": "batch"})
+    assert stored.status_code == 200, stored.text
 
 
 def test_a_deeply_nested_upload_line_is_refused_naming_the_line(api: ApiServer) -> None:
