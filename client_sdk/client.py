@@ -317,17 +317,16 @@ class Batches:
             )
         check_value_cap(market, max_price)
         prices = prices or self.asking_prices()
-        market.token.allow(owner, market.escrow.address, max_price)
-        now = market.chain_time()
-        return market.tasks.create_task(
-            model,
-            hex_bytes(file.input_root),
-            file.request_count,
-            params_hash(endpoint, completion_window),
-            max_price,
-            now + hours * 3600,
-            prices,
-        )
+        with market.token.allowing(owner, market.escrow.address, max_price):
+            return market.tasks.create_task(
+                model,
+                hex_bytes(file.input_root),
+                file.request_count,
+                params_hash(endpoint, completion_window),
+                max_price,
+                market.chain_time() + hours * 3600,
+                prices,
+            )
 
     def asking_prices(self) -> TaskPrices:
         """The least the coordinator accepts per million input and output tokens."""

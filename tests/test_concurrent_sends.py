@@ -1,6 +1,7 @@
 """Twenty submissions at once from one wallet (each through its own SDK connection, as threads of one program
-would make them) all go through: the SDK hands out nonces one after another instead of racing for the same.
-A transaction that is not mined in time is replaced, same nonce, higher fees."""
+would make them) all go through: the SDK hands out nonces one after another instead of racing for the same,
+and each submission's approval of exactly its escrow is spent before the next one's replaces it. A transaction
+that is not mined in time is replaced, same nonce, higher fees."""
 
 from __future__ import annotations
 
@@ -32,6 +33,28 @@ def test_twenty_concurrent_task_creations_from_one_wallet_all_succeed(
         task_ids = list(pool.map(submit, range(20)))
     assert sorted(task_ids) == list(range(before + 1, before + 21))
     assert all(admin_market.tasks.get_task(t).owner == user.address for t in task_ids)
+
+
+def test_twenty_concurrent_submissions_each_approving_its_own_escrow_all_succeed(
+    admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """As `Client.batches.create_task` does it: approve the escrow for this task's max price if the allowance
+    falls short, then create the task (once 2 of 20 succeeded: approvals overwrote each other unspent)."""
+    user, config = accounts[8], DemoConfig()
+    admin_market.token.mint(user.address, 20 * config.max_price)
+    held = admin_market.token.balance_of(user.address)
+    before, deadline = admin_market.tasks.task_count(), admin_market.chain_time() + 86_400
+
+    def submit(line: int) -> int:
+        mine = admin_market.as_account(user)
+        with mine.token.allowing(user.address, mine.escrow.address, config.max_price):
+            return demo_task_for(mine, f"approved input {line}", deadline)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        task_ids = list(pool.map(submit, range(20)))
+    assert sorted(task_ids) == list(range(before + 1, before + 21))
+    assert admin_market.token.balance_of(user.address) == held - 20 * config.max_price
+    assert admin_market.token.allowance(user.address, admin_market.escrow.address) == 0
 
 
 def test_a_transaction_not_mined_in_time_is_replaced_with_higher_fees(

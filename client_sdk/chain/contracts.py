@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
@@ -63,6 +65,17 @@ class _StakeRegistry(_Bound):
         return int(self.contract.functions.unbondingPeriod().call())
 
 
+_ALLOWANCE_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _allowance_lock(token: str, owner: str, spender: str) -> threading.Lock:
+    """This process's one lock of an allowance."""
+    key = (token.lower(), owner.lower(), spender.lower())
+    with _LOCKS_GUARD:
+        return _ALLOWANCE_LOCKS.setdefault(key, threading.Lock())
+
+
 class Token(_Bound):
     abi_name = "MockStablecoin"
 
@@ -80,11 +93,15 @@ class Token(_Bound):
     def approve(self, spender: str, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.approve(spender, amount))
 
-    def allow(self, owner: str, spender: str, amount: int) -> None:
-        """Lets `spender` pull `amount` of `owner`'s tokens (`owner` signs), approving only if the allowance
-        falls short."""
-        if self.allowance(owner, spender) < amount:
-            self.approve(spender, amount)
+    @contextlib.contextmanager
+    def allowing(self, owner: str, spender: str, amount: int) -> Iterator[None]:
+        """Lets `spender` pull `amount` of `owner`'s tokens (`owner` signs; approving only if the allowance
+        falls short) for the call made inside the block, which spends it. Concurrent spenders from one wallet
+        in this process take turns: each approval would otherwise overwrite another's before it is spent."""
+        with _allowance_lock(self.address, owner, spender):
+            if self.allowance(owner, spender) < amount:
+                self.approve(spender, amount)
+            yield
 
     def transfer(self, to: str, amount: int) -> TxReceipt:
         return self._send(self.contract.functions.transfer(to, amount))

@@ -150,12 +150,11 @@ def _disputed_line(client: Client, batch_id: str, custom_id: str) -> VerifiedLin
     return line
 
 
-def _allow_bond(market: Market, payer: str, bond: int, what: str) -> None:
-    """Checks that `payer` holds the bond and lets the escrow pull it."""
+def _check_bond(market: Market, payer: str, bond: int, what: str) -> None:
+    """Checks that `payer` holds the bond (the escrow pulls it under `Token.allowing`)."""
     balance = market.token.balance_of(payer)
     if balance < bond:
         raise UserError(f"the {what} is {market.amount(bond)} but {payer} holds {market.amount(balance)}")
-    market.token.allow(payer, market.escrow.address, bond)
 
 
 @dispute_app.command("open")
@@ -183,8 +182,10 @@ def open_dispute(
     inputs = check_inputs(batch.task_id, task.input_root, client.files.content(batch.input_file_id))
     index = disputed.leaf.request_index
     input_proof = ["0x" + p.hex() for p in input_tree(inputs).proof(index)]
-    _allow_bond(market, me, market.arbitration.config_of(batch.task_id).dispute_bond, "dispute bond")
-    dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof, disputed.served_proofs)
+    bond = market.arbitration.config_of(batch.task_id).dispute_bond
+    _check_bond(market, me, bond, "dispute bond")
+    with market.token.allowing(me, market.escrow.address, bond):
+        dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof, disputed.served_proofs)
     evidence = {
         "request_line": inputs[index],
         "input_proof": input_proof,
@@ -319,8 +320,9 @@ def appeal(
             + (" (the last round cannot be appealed)" if record.round == LAST_ROUND else "")
         )
     bond = current.bond * 2
-    _allow_bond(market, market.address, bond, "appeal bond")
-    market.arbitration.appeal(dispute_id)
+    _check_bond(market, market.address, bond, "appeal bond")
+    with market.token.allowing(market.address, market.escrow.address, bond):
+        market.arbitration.appeal(dispute_id)
     seats = market.arbitration.round_of(dispute_id, record.round + 1).seats
     console.print(
         f"dispute {dispute_id} appealed: round {record.round + 1}, {seats} seats, bond {market.amount(bond)} "

@@ -98,9 +98,8 @@ def register(
     me = market.address
     profile = replace(profile, signer=market.w3.to_checksum_address(signer or me))
     _check_can_register(market, me, amount, approve)
-    if approve:
-        market.token.allow(me, market.registry.address, amount)
-    market.registry.register(profile, amount)
+    with market.token.allowing(me, market.registry.address, amount if approve else 0):
+        market.registry.register(profile, amount)
     console.print(f"registered {me} with a stake of {market.amount(amount)}")
 
 
@@ -219,9 +218,8 @@ def stake_add(
             f"insufficient token balance: {me} holds {market.amount(balance)}, asked to stake "
             f"{market.amount(value)}"
         )
-    if approve:
-        market.token.allow(me, market.registry.address, value)
-    market.registry.add_stake(value)
+    with market.token.allowing(me, market.registry.address, value if approve else 0):
+        market.registry.add_stake(value)
     free = market.registry.stake_of(me).free
     console.print(f"staked {market.amount(value)} more; {market.amount(free)} of the stake is free")
 

@@ -48,8 +48,8 @@ def ensure_registered(market: Market, stake: int | None) -> None:
         raise UserError(
             f"staking {market.amount(amount)} needs that much; {me} holds {market.amount(balance)}"
         )
-    market.token.allow(me, verifiers.address, amount)
-    verifiers.register(amount)
+    with market.token.allowing(me, verifiers.address, amount):
+        verifiers.register(amount)
     console.print(
         f"registered {me} as a verifier with {market.amount(amount)} staked: "
         f"{amount // minimum} seat(s) of weight in jury draws"
