@@ -3,34 +3,35 @@ contract bindings, signed with the coordinator's key."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from redis import Redis
-from redis.lock import Lock
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
 from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
 from client_sdk.protocol.task import Task, TaskTerms
+from coordinator.leases import leased_lock
 
-SEND_LOCK_TIMEOUT_S = 60  # held from nonce to broadcast: seconds at most; a crashed holder frees it this late
+SEND_LOCK_WAIT_S = 120  # a sender waits this long for another to broadcast (each holds it for seconds)
 
 
 def redis_sending_lock(redis: Redis) -> SendingLock:
-    """A lock per (chain, sender) in Redis, shared by every process using that Redis."""
+    """A lock per (chain, sender) in Redis, shared by every process using that Redis, held from nonce to
+    broadcast on a renewed lease (a crashed holder frees it within the lease)."""
 
-    def lock(key: tuple[int, str]) -> AbstractContextManager[Any]:
+    @contextlib.contextmanager
+    def lock(key: tuple[int, str]) -> Iterator[None]:
         chain_id, sender = key
-        held: Lock = redis.lock(  # redis-py leaves lock() unannotated
-            f"lock:send:{chain_id}:{sender.lower()}",
-            timeout=SEND_LOCK_TIMEOUT_S,
-            blocking_timeout=2 * SEND_LOCK_TIMEOUT_S,
-        )
-        return held
+        with leased_lock(redis, f"lock:send:{chain_id}:{sender.lower()}", wait_s=SEND_LOCK_WAIT_S) as held:
+            if not held:
+                raise TimeoutError(
+                    f"another process held the sending lock of {sender} for {SEND_LOCK_WAIT_S} s"
+                )
+            yield
 
     return lock
 

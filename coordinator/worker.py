@@ -1,5 +1,6 @@
 """Celery workers on a Redis broker. A beat task sweeps every few seconds and queues one `advance` per batch
-that still has something to do; `advance` runs one idempotent lifecycle step under a per-batch Redis lock.
+that still has something to do; `advance` runs one idempotent lifecycle step under a per-batch Redis lock held
+on a renewed lease (coordinator.leases), so a worker that is gone frees its batch within seconds.
 Tasks are acknowledged late, so a worker killed mid-step loses nothing: the step runs again (here or on
 another worker) and finds the chain and the database as they were left."""
 
@@ -18,12 +19,12 @@ from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import Batch
 from coordinator.db.session import Database
+from coordinator.leases import leased_lock
 from coordinator.nudge import ADVANCE
 from coordinator.services import lifecycle
 from coordinator.services.live import LiveMembership
 
 log = logging.getLogger("batchmarket.worker")
-LOCK_TIMEOUT_S = 60  # a worker killed mid-step holds the batch this long at most
 
 
 @cache
@@ -56,20 +57,17 @@ def make_celery(broker_url: str, sweep_s: float) -> Celery:
     @app.task(name=ADVANCE)
     def advance(batch_id: str) -> str | None:
         _settings, database, ctx, redis = runtime()
-        lock = redis.lock(f"lock:batch:{batch_id}", timeout=LOCK_TIMEOUT_S, blocking=False)
-        if not lock.acquire():
-            return None  # another worker is on it
-        try:
+        with leased_lock(redis, f"lock:batch:{batch_id}") as held:
+            if not held:
+                return None  # another worker is on it
             with database.session() as session:
                 before = session.get(Batch, batch_id)
                 status_before = before.status if before else None
                 status = lifecycle.advance(session, ctx, batch_id)
-            if status != status_before:
-                log.info("batch %s: %s -> %s", batch_id, status_before, status)
-                advance.delay(batch_id)  # the next step may be ready at once: do not wait for the sweep
-            return status
-        finally:
-            lock.release()
+        if status != status_before:
+            log.info("batch %s: %s -> %s", batch_id, status_before, status)
+            advance.delay(batch_id)  # the next step may be ready at once: do not wait for the sweep
+        return status
 
     @app.task(name="batchmarket.sweep")
     def sweep() -> int:
