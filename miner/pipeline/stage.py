@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from client_sdk.throttled_log import ThrottledLog
 from miner.attention.layout import BatchLayout
 from miner.engine.sampler import sample
 from miner.kv.cache import PAGE_SIZE
@@ -154,6 +155,7 @@ class StageWorker:
         # (monotonic time, tokens) of each sampled step that came back, for throughput over time
         self.token_times: deque[tuple[float, int]] = deque(maxlen=100_000)
         self.dropped = 0
+        self._warn = ThrottledLog(log)  # messages a peer can make it drop at will: one line per 10 s per kind
         # first stage only: each unfinished request's output tokens so far. Replaced whole (never changed in
         # place) after every step's tokens come back, so another thread may read it without a lock.
         self.progress: Mapping[int, tuple[int, ...]] = {}
@@ -208,7 +210,9 @@ class StageWorker:
                     self._launch()
             except FrameError as exc:
                 self.dropped += 1
-                log.warning("stage [%d, %d) dropped a message: %s", self.shard.start, self.shard.end, exc)
+                self._warn.warning(
+                    "dropped", "stage [%d, %d) dropped a message: %s", self.shard.start, self.shard.end, exc
+                )
 
     def handle(self, header: Header, tensor: torch.Tensor, sender: bytes | None = None) -> None:
         expected = ("submit", "tokens", "shutdown") if self.head else ("activations", "shutdown")

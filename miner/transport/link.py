@@ -27,6 +27,7 @@ from typing import NamedTuple
 import torch
 import zmq
 
+from client_sdk.throttled_log import ThrottledLog
 from miner.transport.frames import DEFAULT_LIMITS, FrameError, Header, Limits, decode, encode
 from miner.transport.relay import ENVELOPE_BYTES, HELLO, HELLO_S, TO, RelayAddress
 from miner.transport.security import LinkSecurity
@@ -161,6 +162,7 @@ class Inbox:
         self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self.limits = limits
         self.rejected = 0
+        self._warn = ThrottledLog(log)  # what strangers and peers make it drop: one line per 10 s per kind
         self._unassigned: deque[_Unassigned] = deque()  # in arrival order
         self._unassigned_bytes = 0
         self._max_unassigned_bytes = max(MAX_UNASSIGNED_BYTES, limits.max_message_bytes)
@@ -238,7 +240,9 @@ class Inbox:
         while len(self._held) > MAX_HELD or sum(_size(h) for _, h in self._held) > MAX_HELD_BYTES:
             self._held.popleft()
             self.expired += 1
-            log.warning("dropped a message of a plan not followed yet on %s: too many held", self.endpoint)
+            self._warn.warning(
+                "held", "dropped a message of a plan not followed yet on %s: too many held", self.endpoint
+            )
 
     @property
     def held(self) -> int:
@@ -274,7 +278,7 @@ class Inbox:
             self._answered = True
             return None
         if len(frames) < 4:
-            return self._reject("a malformed message through the relay")
+            return self._reject("a malformed message through the relay", "malformed")
         sender = frames[0]
         if not self._taken_now(sender):
             return self._keep_unassigned(sender, frames[1:], relayed=True)
@@ -286,7 +290,7 @@ class Inbox:
         stamp, seal, body = frames[0], frames[1], frames[2:]
         refused = self._security.seals.check(sender, stamp, seal, body)
         if refused is not None:
-            return self._reject(f"a message through the relay with {refused}")
+            return self._reject(f"a message through the relay with {refused}", refused)
         return self._decoded(body, sender)
 
     def _taken_now(self, sender: bytes) -> bool:
@@ -302,7 +306,7 @@ class Inbox:
             len(self._unassigned) >= MAX_UNASSIGNED
             or self._unassigned_bytes + size > self._max_unassigned_bytes
         ):
-            return self._reject(NOT_ASSIGNED + " (beyond what is kept)")
+            return self._reject(NOT_ASSIGNED + " (beyond what is kept)", "unassigned")
         self._unassigned.append(_Unassigned(time.monotonic(), sender, frames, relayed, size))
         self._unassigned_bytes += size
         return None
@@ -320,19 +324,20 @@ class Inbox:
         now = time.monotonic()
         while self._unassigned and now - self._unassigned[0].arrived > UNASSIGNED_S:
             self._unassigned_bytes -= self._unassigned.popleft().size
-            self._reject(NOT_ASSIGNED)
+            self._reject(NOT_ASSIGNED, "unassigned")
         return None
 
     def _decoded(self, frames: list[bytes], sender: bytes | None) -> Received | None:
         try:
             header, tensor = decode(frames, self.limits)
         except FrameError as exc:
-            return self._reject(f"a malformed message: {exc}")
+            return self._reject(f"a malformed message: {exc}", "malformed")
         return Received(header, tensor, sender)
 
-    def _reject(self, what: str) -> Received | None:
+    def _reject(self, what: str, kind: str) -> Received | None:
+        """Counts and logs (throttled per `kind`, one of this module's names) a dropped message."""
         self.rejected += 1
-        log.warning("dropped %s on %s", what, self.endpoint)
+        self._warn.warning(kind, "dropped %s on %s", what, self.endpoint)
         return None  # typed as a result so that callers can `return self._reject(...)`
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import zmq
 
 from client_sdk.protocol.link_keys import is_link_key
+from client_sdk.throttled_log import ThrottledLog
 from miner.transport.frames import DEFAULT_LIMITS, Limits
 from miner.transport.relay_admission import Admission, RelayMembers
 from miner.transport.security import LinkKeys, LinkSecurity
@@ -135,6 +136,7 @@ class Relay:
         self.address = RelayAddress(self._socket.getsockopt_string(zmq.LAST_ENDPOINT), keys.public)
         self._relayed: dict[bytes, _Relayed] = {}
         self.counters = RelayCounters()
+        self._warn = ThrottledLog(log)  # drops a stranger can cause at will: one line per 10 s per reason
         self._stop = threading.Event()
         self.latency_s = latency_ms / 1_000
         self._delayed: deque[tuple[float, bytes, bytes, list[zmq.Frame]]] = deque()
@@ -323,7 +325,8 @@ class Relay:
     def _drop(self, reason: str, sender: bytes | None = None, receiver: bytes | None = None) -> None:
         self.counters.dropped += 1
         self.counters.drops[reason] = self.counters.drops.get(reason, 0) + 1
-        log.warning(
+        self._warn.warning(
+            reason,
             "relay dropped %s (from %s to %s)",
             reason,
             sender.decode() if sender else "unknown",
