@@ -88,6 +88,10 @@ class Beat(BaseModel):
     )
 
 
+class GivenBack(BaseModel):
+    units: list[UnitNumber] = Field(min_length=1, max_length=64, description="Work units given up.")
+
+
 class LineResultBody(BaseModel):
     index: int = Field(ge=0, lt=2**31)
     text: str = Field(max_length=4 * MAX_OUTPUT_TOKENS)
@@ -190,6 +194,17 @@ def results(
     submitted = dispatch.submit(db, miner, unit_id, lines, int(time.time()))
     _nudge(request, db, submitted.batch_id)
     return {"stored": submitted.stored}
+
+
+@router.post(
+    "/work/give-back",
+    summary="Give up leased units at once (a new plan, a stage gone): the next sweep hands them on",
+)
+def give_back(body: GivenBack, request: Request, miner: Caller, db: DbSession) -> dict[str, int]:
+    batches = dispatch.give_back(db, miner, list(body.units), int(time.time()))
+    for batch_id in batches:
+        _nudge(request, db, batch_id)
+    return {"batches": len(batches)}
 
 
 @router.get("/acceptances", summary="Assignments proposed to this miner, waiting for its consent")

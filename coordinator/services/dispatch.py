@@ -172,6 +172,21 @@ def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, le
     return sorted(set(unit_ids) - kept)
 
 
+def give_back(session: Session, miner: str, unit_ids: list[int], now: int) -> list[str]:
+    """Ends now the leases of the named units leased to pipelines this miner heads (it gave them up: a new
+    plan, a stage gone), so the next sweep gives them to a pipeline at once, with their lines' progress,
+    instead of after the lease. Returns the batches of the units given back."""
+    heads = headed_by(session, miner, active_only=False)
+    units = session.scalars(
+        select(WorkUnit).where(
+            WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"
+        )
+    ).all()
+    for unit in units:
+        unit.leased_until = now
+    return sorted({unit.batch_id for unit in units})
+
+
 def break_leases_of(session: Session, miner: str, now: int) -> int:
     """Ends now the leases of units held by pipelines `miner` is part of: it has just (re)started, so their
     in-flight work is gone; the sweep gives them to another pipeline. Returns how many were leased."""

@@ -104,6 +104,10 @@ class CoordinatorClient:
     def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
         return int(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results})["stored"])
 
+    def give_back(self, unit_ids: list[int]) -> None:
+        """Gives up leased units at once: the coordinator hands them on without waiting for their leases."""
+        self._call("POST", "/v1/miners/work/give-back", {"units": unit_ids})
+
     def proposals(self) -> list[dict[str, Any]]:
         """Assignments proposed to this miner, waiting for its consent."""
         result: list[dict[str, Any]] = self._call("GET", "/v1/miners/acceptances")

@@ -230,11 +230,14 @@ class Node:
         try:
             served = self.executor.finish(started, driver, self._check_assignment)
         except (Reassigned, RuntimeError, TimeoutError) as exc:
-            log.warning("gave up units %s: %s", sorted(self.serving), exc)
+            given_up = sorted(self.serving.keys() - {int(unit["unit_id"]) for unit, _ in self.undelivered})
+            log.warning("gave up units %s: %s", given_up, exc)
             self.in_flight.clear()
-            self.serving.clear()
             self.lost.clear()
+            for unit_id in given_up:
+                del self.serving[unit_id]
             self.host.stop()  # the pipeline's state is unknown: the next loop builds it afresh
+            self._give_back(given_up)
             return True
         self.in_flight.popleft()
         self._report(unit, served)
@@ -265,6 +268,16 @@ class Node:
                 "gave up the results of unit %s: the coordinator has not answered", given_up["unit_id"]
             )
         self._deliver()
+
+    def _give_back(self, unit_ids: list[int]) -> None:
+        """Tells the coordinator at once (if it answers) that these units are given up: they go on to another
+        pipeline now, not when their leases run out."""
+        if not unit_ids:
+            return
+        try:
+            self.client.give_back(unit_ids)
+        except CoordinatorError as exc:  # their leases run out instead
+            log.warning("could not give back units %s: %s", unit_ids, exc)
 
     def _deliver(self) -> bool:
         """Sends the served units' results the coordinator has not taken yet, oldest first; stops at the first

@@ -4,6 +4,7 @@ them. Migration 0004 adds and removes their column."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -136,3 +137,24 @@ def test_migration_0004_adds_and_removes_the_partial_outputs_column(database_url
         assert "partial_outputs" in columns()
     finally:
         engine.dispose()
+
+
+def test_a_head_that_gives_up_a_unit_ends_its_lease_at_once(api: ApiServer, database: Database) -> None:
+    """Only the head the unit is leased to can give it back; then its lease has ended, and the next sweep
+    hands it on (with its progress) instead of waiting out the lease."""
+    unit_id, _ = add_unit(database)
+    first, second, stranger = api.client(FIRST_HEAD), api.client(SECOND_HEAD), api.client(STRANGER)
+    first.post("/v1/miners/work/claim").raise_for_status()
+    with database.session() as session:
+        leased = session.get(WorkUnit, unit_id)
+        assert leased is not None and leased.leased_until is not None
+        lease_ends = leased.leased_until
+    for other in (second, stranger):  # neither heads the unit's pipeline: nothing changes
+        assert other.post("/v1/miners/work/give-back", json={"units": [unit_id]}).json() == {"batches": 0}
+    assert first.post("/v1/miners/work/give-back", json={"units": []}).status_code == 400
+    given = time.time()
+    assert first.post("/v1/miners/work/give-back", json={"units": [unit_id]}).json() == {"batches": 1}
+    with database.session() as session:
+        unit = session.get(WorkUnit, unit_id)
+        assert unit is not None and unit.status == "leased"
+        assert unit.leased_until is not None and unit.leased_until <= given + 1 < lease_ends
