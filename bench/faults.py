@@ -1,7 +1,9 @@
-"""The fault matrix: a 300-line batch over a 2-stage pipeline with a spare miner (PostgreSQL, Redis with its
-append-only file), and in each run one part crashed with SIGKILL once a quarter of the lines are done and
-started again: the Celery worker, the API, Redis, PostgreSQL, the first-stage miner, the last-stage miner; and
-a last-stage miner killed for good. Each row counts the lines completed, failed, duplicated (by custom_id) and
+"""The fault matrix: a 200-line batch of lines as users send them (up to 256 output tokens each, so the
+stages' KV pages are really used) over a 2-stage pipeline with a spare miner (PostgreSQL, Redis with its
+append-only file), and in each run one part crashed with SIGKILL mid-batch and started again: the Celery
+worker, the API (down for a moment, and down for 10 s while units finish), Redis, PostgreSQL, the first-stage
+miner (once, and twice in one batch), the last-stage miner; a last-stage miner killed for good; and a spare
+that joins mid-task (a re-plan). Each row counts the lines completed, failed, duplicated (by custom_id) and
 lost in the verified output, the time to finish, the time from the crash until the batch moved again, and
 whether every balance was exact to the unit after settlement (the owner's refund, the coordinator's fee, each
 miner's committed share, every stake unlocked). Target: 0 lost, 0 duplicated, 0 failed lines in every row,
@@ -36,8 +38,10 @@ from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
-LINES = 300
-MAX_TOKENS = 16
+LINES = 200
+MAX_TOKENS = (
+    256  # production line lengths: at 16 tokens a restarted head's leftovers never filled a page pool
+)
 MAX_PRICE = 20 * UNIT
 # a coordinator that notices failures in seconds: heartbeats every second, a miner silent for 5 s is dead
 CONFIG = SystemConfig(
@@ -49,17 +53,22 @@ CONFIG = SystemConfig(
     heartbeat_ttl_s=5,
     heartbeat_s=1.0,
 )
-FAULTS = (
-    "none",
-    "worker",
-    "api",
-    "redis",
-    "postgresql",
-    "first-stage miner",
-    "last-stage miner",
-    "last-stage miner, for good",
+FAULTS: tuple[tuple[str, ...], ...] = (
+    ("none",),
+    ("worker",),
+    ("api",),
+    ("api, down 10 s",),
+    ("redis",),
+    ("postgresql",),
+    ("first-stage miner",),
+    ("first-stage miner", "first-stage miner"),
+    ("last-stage miner",),
+    ("last-stage miner, for good",),
+    ("spare joins",),
 )
 DOWN_S = 1.0  # how long a crashed part stays down before it is started again
+OUTAGE_S = 10.0  # "down 10 s": longer than a unit takes, so units finish while the API is away
+SPARE = "spare joins"  # the spare miner is stopped before the batch and started mid-task: a re-plan
 
 
 @dataclass(frozen=True)
@@ -86,14 +95,20 @@ class Row:
 
 
 def run_fault(
-    faults: tuple[str, ...], workdir: Path, lines: int = LINES, config: SystemConfig = CONFIG
+    faults: tuple[str, ...],
+    workdir: Path,
+    lines: int = LINES,
+    config: SystemConfig = CONFIG,
+    max_tokens: int = MAX_TOKENS,
 ) -> Row:
     """One row of the matrix, on a fresh system in `workdir`: the faults one after another, the k-th of n
     once k/(n+1) of the lines are done ("none": no crash); its recovery is the slowest one's."""
     with LocalSystem(workdir, config) as system:
         client = system.client()
+        if SPARE in faults:
+            _stop_spare(system)
         tag = "row"
-        requests = [chat_line(f"{tag}-{i}", f"count from {i}", max_tokens=MAX_TOKENS) for i in range(lines)]
+        requests = [chat_line(f"{tag}-{i}", f"count from {i}", max_tokens=max_tokens) for i in range(lines)]
         started = time.monotonic()
         file = client.files.create(file=jsonl(requests), purpose="batch")
         batch_id = client.batches.create(
@@ -126,15 +141,29 @@ def run_fault(
         return Row(fault, lines, completed, failed, duplicated, lost, seconds, recovery, exact, batch.status)
 
 
+def _stop_spare(system: LocalSystem) -> None:
+    """Stops the miner outside the active pipeline and waits until the coordinator has dropped it."""
+    spare = _spare(system)
+    system.stop(f"miner{spare}")
+    time.sleep(2 * system.config.heartbeat_ttl_s)
+
+
+def _spare(system: LocalSystem) -> int:
+    stages = _active_stages(system)
+    return next(i for i, m in enumerate(system.miner_accounts) if m.address not in stages)
+
+
 def _crash(system: LocalSystem, fault: str) -> None:
     if fault == "worker":
         system.stop("worker", kill=True)
         time.sleep(DOWN_S)
         system.start_worker()
-    elif fault == "api":
+    elif fault.startswith("api"):
         system.stop("api", kill=True)
-        time.sleep(DOWN_S)
+        time.sleep(OUTAGE_S if "down" in fault else DOWN_S)
         system.start_api()
+    elif fault == SPARE:
+        system.start_miner(_spare(system))
     elif fault == "redis":
         system.crash_redis(DOWN_S)
     elif fault == "postgresql":
@@ -218,8 +247,8 @@ def _final(client: Client, batch_id: str) -> Batch | None:
 def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
     budget = 2 * config.heartbeat_ttl_s
     table = report_table(
-        title=f"Fault matrix: {rows[0].lines} lines, 2-stage pipeline + spare, PostgreSQL, one SIGKILL per "
-        f"run once a quarter is done (recovery target: {budget} s, two heartbeat timeouts)",
+        title=f"Fault matrix: {rows[0].lines} lines of up to {MAX_TOKENS} output tokens, 2-stage pipeline + "
+        f"spare, PostgreSQL, SIGKILLs mid-batch (recovery target: {budget} s, two heartbeat timeouts)",
         columns=("fault", "completed", "failed", "duplicated", "lost", "total s", "recovery s", "balances"),
         left=("fault",),
     )
@@ -258,12 +287,12 @@ def plot(rows: list[Row], path: Path, config: SystemConfig = CONFIG) -> None:
         right.legend(loc="lower right")
 
 
-def main(faults: tuple[str, ...] = FAULTS) -> None:
+def main(faults: tuple[tuple[str, ...], ...] = FAULTS) -> None:
     rows = []
     console = Console(width=140)
     for fault in faults:
         with tempfile.TemporaryDirectory() as scratch:
-            row = run_fault((fault,), Path(scratch))
+            row = run_fault(fault, Path(scratch))
         console.print(dataclasses.asdict(row))
         rows.append(row)
     publish("faults", [report(rows)], width=140, plot=partial(plot, rows))

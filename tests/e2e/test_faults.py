@@ -14,7 +14,7 @@ from bench.faults import run_fault
 
 def test_crashes_of_redis_postgresql_and_a_stage_lose_no_line_and_no_unit(tmp_path: Path) -> None:
     try:
-        row = run_fault(("redis", "postgresql", "first-stage miner"), tmp_path, lines=96)
+        row = run_fault(("redis", "postgresql", "first-stage miner"), tmp_path, lines=96, max_tokens=16)
     except FileNotFoundError as exc:  # no PostgreSQL server binaries on this machine
         pytest.skip(f"PostgreSQL tests skipped: cannot start a server ({exc})")
     assert dataclasses.asdict(row) | {"seconds": 0, "recovery_s": 0} == {
