@@ -16,6 +16,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
 from client_sdk.protocol.endpoint import tcp_connect_ms
+from client_sdk.throttled_log import ThrottledLog
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
@@ -31,6 +32,7 @@ UNITS_IN_FLIGHT = 2
 # units whose results wait for the coordinator to answer again (at most UNITS_IN_FLIGHT more are served
 # meanwhile; past this bound the oldest is given up and its lease runs out)
 MAX_UNDELIVERED = 8
+JOIN_RETRY_S = 1.0  # a coordinator not up yet is asked again this often
 
 
 class Reassigned(Exception):
@@ -92,34 +94,54 @@ class Node:
         self.lost: set[int] = set()
 
     def run(self, stop: threading.Event) -> None:
-        self._join()
-        # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
-        beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
-        beats.start()
-        while not stop.is_set():
-            try:
-                self.host.follow(self.wanted)
-                busy = self._accept_proposals() | self._deliver() | self._serve_units() | self._sign_pending()
-            except CoordinatorError as exc:
-                log.warning("coordinator: %s", exc)
-                busy = False
-            if not busy:
-                stop.wait(self.config.poll_s)
-        self.host.close()
+        try:
+            if not self._join(stop):
+                return
+            # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
+            beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
+            beats.start()
+            while not stop.is_set():
+                try:
+                    self.host.follow(self.wanted)
+                    busy = (
+                        self._accept_proposals()
+                        | self._deliver()
+                        | self._serve_units()
+                        | self._sign_pending()
+                    )
+                except CoordinatorError as exc:
+                    log.warning("coordinator: %s", exc)
+                    busy = False
+                if not busy:
+                    stop.wait(self.config.poll_s)
+        finally:
+            self.host.close()
 
-    def _join(self) -> None:
+    def _join(self, stop: threading.Event) -> bool:
         """Joins, listening on this node's address meanwhile unless it is behind a relay, so the coordinator's
-        reachability probe finds what its peers will find; says how its peers reach it."""
+        reachability probe finds what its peers will find; says how its peers reach it. A coordinator that
+        cannot be reached or is not ready yet (started after this node, or restarting) is asked again every
+        JOIN_RETRY_S until `stop`; any other refusal raises. False if stopped before joining."""
         keys = self.host.settings.link_keys
         link_key = keys.public.decode() if keys is not None else ""
         config = self.config
         relay = dataclasses.asdict(config.relay) if config.relay is not None else None
-        with contextlib.ExitStack() as stack:
-            if relay is None:
-                stack.enter_context(listening(self.host.settings.listen))
-            answer = self.client.join(
-                config.model, config.endpoint, link_key, config.region, self.device.as_dict(), relay
-            )
+        waiting = ThrottledLog(log, interval_s=60.0)
+        while True:
+            try:
+                with contextlib.ExitStack() as stack:
+                    if relay is None:
+                        stack.enter_context(listening(self.host.settings.listen))
+                    answer = self.client.join(
+                        config.model, config.endpoint, link_key, config.region, self.device.as_dict(), relay
+                    )
+                break
+            except CoordinatorError as exc:
+                if exc.status != 0 and exc.status < 500:
+                    raise
+                waiting.warning("join", "waiting for the coordinator: %s", exc)
+                if stop.wait(JOIN_RETRY_S):
+                    return False
         log.info("joined as %s", self.account.address)
         if config.relay is not None:
             log.info("peers reach this node through the relay at %s", config.relay.endpoint)
@@ -131,6 +153,7 @@ class Node:
                 "model alone. Forward that port to this machine, or serve through a relay (--relay)",
                 config.endpoint,
             )
+        return True
 
     def _beat(self, stop: threading.Event) -> None:
         """Heartbeats, and the assignment they may change (read here, so a node busy with a unit still

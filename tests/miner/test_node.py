@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from client_sdk.protocol.settlement import split
 from client_sdk.protocol.signing import SigningLine, SigningRequest
 from client_sdk.results import ResultLeaf, ResultTrees, output_hash
 from miner.model.shard import StageShard
+from miner.node import serve as serve_module
 from miner.node.coordinator_client import CoordinatorError
 from miner.node.executor import HeadExecutor
 from miner.node.journal import Journal, Served
@@ -275,6 +277,51 @@ def test_results_finished_while_the_coordinator_is_down_are_kept_and_delivered(
         node.host.close()
     assert [unit for unit, _ in client.submitted] == [9] and node.serving == {}
     assert [(r["index"], r["output_token_ids"]) for r in client.submitted[0][1]] == [(0, [4, 5]), (1, [7])]
+
+
+class StartingCoordinator:
+    """A coordinator client whose coordinator answers joins only from its `down`-th call on (before that it is
+    unreachable, then not ready), or refuses them with `refusal`."""
+
+    def __init__(self, down: int, refusal: int | None = None) -> None:
+        self.down, self.refusal, self.joins = down, refusal, 0
+
+    def join(self, *_args: object) -> dict[str, Any]:
+        self.joins += 1
+        if self.refusal is not None:
+            raise CoordinatorError(self.refusal, "this address is not registered on-chain")
+        if self.joins <= self.down:
+            status = 0 if self.joins == 1 else 503
+            raise CoordinatorError(status, "cannot reach the coordinator" if status == 0 else "not ready")
+        return {"reachable": True}
+
+
+def test_a_node_started_before_its_coordinator_joins_once_it_answers(
+    checkpoint: Path, reader: Reader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(serve_module, "JOIN_RETRY_S", 0.01)
+    config = NodeConfig("tiny", f"tcp://127.0.0.1:{free_port()}", "us-east-1", CHAIN_ID, REGISTRY)
+    device = DeviceProfile("cpu", 1.0, 1.0, 1.0, 1.0)
+    settings = HostSettings(checkpoint, config.endpoint, CACHE)
+    for client, joined in ((StartingCoordinator(down=3), True), (StartingCoordinator(down=10**6), False)):
+        node = Node(
+            config, HEAD, client, device, settings, HeadExecutor(reader), Journal(tmp_path / "j.jsonl")
+        )  # type: ignore[arg-type]
+        stop = threading.Event()
+        threading.Timer(0.5, stop.set).start()  # the second coordinator never comes up: the node is stopped
+        try:
+            assert node._join(stop) is joined
+        finally:
+            node.host.close()
+        assert client.joins == 4 if joined else client.joins > 4
+    refused = StartingCoordinator(down=0, refusal=403)
+    node = Node(config, HEAD, refused, device, settings, HeadExecutor(reader), Journal(tmp_path / "j.jsonl"))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(CoordinatorError, match="not registered"):  # not a coordinator still starting
+            node._join(threading.Event())
+    finally:
+        node.host.close()
+    assert refused.joins == 1
 
 
 def signing_request(
