@@ -74,6 +74,10 @@ class Consenter:
         free = self.market.registry.stake_of(self.account.address).free
         return refusal(proposal, task, self.model_hash, free, self.market.chain_time(), self.policy)
 
+    def lines(self, proposal: dict[str, Any]) -> int:
+        """How many lines the proposal's task has (on-chain): the lines this node may journal for it."""
+        return self.market.tasks.get_task(int(proposal["task_id"])).request_count
+
     def sign(self, proposal: dict[str, Any]) -> Acceptance:
         market = self.market
         return sign_acceptance(

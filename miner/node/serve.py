@@ -89,6 +89,7 @@ class Node:
         # served units whose results the coordinator has not taken yet (it was unreachable), oldest first:
         # their units stay in hand, so heartbeats keep their leases, and they go when it answers again
         self.undelivered: deque[tuple[dict[str, Any], list[dict[str, Any]]]] = deque()
+        self._warn = ThrottledLog(log)  # what peers can make this node log at will
         # units the coordinator took back while we served them (a stage of our pipeline restarted, so their
         # requests died with it): the loop gives them up instead of waiting for tokens that never come
         self.lost: set[int] = set()
@@ -214,8 +215,22 @@ class Node:
         if request >= SCRATCH_IDS:
             return
         task_id, index = task_and_line(request)
+        if not self.journal.covers(task_id, index):  # a peer can name any task and line
+            self._warn.warning(
+                "foreign",
+                "not journaling task %d line %d: not a line of a task this node took",
+                task_id,
+                index,
+            )
+            return
         served = Served(tuple(record.prompt), tuple(record.output), self._layers())
-        self.journal.record(task_id, index, served)
+        if not self.journal.record(task_id, index, served):
+            self._warn.warning(
+                "differs",
+                "task %d line %d finished again with other tokens: the first record stands",
+                task_id,
+                index,
+            )
 
     def _layers(self) -> int:
         """How many model layers this node's stage runs (0 while it has no stage)."""
@@ -339,6 +354,8 @@ class Node:
                 log.warning("not accepting batch %s: %s", proposal["batch_id"], reason)
                 self.declined.add(key)
                 continue
+            # noted before the coordinator hears of it: once it does, the task's lines may reach this stage
+            self.journal.accept(int(proposal["task_id"]), self.consenter.lines(proposal))
             self.client.accept(proposal["batch_id"], self.consenter.sign(proposal).signature)
             log.info("accepted task %s with a stake lock of %s", proposal["task_id"], proposal["stake_lock"])
             accepted = True

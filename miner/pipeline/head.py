@@ -68,6 +68,7 @@ class Head:
         plan_version: int = 0,
         stall_s: float = STALL_S,
         clock: Callable[[], float] = time.monotonic,
+        vocab_size: int | None = None,
     ) -> None:
         self.blocks = [_LoggedBlocks(pages_per_microbatch, page_size) for _ in range(num_microbatches)]
         self.schedulers = [Scheduler(b, max_seqs, token_budget) for b in self.blocks]
@@ -81,6 +82,7 @@ class Head:
         self._finished: list[list[Finished]] = [[] for _ in range(num_microbatches)]
         self._turn = 0
         self._clock = clock
+        self.vocab_size = vocab_size  # tokens coming back must be below it (None: not checked)
 
     @property
     def idle(self) -> bool:
@@ -191,6 +193,13 @@ class Head:
         expected = self._in_flight.get(header.microbatch)
         if expected is None or header.request_ids != tuple(c.seq.seq_id for c in expected):
             raise FrameError(f"tokens for microbatch {header.microbatch} that is not waiting for them")
+        # everything checked before anything changes: a bad answer is dropped, and the step stays in flight
+        if header.query_lens != (1,) * len(expected) or header.positions != tuple(
+            len(c.seq.tokens) for c in expected
+        ):
+            raise FrameError(f"tokens for microbatch {header.microbatch} not one per request at its position")
+        if self.vocab_size is not None and any(t >= self.vocab_size for t in header.token_ids):
+            raise FrameError(f"a token outside the vocabulary of {self.vocab_size}")
         del self._in_flight[header.microbatch]
         del self._sent_at[header.microbatch]
         completions = []

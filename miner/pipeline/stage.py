@@ -40,6 +40,9 @@ from miner.transport.relay import RelayAddress
 from miner.transport.security import LinkSecurity
 
 log = logging.getLogger(__name__)
+# a head's session is its clock in nanoseconds: one further ahead of ours than a day (clocks are not that far
+# apart) is a peer's claim, not a session
+MAX_SESSION_AHEAD_NS = 86_400 * 10**9
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ class StageWorker:
                 settings.token_budget,
                 plan_version=plan_version,
                 stall_s=stall_s,
+                vocab_size=shard.config.vocab_size,
             )
             if shard.is_first
             else None
@@ -141,6 +145,7 @@ class StageWorker:
         # the epoch served: the head's own; elsewhere the plan's, with the session of the first message
         self.epoch = self.head.epoch if self.head is not None else (plan_version, 0)
         self.stale = 0  # messages of an ended session or an older plan, dropped
+        self._epoch_heard_at = time.monotonic()  # when a message of the epoch served last came
         self._context = context
         self._owns_inbox = inbox is None
         self.inbox = inbox if inbox is not None else Inbox(context, bind, security=security, relay=relay)
@@ -198,7 +203,10 @@ class StageWorker:
         return Outbox(self._context, endpoint, latency_ms, self.security, server_key, relay)
 
     def serve(self, keep_going: Callable[[], bool] = lambda: True, poll_ms: int = 100) -> None:
-        """Runs until a shutdown message has gone through (or `keep_going` says no)."""
+        """Runs until a shutdown message has gone through (or `keep_going` says no). A message that breaks the
+        protocol is dropped; one that gets past the checks and still fails (whatever it raises) is dropped
+        too, and the stage starts over in a new session (the head) or with an empty ledger (the others), so no
+        peer can stop the stage's thread."""
         while not self.stopped and keep_going():
             got = self.inbox.receive(poll_ms)
             try:
@@ -206,13 +214,27 @@ class StageWorker:
                     self.handle(got.header, got.tensor, got.sender)
                 if self.head is not None:
                     if self.head.stalled:
-                        self._restart_session()
+                        self._restart_session(f"no tokens came back for a step in {self.head.stall_s:.0f} s")
                     self._launch()
             except FrameError as exc:
                 self.dropped += 1
                 self._warn.warning(
                     "dropped", "stage [%d, %d) dropped a message: %s", self.shard.start, self.shard.end, exc
                 )
+            except Exception as exc:  # a peer must not be able to end this loop
+                self.dropped += 1
+                self._warn.warning(
+                    "failed",
+                    "stage [%d, %d) failed on a message (%s: %s); it starts over",
+                    self.shard.start,
+                    self.shard.end,
+                    type(exc).__name__,
+                    exc,
+                )
+                if self.head is not None:
+                    self._restart_session("a message failed")
+                else:
+                    self.ledger = self.ledger.restarted()
 
     def handle(self, header: Header, tensor: torch.Tensor, sender: bytes | None = None) -> None:
         expected = ("submit", "tokens", "shutdown") if self.head else ("activations", "shutdown")
@@ -236,19 +258,35 @@ class StageWorker:
 
     def _in_epoch(self, header: Header, tensor: torch.Tensor, sender: bytes | None) -> bool:
         """Whether a message of the pipeline's traffic belongs to the epoch this stage serves, after starting
-        the session it opens (a newer one of this plan, on a stage after the head); a newer plan's is held on
-        the inbox for the next stage, an older epoch's dropped."""
+        the session it opens (on a stage after the head: a newer one of this plan, or any one of this plan
+        once the session served has been silent for STALL_S, so that neither a head whose clock stepped back
+        nor a peer that once claimed a far-future session locks the stage out; a session more than
+        MAX_SESSION_AHEAD_NS past this stage's clock is refused). A newer plan's message is held on the inbox
+        for the next stage; an older epoch's dropped and counted."""
+        now = time.monotonic()
         if header.epoch == self.epoch:
+            self._epoch_heard_at = now
             return True
-        if self.head is None and header.epoch[0] > self.epoch[0]:
+        plan, session = header.epoch
+        if self.head is None and plan > self.epoch[0]:
             self.inbox.hold(Received(header, tensor, sender))
             return False
-        if self.head is None and header.epoch > self.epoch:
+        if (
+            self.head is None
+            and plan == self.epoch[0]
+            and session <= time.time_ns() + MAX_SESSION_AHEAD_NS
+            and (session > self.epoch[1] or now - self._epoch_heard_at > STALL_S)
+        ):
             self._follow_session(header.epoch)
+            self._epoch_heard_at = now
             return True
         self.stale += 1
-        log.info(
-            "stage [%d, %d) dropped a message of epoch %s", self.shard.start, self.shard.end, header.epoch
+        self._warn.warning(
+            "stale",
+            "stage [%d, %d) dropped a message of epoch %s",
+            self.shard.start,
+            self.shard.end,
+            header.epoch,
         )
         return False
 
@@ -256,7 +294,8 @@ class StageWorker:
         """A new session of the head: the pages and unfinished records of the old one are freed."""
         dropped = sum(1 for record in self.ledger.records.values() if not record.finished)
         if dropped:
-            log.warning(
+            self._warn.warning(
+                "session",
                 "stage [%d, %d): the head started a new session; freed %d unfinished requests of the old one",
                 self.shard.start,
                 self.shard.end,
@@ -265,14 +304,11 @@ class StageWorker:
         self.ledger = self.ledger.restarted()
         self.epoch = epoch
 
-    def _restart_session(self) -> None:
-        """The head's steps stopped coming back: it starts over in a new session."""
+    def _restart_session(self, why: str) -> None:
+        """The head starts over in a new session (its steps stopped coming back, or one failed)."""
         assert self.head is not None
-        log.warning(
-            "stage [%d, %d): no tokens came back for a step in %.0f s; starting a new session",
-            self.shard.start,
-            self.shard.end,
-            self.head.stall_s,
+        self._warn.warning(
+            "restart", "stage [%d, %d): %s; starting a new session", self.shard.start, self.shard.end, why
         )
         self.head.restart()
         self.epoch = self.head.epoch

@@ -281,6 +281,10 @@ def _validate(fields: object, limits: Limits) -> Header:
     shape = _int_list(fields["shape"], "shape", limits.max_dims)
     if kind == "activations" and (not shape or shape[0] != len(token_ids)):
         raise FrameError(f"activations of shape {list(shape)} do not hold one row per fed token")
+    if kind == "activations" and 0 in query_lens:
+        raise FrameError("activations feed every request at least one token")
+    if kind == "tokens" and any(n != 1 for n in query_lens):
+        raise FrameError("tokens carry one token per request")
     epoch = _int_list(fields["epoch"], "epoch", 2)
     if len(epoch) != 2:
         raise FrameError("epoch must be [plan version, session]")
@@ -293,7 +297,7 @@ def _validate(fields: object, limits: Limits) -> Header:
         token_ids,
         tuple(sample),
         tuple(_request_spec(raw, limits) for raw in new_requests),
-        tuple(_finished(raw) for raw in finished),
+        _finished_list(finished, ids),
         _int_list(fields["preempted"], "preempted", limits.max_requests),
         tuple(route),
         fields["dtype"],
@@ -313,6 +317,17 @@ def _request_spec(raw: object, limits: Limits) -> RequestSpec:
     return RequestSpec(
         _non_negative_int(request_id, "request id"), _non_negative_int(prompt_len, "prompt_len"), sampling
     )
+
+
+def _finished_list(raw: list[object], fed: tuple[int, ...]) -> tuple[Finished, ...]:
+    """The finished requests: each once, and none of them fed in the same message."""
+    finished = tuple(_finished(item) for item in raw)
+    ids = {f.request_id for f in finished}
+    if len(ids) != len(finished):
+        raise FrameError("finished repeats a request")
+    if ids & set(fed):
+        raise FrameError("a request is both finished and fed")
+    return finished
 
 
 def _finished(raw: object) -> Finished:

@@ -40,6 +40,9 @@ UNASSIGNED_S = 5.0
 MAX_UNASSIGNED = 64
 MAX_UNASSIGNED_BYTES = 64 * 2**20
 NOT_ASSIGNED = "a message from a peer not in the assignment"
+RECEIVE_QUEUE = (
+    32  # messages queued per connection before its sender waits (a pipeline keeps at most 16 steps)
+)
 # messages of a plan this node has not followed yet: held this long, this many and this many bytes at most
 HELD_S = 30.0
 MAX_HELD = 64
@@ -66,8 +69,18 @@ class Received(NamedTuple):
 
 
 def _size(got: Received) -> int:
-    """About how many bytes a decoded message holds."""
-    return got.tensor.numel() * got.tensor.element_size() + 8 * len(got.header.token_ids)
+    """About how many bytes a decoded message holds: its tensor, and about 64 bytes for each value of its
+    header's lists (a Python int in a list, a spec's fields, a route's strings)."""
+    header = got.header
+    values = (
+        4 * len(header.request_ids)
+        + len(header.token_ids)
+        + len(header.preempted)
+        + 3 * len(header.finished)
+        + sum(8 + len(spec.params.stop_token_ids) for spec in header.new_requests)
+        + sum(1 + len(hop) // 8 for hop in header.route)
+    )
+    return got.tensor.numel() * got.tensor.element_size() + 64 * values
 
 
 class Outbox:
@@ -155,6 +168,9 @@ class Inbox:
     ) -> None:
         self._socket = context.socket(zmq.PULL)
         self._socket.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
+        # what each connection may queue here while the stage is not reading (ZeroMQ's default is 1,000): an
+        # honest peer has at most one step per microbatch in flight
+        self._socket.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         self._security = security
         if security is not None:
             security.serve(self._socket)
@@ -172,7 +188,10 @@ class Inbox:
         self._hello_at = 0.0
         self._answered = False
         self._early: deque[Received] = deque()
-        self._held: deque[tuple[float, Received]] = deque()  # (when held, message), oldest first
+        self._held: deque[tuple[float, Received]] = deque()  # (when first held, message), oldest first
+        self._released: dict[
+            int, float
+        ] = {}  # id of a message handed back by release_held -> when first held
         self.expired = 0  # held messages dropped unclaimed (too old, too many)
         if relay is not None:
             if security is None:
@@ -235,8 +254,9 @@ class Inbox:
 
     def hold(self, got: Received) -> None:
         """Keeps a message the stage cannot take yet (a newer plan's) for the next stage on this inbox; within
-        MAX_HELD messages and MAX_HELD_BYTES, the oldest dropped first."""
-        self._held.append((time.monotonic(), got))
+        MAX_HELD messages and MAX_HELD_BYTES, the oldest dropped first, each for HELD_S from when it was first
+        held (handed back again by a stage of another plan, it keeps that time)."""
+        self._held.append((self._released.pop(id(got), time.monotonic()), got))
         while len(self._held) > MAX_HELD or sum(_size(h) for _, h in self._held) > MAX_HELD_BYTES:
             self._held.popleft()
             self.expired += 1
@@ -252,9 +272,11 @@ class Inbox:
     def release_held(self) -> None:
         """Hands the held messages younger than HELD_S to the next `receive` calls, in the order they came."""
         now = time.monotonic()
+        self._released.clear()  # those of the last release not held again were taken
         for held_at, got in self._held:
             if now - held_at <= HELD_S:
                 self._early.append(got)
+                self._released[id(got)] = held_at
             else:
                 self.expired += 1
         self._held.clear()

@@ -61,7 +61,7 @@ def test_round_trip_is_bit_exact(dtype: str, width: int, seed: int) -> None:
 
 @given(
     runs=st.lists(st.lists(st.integers(0, 2**31), max_size=5), max_size=6),
-    kind=st.sampled_from(["submit", "tokens", "completions"]),
+    kind=st.sampled_from(["submit", "completions"]),  # tokens carry one per request
 )
 def test_token_runs_split_per_request(runs: list[list[int]], kind: str) -> None:
     header, tensor = message(
@@ -126,6 +126,14 @@ def sampled(index: int, value: object) -> list[list[object]]:
         (frames_with(finished=[[4, 20]]), r"a finished request must be \[id, position, token\]"),
         (frames_with(preempted=["x"]), "preempted must be a non-negative integer"),
         (frames_with(epoch=[3]), r"epoch must be \[plan version, session\]"),
+        # well-formed fields that once got past the checks and killed the stage's thread
+        (frames_with(finished=[[4, 20, 11], [4, 20, 11]]), "finished repeats a request"),
+        (frames_with(kind="tokens"), "tokens carry one token per request"),
+        (frames_with(finished=[[7, 20, 11]]), "a request is both finished and fed"),
+        (
+            frames_with(query_lens=[6, 0], token_ids=[1, 2, 3, 4, 5, 6]),
+            "feed every request at least one token",
+        ),
         (frames_with(epoch=[3, 1, 2]), "epoch must be a list of at most 2 integers"),
         (frames_with(epoch=[3, -1]), "epoch must be a non-negative integer"),
     ],
