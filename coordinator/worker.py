@@ -7,6 +7,7 @@ another worker) and finds the chain and the database as they were left."""
 from __future__ import annotations
 
 import logging
+import os
 from functools import cache
 
 from celery import Celery
@@ -41,6 +42,13 @@ def runtime() -> tuple[Settings, Database, lifecycle.Context, Redis]:
         lifecycle.Context(settings, chain, LiveMembership(redis, settings.heartbeat_ttl_s)),
         redis,
     )
+
+
+# `coordinator worker` connects in the parent (to fail early on a bad key or chain), then Celery forks its
+# pool: a child must not share the parent's sockets (its RPC's keep-alive connection, Redis, the database
+# pool), or their requests interleave on one connection ("Invalid request", "RemoteDisconnected"). Each child
+# connects anew on first use.
+os.register_at_fork(after_in_child=runtime.cache_clear)
 
 
 def make_celery(broker_url: str, sweep_s: float) -> Celery:
