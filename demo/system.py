@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,8 +124,43 @@ class LocalSystem:
         return self
 
     def _start(self) -> None:
+        """Starts every part, what does not depend on another side by side: the contracts deploy (a forge
+        script, its own process) while Redis, the database and the model are made; the miners start (and
+        import their model code) while the API comes up, and join once it answers."""
         config = self.config
         self.anvil = self._stack.enter_context(Anvil(block_time_s=1 if config.verifiers else None))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            deployed = pool.submit(self._deploy)
+            self.redis = self._stack.enter_context(running_redis())
+            self.redis_url = self.redis.url
+            if config.database == "postgresql" and config.database_url is None:
+                self.postgres = self._stack.enter_context(running_postgres())
+                self.database_url = self.postgres.url
+            upgrade(self.database_url)
+            if config.model_dir is None and not (self.model_dir / "config.json").is_file():
+                build_tiny_model(self.model_dir)
+            self.market = deployed.result()
+        self.market.token.mint(self.user.address, config.user_funds)
+        for miner in self.miner_accounts:
+            self._register(miner)
+        self.start_api(wait=False)
+        self.start_worker()
+        if config.relayed_miners:
+            self.wait_for_api()
+            self.start_relay()
+        for index in range(len(self.miner_accounts)):
+            self.start_miner(index)
+        self.wait_for_api()
+        self.wait_for_miners(range(len(self.miner_accounts)))
+        if self.verifier_accounts:
+            self._fund_audit_pool()
+        for index in range(len(self.verifier_accounts)):
+            self.start_verifier(index)
+        self.wait_for_verifiers()
+
+    def _deploy(self) -> Market:
+        """The contracts, deployed by the admin with this system's parameters."""
+        config = self.config
         deploy(
             self.anvil.rpc_url,
             "0x" + self.admin.key.hex(),
@@ -139,32 +175,12 @@ class LocalSystem:
                 timelock_delay=config.timelock_delay,
             ),
         )
-        self.market = connect(self.anvil.rpc_url, self.deployment_file, self.admin)
-        self.redis = self._stack.enter_context(running_redis())
-        self.redis_url = self.redis.url
-        if config.database == "postgresql" and config.database_url is None:
-            self.postgres = self._stack.enter_context(running_postgres())
-            self.database_url = self.postgres.url
-        upgrade(self.database_url)
-        if config.model_dir is None and not (self.model_dir / "config.json").is_file():
-            build_tiny_model(self.model_dir)
-        self.market.token.mint(self.user.address, config.user_funds)
-        for miner in self.miner_accounts:
-            self._register(miner)
-        self.start_api()
-        self.start_worker()
-        if config.relayed_miners:
-            self.start_relay()
-        for index in range(len(self.miner_accounts)):
-            self.start_miner(index)
-        self.wait_for_miners(range(len(self.miner_accounts)))
-        if self.verifier_accounts:
-            self._fund_audit_pool()
-        for index in range(len(self.verifier_accounts)):
-            self.start_verifier(index)
-        self.wait_for_verifiers()
+        return connect(self.anvil.rpc_url, self.deployment_file, self.admin)
 
     def __exit__(self, *_exc: object) -> None:
+        for process in self.processes.values():  # all asked at once: they shut down side by side
+            if process.poll() is None:
+                process.terminate()
         for name in list(self.processes):
             self.stop(name)
         self._stack.close()
@@ -249,11 +265,16 @@ class LocalSystem:
             start_new_session=True,
         )
 
-    def start_api(self) -> None:
+    def start_api(self, wait: bool = True) -> None:
+        """Starts the API; `wait`: until it answers its health check."""
         port = self.api_url.rsplit(":", 1)[1]
         workers = str(self.config.api_workers)
         self._spawn("api", ["coordinator", "serve", "--port", port, "--workers", workers])
-        deadline = time.monotonic() + 60
+        if wait:
+            self.wait_for_api()
+
+    def wait_for_api(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._check_alive("api")
             with contextlib.suppress(httpx.TransportError):
