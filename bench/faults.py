@@ -7,7 +7,8 @@ that joins mid-task (a re-plan). Each row counts the lines completed, failed, du
 lost in the verified output, the time to finish, the time from the crash until the batch moved again, and
 whether every balance was exact to the unit after settlement (the owner's refund, the coordinator's fee, each
 miner's committed share, every stake unlocked). Target: 0 lost, 0 duplicated, 0 failed lines in every row,
-and recovery within two heartbeat timeouts.
+and recovery within `recovery_target`: two heartbeat timeouts (a dead miner is noticed) and the head's stall
+time (a step lost with a restarted stage is fed again), 30 s here.
 
 `python -m bench.faults` writes bench/results/faults.txt and faults.png; `run_fault` is also what the fast
 subset in tests/e2e/test_faults.py runs."""
@@ -15,6 +16,7 @@ subset in tests/e2e/test_faults.py runs."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import tempfile
 import time
 from collections import Counter
@@ -35,6 +37,7 @@ from client_sdk.protocol.constants import FINAL_BATCH_STATUSES
 from client_sdk.protocol.task import TaskStatus
 from coordinator.db.models import PipelineRecord
 from demo.system import UNIT, LocalSystem, SystemConfig
+from miner.pipeline.head import STALL_S
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
@@ -142,15 +145,14 @@ def run_fault(
 
 
 def _stop_spare(system: LocalSystem) -> None:
-    """Stops the miner outside the active pipeline and waits until the coordinator has dropped it."""
-    spare = _spare(system)
-    system.stop(f"miner{spare}")
+    """Stops the last miner before any pipeline is planned (the others make the pipeline) and waits until the
+    coordinator has dropped it."""
+    system.stop(f"miner{_spare(system)}")
     time.sleep(2 * system.config.heartbeat_ttl_s)
 
 
 def _spare(system: LocalSystem) -> int:
-    stages = _active_stages(system)
-    return next(i for i, m in enumerate(system.miner_accounts) if m.address not in stages)
+    return len(system.miner_accounts) - 1
 
 
 def _crash(system: LocalSystem, fault: str) -> None:
@@ -244,11 +246,18 @@ def _final(client: Client, batch_id: str) -> Batch | None:
     return batch if batch.status in FINAL_BATCH_STATUSES else None
 
 
+def recovery_target(config: SystemConfig = CONFIG) -> float:
+    """Two heartbeat timeouts (a dead miner is dropped) and the head's stall time (a step lost with a stage
+    that restarted is fed again in a new session)."""
+    return 2 * config.heartbeat_ttl_s + STALL_S
+
+
 def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
-    budget = 2 * config.heartbeat_ttl_s
+    budget = recovery_target(config)
     table = report_table(
         title=f"Fault matrix: {rows[0].lines} lines of up to {MAX_TOKENS} output tokens, 2-stage pipeline + "
-        f"spare, PostgreSQL, SIGKILLs mid-batch (recovery target: {budget} s, two heartbeat timeouts)",
+        f"spare, PostgreSQL, SIGKILLs mid-batch (recovery target: {budget:.0f} s: two heartbeat timeouts and "
+        "the head's stall time)",
         columns=("fault", "completed", "failed", "duplicated", "lost", "total s", "recovery s", "balances"),
         left=("fault",),
     )
@@ -281,7 +290,7 @@ def plot(rows: list[Row], path: Path, config: SystemConfig = CONFIG) -> None:
         right.barh(
             [row.fault for row in crashed], [row.recovery_s or 0 for row in crashed], color="tab:orange"
         )
-        right.axvline(2 * config.heartbeat_ttl_s, color="red", linestyle="--", label="two heartbeat timeouts")
+        right.axvline(recovery_target(config), color="red", linestyle="--", label="recovery target")
         right.set_xlabel("seconds from the crash until a line was done again")
         right.invert_yaxis()
         right.legend(loc="lower right")
@@ -291,8 +300,12 @@ def main(faults: tuple[tuple[str, ...], ...] = FAULTS) -> None:
     rows = []
     console = Console(width=140)
     for fault in faults:
-        with tempfile.TemporaryDirectory() as scratch:
-            row = run_fault(fault, Path(scratch))
+        scratch = Path(tempfile.mkdtemp(prefix="fault-"))
+        row = run_fault(fault, scratch)
+        if row.clean and (row.recovery_s is None or row.recovery_s <= recovery_target()):
+            shutil.rmtree(scratch)
+        else:  # its logs say why
+            console.print(f"kept the logs of {row.fault!r} in {scratch}")
         console.print(dataclasses.asdict(row))
         rows.append(row)
     publish("faults", [report(rows)], width=140, plot=partial(plot, rows))

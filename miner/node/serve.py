@@ -103,13 +103,7 @@ class Node:
             beats.start()
             while not stop.is_set():
                 try:
-                    self.host.follow(self.wanted)
-                    busy = (
-                        self._accept_proposals()
-                        | self._deliver()
-                        | self._serve_units()
-                        | self._sign_pending()
-                    )
+                    busy = self._step()
                 except CoordinatorError as exc:
                     log.warning("coordinator: %s", exc)
                     busy = False
@@ -117,6 +111,15 @@ class Node:
                     stop.wait(self.config.poll_s)
         finally:
             self.host.close()
+
+    def _step(self) -> bool:
+        """One turn of the node's loop: follows the latest assignment, then accepts, delivers, serves and
+        signs what waits; True if it did anything."""
+        if self.host.follow(self.wanted) and self.in_flight:
+            # the units in flight were submitted to the stage just torn down (a new plan, or a stage rebuilt
+            # while the coordinator was away): waiting for them would wait out the driver's idle timeout
+            self._give_up("this node follows a new assignment")
+        return self._accept_proposals() | self._deliver() | self._serve_units() | self._sign_pending()
 
     def _join(self, stop: threading.Event) -> bool:
         """Joins, listening on this node's address meanwhile unless it is behind a relay, so the coordinator's
@@ -268,14 +271,8 @@ class Node:
         try:
             served = self.executor.finish(started, driver, self._check_assignment)
         except (Reassigned, RuntimeError, TimeoutError) as exc:
-            given_up = sorted(self.serving.keys() - {int(unit["unit_id"]) for unit, _ in self.undelivered})
-            log.warning("gave up units %s: %s", given_up, exc)
-            self.in_flight.clear()
-            self.lost.clear()
-            for unit_id in given_up:
-                del self.serving[unit_id]
             self.host.stop()  # the pipeline's state is unknown: the next loop builds it afresh
-            self._give_back(given_up)
+            self._give_up(str(exc))
             return True
         self.in_flight.popleft()
         self._report(unit, served)
@@ -306,6 +303,16 @@ class Node:
                 "gave up the results of unit %s: the coordinator has not answered", given_up["unit_id"]
             )
         self._deliver()
+
+    def _give_up(self, why: str) -> None:
+        """Drops the units in flight (not those whose results wait for delivery) and gives them back."""
+        given_up = sorted(self.serving.keys() - {int(unit["unit_id"]) for unit, _ in self.undelivered})
+        log.warning("gave up units %s: %s", given_up, why)
+        self.in_flight.clear()
+        self.lost.clear()
+        for unit_id in given_up:
+            del self.serving[unit_id]
+        self._give_back(given_up)
 
     def _give_back(self, unit_ids: list[int]) -> None:
         """Tells the coordinator at once (if it answers) that these units are given up: they go on to another
