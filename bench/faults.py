@@ -86,6 +86,7 @@ class Row:
     recovery_s: float | None  # from the crash until another line was done; None: no crash
     balances_exact: bool
     status: str
+    next_batch: bool  # a batch submitted once this one settled was served whole
 
     @property
     def clean(self) -> bool:
@@ -94,6 +95,7 @@ class Row:
             and self.failed == self.duplicated == self.lost == 0
             and self.balances_exact
             and self.status == "completed"
+            and self.next_batch
         )
 
 
@@ -111,12 +113,8 @@ def run_fault(
         if SPARE in faults:
             _stop_spare(system)
         tag = "row"
-        requests = [chat_line(f"{tag}-{i}", f"count from {i}", max_tokens=max_tokens) for i in range(lines)]
         started = time.monotonic()
-        file = client.files.create(file=jsonl(requests), purpose="batch")
-        batch_id = client.batches.create(
-            input_file_id=file.id, endpoint="/v1/chat/completions", max_price=MAX_PRICE
-        ).id
+        batch_id = _submit(client, tag, lines, max_tokens)
         recoveries = []
         crashes = [f for f in faults if f != "none"]
         for k, fault in enumerate(crashes, start=1):
@@ -141,7 +139,40 @@ def run_fault(
             duplicated = sum(n - 1 for n in ids.values() if n > 1)
             lost = len({f"{tag}-{i}" for i in range(lines)} - set(ids))
             exact = _settles_exactly(system, batch.task_id)
-        return Row(fault, lines, completed, failed, duplicated, lost, seconds, recovery, exact, batch.status)
+        served_next = _serves_next_batch(client, max_tokens)
+        return Row(
+            fault,
+            lines,
+            completed,
+            failed,
+            duplicated,
+            lost,
+            seconds,
+            recovery,
+            exact,
+            batch.status,
+            served_next,
+        )
+
+
+def _submit(client: Client, tag: str, lines: int, max_tokens: int) -> str:
+    """A batch of `lines` chat lines (custom ids `tag`-i); its id."""
+    requests = [chat_line(f"{tag}-{i}", f"count from {i}", max_tokens=max_tokens) for i in range(lines)]
+    file = client.files.create(file=jsonl(requests), purpose="batch")
+    return client.batches.create(
+        input_file_id=file.id, endpoint="/v1/chat/completions", max_price=MAX_PRICE
+    ).id
+
+
+def _serves_next_batch(client: Client, max_tokens: int, lines: int = 16) -> bool:
+    """After the fault: the pipeline serves a new batch whole, as it would have before."""
+    batch_id = _submit(client, "next", lines, max_tokens)
+    try:
+        batch = wait_for(lambda: _final(client, batch_id), timeout=300)
+    except AssertionError:  # not final in time
+        return False
+    assert batch is not None  # wait_for returns only a truthy value
+    return batch.status == "completed" and batch.request_counts.completed == lines
 
 
 def _stop_spare(system: LocalSystem) -> None:
@@ -258,7 +289,17 @@ def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
         title=f"Fault matrix: {rows[0].lines} lines of up to {MAX_TOKENS} output tokens, 2-stage pipeline + "
         f"spare, PostgreSQL, SIGKILLs mid-batch (recovery target: {budget:.0f} s: two heartbeat timeouts and "
         "the head's stall time)",
-        columns=("fault", "completed", "failed", "duplicated", "lost", "total s", "recovery s", "balances"),
+        columns=(
+            "fault",
+            "completed",
+            "failed",
+            "duplicated",
+            "lost",
+            "total s",
+            "recovery s",
+            "balances",
+            "next batch",
+        ),
         left=("fault",),
     )
     for row in rows:
@@ -274,6 +315,7 @@ def report(rows: list[Row], config: SystemConfig = CONFIG) -> Table:
             f"{row.seconds:.0f}",
             recovery,
             "exact" if row.balances_exact else "WRONG",
+            "served" if row.next_batch else "NOT SERVED",
             style=None if row.clean else "bold red",
         )
     return table

@@ -75,7 +75,13 @@ class SessionKeys:
         """The wallet a valid, unexpired token was issued to; Unauthenticated otherwise."""
         parts = token.split(".") if len(token) <= MAX_TOKEN_CHARS else []
         if len(parts) != 3 or not is_checksum_address(parts[0]) or not parts[1].isdigit():
-            raise Unauthenticated("malformed session token", "invalid_session")
+            raise Unauthenticated(
+                "not a session token of this coordinator (it takes no API keys): sign requests with your "
+                "wallet (Authorization: Wallet ...; from openai-python: http_client=httpx.Client("
+                "auth=client_sdk.http.WalletSigner(account)), see docs/api.md), or read with a token from "
+                "POST /v1/auth/session",
+                "invalid_session",
+            )
         address, expiry, mac = parts
         if not hmac.compare_digest(mac, _mac(await self._key(), f"{address}.{expiry}")):
             raise Unauthenticated("invalid session token", "invalid_session")

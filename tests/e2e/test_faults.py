@@ -1,6 +1,7 @@
 """The fault matrix's fast subset (bench/faults.py has every row): one batch over a 2-stage pipeline with a
 spare, during which Redis, then PostgreSQL, then the pipeline's first-stage miner crash (SIGKILL) and come
-back. Every line completes exactly once, none fails, and settlement pays everyone exactly."""
+back. Every line completes exactly once, none fails, settlement pays everyone exactly, and the pipeline then
+serves the next batch whole."""
 
 from __future__ import annotations
 
@@ -28,4 +29,5 @@ def test_crashes_of_redis_postgresql_and_a_stage_lose_no_line_and_no_unit(tmp_pa
         "recovery_s": 0,
         "balances_exact": True,
         "status": "completed",
+        "next_batch": True,
     }
