@@ -37,7 +37,9 @@ class ThrottledLog:
             self._left_out[kind] = self._left_out.get(kind, 0) + 1
             return
         if last is None and len(self._last) >= MAX_KINDS:
-            self._last.pop(next(iter(self._last)))
+            oldest = next(iter(self._last))
+            del self._last[oldest]
+            self._left_out.pop(oldest, None)
         self._last[kind] = now
         left_out = self._left_out.pop(kind, 0)
         if left_out:

@@ -6,6 +6,8 @@ progress shows each unfinished request's output so far."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -45,6 +47,19 @@ def answer(header: Header) -> Header:
     )
 
 
+def submit(runs: dict[int, tuple[Sequence[int], RequestSpec]]) -> Header:
+    """The driver's "submit" message: per request id, its tokens (prompt, then output so far) and its spec."""
+    return wire(
+        *message(
+            "submit",
+            request_ids=tuple(runs),
+            query_lens=tuple(len(tokens) for tokens, _ in runs.values()),
+            token_ids=tuple(t for tokens, _ in runs.values() for t in tokens),
+            new_requests=tuple(spec for _, spec in runs.values()),
+        )
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     # (prompt length, max_tokens, output tokens it resumes from: fewer than max_tokens)
@@ -71,16 +86,11 @@ def test_a_stage_mirror_stays_in_step_with_the_head(
     }
     runs = {i: prompts[i] + list(expected[i][:resumed]) for i, (_, _, resumed) in enumerate(requests)}
     head.submit(
-        wire(
-            *message(
-                "submit",
-                request_ids=tuple(runs),
-                query_lens=tuple(len(r) for r in runs.values()),
-                token_ids=tuple(t for r in runs.values() for t in r),
-                new_requests=tuple(
-                    RequestSpec(i, len(prompts[i]), SamplingParams(n)) for i, (_, n, _) in enumerate(requests)
-                ),
-            )
+        submit(
+            {
+                i: (runs[i], RequestSpec(i, len(prompts[i]), SamplingParams(n)))
+                for i, (_, n, _) in enumerate(requests)
+            }
         )
     )
     assert head.progress() == {
@@ -135,17 +145,7 @@ def test_the_head_resumes_a_request_only_from_an_unfinished_output() -> None:
         5: ((1, 2, 3, 4), RequestSpec(5, 2, SamplingParams(8))),  # 2 prompt tokens, 2 output tokens so far
     }
     head = Head(1, 8, PAGE)
-    head.submit(
-        wire(
-            *message(
-                "submit",
-                request_ids=tuple(runs),
-                query_lens=tuple(len(run) for run, _ in runs.values()),
-                token_ids=tuple(t for run, _ in runs.values() for t in run),
-                new_requests=tuple(spec for _, spec in runs.values()),
-            )
-        )
-    )
+    head.submit(submit(runs))
     assert list(head.sequences) == [5]
     assert (head.sequences[5].prompt, head.sequences[5].output) == ([1, 2], [3, 4])
 
@@ -198,17 +198,7 @@ def test_a_head_whose_step_never_comes_back_starts_a_new_session_and_loses_no_to
     head = Head(1, 16, PAGE, stall_s=20.0, clock=clock)
     mirror = StageLedger(1, 16, PAGE, clock=clock)
     prompts = {1: [5, 6, 7, 8, 9], 2: [4, 3]}
-    head.submit(
-        wire(
-            *message(
-                "submit",
-                request_ids=tuple(prompts),
-                query_lens=tuple(len(p) for p in prompts.values()),
-                token_ids=tuple(t for p in prompts.values() for t in p),
-                new_requests=tuple(RequestSpec(i, len(p), SamplingParams(6)) for i, p in prompts.items()),
-            )
-        )
-    )
+    head.submit(submit({i: (p, RequestSpec(i, len(p), SamplingParams(6))) for i, p in prompts.items()}))
     for _ in range(3):  # three steps go round
         step = head.next_step()
         assert step is not None
