@@ -31,6 +31,7 @@ from miner.transport.security import LinkKeys, LinkSecurity
 from tests.miner.hostile_frames import CACHE, activations, bare_stage, spec, wire
 from tests.miner.nodes import ignore, reader_for
 from tests.miner.test_node import CHAIN_ID, HEAD, REGISTRY
+from tests.miner.test_protocol import submit
 
 TASK = 7
 
@@ -42,17 +43,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def a_head(vocab_size: int | None = None) -> Head:
     head = Head(1, CACHE.local_pages, CACHE.page_size, plan_version=1, vocab_size=vocab_size)
-    head.submit(
-        wire(
-            *message(
-                "submit",
-                request_ids=(1,),
-                query_lens=(3,),
-                token_ids=(5, 6, 7),
-                new_requests=(RequestSpec(1, 3, SamplingParams(max_tokens=4)),),
-            )
-        )[0]
-    )
+    head.submit(submit({1: ((5, 6, 7), RequestSpec(1, 3, SamplingParams(max_tokens=4)))}))
     return head
 
 
