@@ -4,6 +4,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+PYTEST_WORKERS ?= 2
 UV_INSTALL := $(PY) -m uv pip install --python $(PY) --quiet
 BIN := node_modules/.bin
 FORGE := $(BIN)/forge
@@ -62,8 +63,10 @@ test-contracts: build
 	$(FORGE) test
 	$(SNAPSHOT) --check --tolerance 1
 
+# Two workers, each running whole modules (their module-scoped markets stay whole), the longest first
+# (tests/conftest.py orders them).
 test-python: build model
-	$(VENV)/bin/pytest --durations=30
+	$(VENV)/bin/pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The invariant suite at 5,000 runs of 64 calls each (about an hour on 2 cores); its last output is committed.
 test-deep: build

@@ -32,9 +32,41 @@ FEE_BPS = 500
 
 LEFTOVER_GRACE_S = 5.0  # processes told to stop at teardown may take a moment to exit
 
+# The longest modules (by wall time, bench/results/test_phases.md) run first: `make test` runs two
+# pytest workers, each taking the next whole module when it is free, so the long ones start early and the
+# short ones fill in at the end and both workers finish together. Order only: a module missing here or
+# renamed runs after these, in file order.
+LONGEST_FIRST = (
+    "tests/e2e/test_reliability.py",
+    "tests/e2e/test_relay_e2e.py",
+    "tests/test_demo.py",
+    "tests/e2e/test_faults.py",
+    "tests/coordinator/test_batches_api.py",
+    "tests/e2e/test_verifiers.py",
+    "tests/e2e/test_market_cli.py",
+    "tests/test_miner_cli.py",
+    "tests/e2e/test_openai_python.py",
+    "tests/e2e/test_audit_windows.py",
+    "tests/verify/test_policy.py",
+    "tests/e2e/test_disputes.py",
+    "tests/coordinator/test_files_api.py",
+    "tests/coordinator/test_api_supervisor.py",
+    "tests/e2e/test_batch_e2e.py",
+    "tests/coordinator/test_api_fuzz.py",
+    "tests/test_lifecycle.py",
+    "tests/miner/test_sessions.py",
+    "tests/coordinator/test_ingest_memory.py",
+)
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     os.environ[MARK] = f"{os.getpid()}-{time.time_ns()}"  # inherited by every process the tests start
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of LONGEST_FIRST first, in its order; within a module, file order (the sort is stable)."""
+    rank = {module: index for index, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

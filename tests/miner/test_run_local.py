@@ -99,7 +99,7 @@ def test_every_request_comes_back_once_and_equals_the_engine(
     output = tmp_path / "out.jsonl"
     result = invoke("--model-dir", str(model), "--input", str(batch_file), "--output", str(output), *options)
     assert result.exit_code == 0, result.output
-    microbatches = int(re.search(r"(\d+) microbatches", result.stdout.replace("\n", " ")).group(1))  # type: ignore[union-attr]
+    microbatches = int(re.search(r"(\d+)\s+microbatches", result.stdout).group(1))  # type: ignore[union-attr]
     results = read_jsonl(output)
     errors = read_jsonl(tmp_path / "out.errors.jsonl")
     assert sorted(r["custom_id"] for r in results + errors) == sorted(line["custom_id"] for line in LINES)
