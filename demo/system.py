@@ -11,8 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +33,7 @@ from coordinator.db.migrate import upgrade
 from coordinator.db.models import Miner
 from coordinator.scheduling.cluster import GIB
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
+from demo.launcher import LaunchedProcess, launch
 from demo.services import PostgresServer, RedisServer, running_postgres, running_redis
 from miner.pipeline.processes import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
@@ -110,7 +109,7 @@ class LocalSystem:
         self.redis: RedisServer | None = None
         self.postgres: PostgresServer | None = None
         self.api_url = f"http://127.0.0.1:{free_port()}"
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.processes: dict[str, LaunchedProcess] = {}
         self._miner_started_at: dict[int, int] = {}  # wall-clock seconds of each miner's latest start
         self._stack = contextlib.ExitStack()
 
@@ -248,22 +247,13 @@ class LocalSystem:
         extra: dict[str, str] | None = None,
         lends_cpu: bool = False,
     ) -> None:
-        """Starts `python -m args` logging to `name`.log. `lends_cpu`: a miner or verifier, run at a lower
-        CPU priority, as a machine lent to the market gives way to its owner's work: here, the coordinator's,
-        which shares these cores and must stay responsive while they compute."""
-        log = (self.workdir / f"{name}.log").open("ab")
-        env = self.environment(key) | (extra or {})
-        # its own process group, so that stopping it also stops what it started (Celery's pool processes)
-        command = [sys.executable, "-m", *args]
-        if lends_cpu:
-            command = ["nice", "-n", str(LENT_CPU_NICENESS), *command]  # nice execs it: the same process
-        self.processes[name] = subprocess.Popen(
-            command,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        """Starts `python -m args` logging to `name`.log, in its own session (stopping it also stops what it
+        started: Celery's pool processes), from the launcher's fork server. `lends_cpu`: a miner or verifier,
+        run at a lower CPU priority, as a machine lent to the market gives way to its owner's work: here, the
+        coordinator's, which shares these cores and must stay responsive while they compute."""
+        environment = self.environment(key) | (extra or {})
+        niceness = LENT_CPU_NICENESS if lends_cpu else 0
+        self.processes[name] = launch(args[0], args[1:], environment, self.workdir / f"{name}.log", niceness)
 
     def start_api(self, wait: bool = True) -> None:
         """Starts the API; `wait`: until it answers its health check."""
