@@ -60,6 +60,8 @@ class FileObject(ApiObject):
     model: str | None = None
     model_hash: str | None = None  # the identity of the checkpoint the coordinator serves as `model`
     input_root: str | None = None
+    input_tokens: int | None = None  # prompt tokens of all lines
+    max_output_tokens: int | None = None  # the lines' max_tokens added up
 
 
 class Usage(ApiObject):
@@ -239,6 +241,23 @@ def check_value_cap(market: Market, max_price: int) -> None:
         )
 
 
+def check_covers_the_file(file: FileObject, prices: TaskPrices, max_price: int) -> None:
+    """Refuses, before any transaction, a max price below the most the file can cost at `prices` (every
+    prompt token and every line's max_tokens): the coordinator would refuse the batch, and miners are paid at
+    most the max price."""
+    if file.input_tokens is None or file.max_output_tokens is None:
+        return  # a coordinator that does not say: it checks the batch against the task itself
+    worst = prices.price(file.input_tokens, file.max_output_tokens)
+    if max_price < worst:
+        raise UserError(
+            f"the max price {format_amount(max_price)} is less than this file can cost: up to "
+            f"{format_amount(worst)} for {file.input_tokens} input tokens and up to {file.max_output_tokens} "
+            f"output tokens (the lines' max_tokens) at {format_amount(prices.input_per_million)} and "
+            f"{format_amount(prices.output_per_million)} per million; raise the max price to at least "
+            f"{format_amount(worst)} or lower the lines' max_tokens"
+        )
+
+
 class Batches:
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -317,6 +336,7 @@ class Batches:
             )
         check_value_cap(market, max_price)
         prices = prices or self.asking_prices()
+        check_covers_the_file(file, prices, max_price)
         with market.token.allowing(owner, market.escrow.address, max_price):
             return market.tasks.create_task(
                 model,

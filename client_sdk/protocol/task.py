@@ -48,10 +48,13 @@ class TaskPrices:
     input_per_million: int
     output_per_million: int
 
+    def price(self, input_tokens: int, output_tokens: int) -> int:
+        """What this usage costs at these prices, rounded down, before any cap."""
+        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) // 10**6
+
     def cost(self, input_tokens: int, output_tokens: int, max_price: int) -> int:
         """What TaskRegistry.priceOf charges for this usage: rounded down, at most `max_price`."""
-        price = (input_tokens * self.input_per_million + output_tokens * self.output_per_million) // 10**6
-        return min(price, max_price)
+        return min(self.price(input_tokens, output_tokens), max_price)
 
 
 @dataclass(frozen=True)

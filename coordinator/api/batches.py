@@ -58,6 +58,7 @@ def create(
         task_id=task_id,
         task_owner=task.owner if exists else None,
         task_prices=chain.market.tasks.prices_of(task_id) if exists else None,
+        task_max_price=task.max_price if exists else None,
         asking_price=settings.price_per_million_tokens,
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),

@@ -51,6 +51,11 @@ class FileObject(BaseModel):
         default=None, description="Batch inputs: the Merkle root of the lines, which the task commits to"
     )
     input_tokens: int | None = Field(default=None, description="Batch inputs: prompt tokens of all lines")
+    max_output_tokens: int | None = Field(
+        default=None,
+        description="Batch inputs: the lines' max_tokens added up; with input_tokens, at a task's prices, "
+        "the most a task for this file can cost (its max price must cover it)",
+    )
 
 
 class FileList(BaseModel):

@@ -46,6 +46,8 @@ class File(Base):
     model: Mapped[str | None] = mapped_column(String(255))
     input_root: Mapped[str | None] = mapped_column(HASH)
     input_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    # input files only: the lines' max_tokens added up, the most output a task for the file can be billed
+    max_output_tokens: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class FileContent(Base):

@@ -33,13 +33,16 @@ def create_batch(
     task_id: int,
     task_owner: str | None,
     task_prices: TaskPrices | None,
+    task_max_price: int | None,
     asking_price: int,
     max_window_h: int,
     now: int,
 ) -> Batch:
-    """Stores a validating batch; `task_owner` and `task_prices` are the on-chain owner and prices of
-    `task_id` (None: no such task). Only the task's owner can register it, so no one can take another
-    wallet's task id, and only if it pays at least `asking_price` per million input and output tokens."""
+    """Stores a validating batch; `task_owner`, `task_prices` and `task_max_price` are the on-chain owner,
+    prices and max price of `task_id` (None: no such task). Only the task's owner can register it, so no one
+    can take another wallet's task id; only if it pays at least `asking_price` per million input and output
+    tokens; and only if its max price covers the most the file can cost at its prices (every prompt token and
+    every line's max_tokens), so that the miners are paid in full for whatever they serve."""
     file = session.get(File, input_file_id)
     if file is None or file.owner != owner:
         raise NotFound("file", input_file_id)
@@ -70,6 +73,8 @@ def create_batch(
             "task_id",
             "price_too_low",
         )
+    if task_prices is not None and task_max_price is not None:
+        check_covered(task_id, task_prices, task_max_price, file)
     batch = Batch(
         id=new_id("batch_"),
         owner=owner,
@@ -90,6 +95,21 @@ def create_batch(
     except IntegrityError as exc:
         raise InvalidInput(f"task {task_id} already has a batch", "task_id", "task_in_use") from exc
     return batch
+
+
+def check_covered(task_id: int, prices: TaskPrices, max_price: int, file: File) -> None:
+    """Refuses a task whose max price is less than the most `file` can cost at `prices`: the payment is capped
+    at the max price, so the miners would serve work they are not paid for."""
+    input_tokens, output_tokens = file.input_tokens or 0, file.max_output_tokens or 0
+    worst = prices.price(input_tokens, output_tokens)
+    if worst > max_price:
+        raise InvalidInput(
+            f"task {task_id} escrows a max price of {format_amount(max_price)}, but this file can cost up to "
+            f"{format_amount(worst)} ({input_tokens} input tokens and up to {output_tokens} output tokens at "
+            f"the task's prices): fund a task with a max price of at least {format_amount(worst)}",
+            "task_id",
+            "underfunded",
+        )
 
 
 def window_hours(window: str, max_hours: int) -> int:

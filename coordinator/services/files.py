@@ -41,7 +41,7 @@ def ingest_batch_file(
     if len(data) > settings.max_file_bytes:
         raise TooLarge(f"the file is over the limit of {settings.max_file_bytes} bytes", "file_too_large")
     record = File(id=new_id("file-"), owner=owner, purpose="batch", filename=filename, bytes=len(data))
-    record.created_at, record.line_count, record.input_tokens = now, 0, 0
+    record.created_at, record.line_count, record.input_tokens, record.max_output_tokens = now, 0, 0, 0
     leaves: list[bytes] = []
     try:
         chunks = _chunks(openai_batch.iter_batch(data, max_lines=settings.max_file_lines), INGEST_CHUNK_LINES)
@@ -166,6 +166,7 @@ def _store(
     )
     record.line_count += len(chunk)
     record.input_tokens = (record.input_tokens or 0) + sum(prompt_tokens)
+    record.max_output_tokens = (record.max_output_tokens or 0) + sum(line.max_tokens for line in chunk)
 
 
 def count_prompt_tokens(tokenizer: Any, lines: list[openai_batch.BatchLine]) -> list[int]:
@@ -308,6 +309,7 @@ def file_object(record: File, settings: Settings) -> dict[str, Any]:
             "model_hash": _model_hash(settings, record.model),
             "input_root": record.input_root,
             "input_tokens": record.input_tokens,
+            "max_output_tokens": record.max_output_tokens,
         }
     return obj
 

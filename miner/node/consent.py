@@ -1,5 +1,6 @@
 """A miner's consent to a task's stake lock. The coordinator proposes an assignment; the node reads the task
-on-chain and accepts only what its policy allows: an open task of the model it serves, a lock its free stake
+on-chain and accepts only what its policy allows: an open task of the model it serves, paying at least the
+miner's registered price floor per million tokens, a lock its free stake
 covers, a deadline not too far off (the lock lasts until the task settles, and at most until its deadline plus
 the dispute period), and an acceptance that expires soon. Only then does it sign `AcceptTask`."""
 
@@ -13,7 +14,8 @@ from eth_account.signers.local import LocalAccount
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import Acceptance, sign_acceptance
 from client_sdk.protocol.model_identity import describe
-from client_sdk.protocol.task import Task, TaskStatus
+from client_sdk.protocol.task import Task, TaskPrices, TaskStatus
+from client_sdk.units import format_amount
 
 DAY = 86_400
 
@@ -30,13 +32,16 @@ class ConsentPolicy:
 def refusal(
     proposal: dict[str, Any],
     task: Task,
+    prices: TaskPrices,
     model_hash: bytes,
     free_stake: int,
+    price_floor: int,
     chain_now: int,
     policy: ConsentPolicy,
 ) -> str | None:
-    """Why the node must not accept `proposal` (None: it may); `model_hash` is the identity of the checkpoint
-    this node serves."""
+    """Why the node must not accept `proposal` (None: it may); `prices` are the task's, `model_hash` is the
+    identity of the checkpoint this node serves and `price_floor` the least it takes per million tokens (its
+    registered profile's)."""
     task_id, lock, expiry = int(proposal["task_id"]), int(proposal["stake_lock"]), int(proposal["expiry"])
     if task.status != TaskStatus.OPEN:
         return f"task {task_id} is {task.status.name.lower()}, not open"
@@ -44,6 +49,13 @@ def refusal(
         return (
             f"task {task_id} is for the model {describe(task.model_id)}, not the checkpoint this node serves "
             f"({describe(model_hash)})"
+        )
+    cheapest = min(prices.input_per_million, prices.output_per_million)
+    if cheapest < price_floor:
+        return (
+            f"task {task_id} pays {format_amount(prices.input_per_million)} per million input tokens and "
+            f"{format_amount(prices.output_per_million)} per million output tokens, under this miner's price "
+            f"floor of {format_amount(price_floor)}"
         )
     if lock > free_stake:
         return f"a lock of {lock} exceeds this miner's free stake of {free_stake}"
@@ -70,9 +82,12 @@ class Consenter:
         self.policy = policy
 
     def refusal(self, proposal: dict[str, Any]) -> str | None:
-        task = self.market.tasks.get_task(int(proposal["task_id"]))
+        task_id = int(proposal["task_id"])
+        task, prices = self.market.tasks.get_task(task_id), self.market.tasks.prices_of(task_id)
         free = self.market.registry.stake_of(self.account.address).free
-        return refusal(proposal, task, self.model_hash, free, self.market.chain_time(), self.policy)
+        floor = self.market.registry.profile_of(self.account.address).price_floor
+        chain_now = self.market.chain_time()
+        return refusal(proposal, task, prices, self.model_hash, free, floor, chain_now, self.policy)
 
     def lines(self, proposal: dict[str, Any]) -> int:
         """How many lines the proposal's task has (on-chain): the lines this node may journal for it."""

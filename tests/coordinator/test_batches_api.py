@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import httpx
@@ -45,10 +46,12 @@ OPENAI_BATCH_FIELDS = {
 }
 
 
-def owned_task(market: Market, chain: Anvil, owner: LocalAccount) -> int:
+def owned_task(
+    market: Market, chain: Anvil, owner: LocalAccount, max_price: int = DemoConfig.max_price
+) -> int:
     """A funded on-chain task of `owner` (given gas money)."""
     chain.w3.provider.make_request("anvil_setBalance", [owner.address, hex(10**20)])  # type: ignore[arg-type]
-    config = DemoConfig()
+    config = dataclasses.replace(DemoConfig(), max_price=max_price)
     market.token.mint(owner.address, config.max_price)
     return create_task(market.as_account(owner), config)
 
@@ -163,6 +166,39 @@ def test_no_one_registers_another_wallets_task(api: ApiServer, admin_market: Mar
     assert new_batch(api.client(ALICE), task).status_code == 200
 
 
+@pytest.mark.parametrize("short_by", ["one base unit", "all but one base unit"])
+def test_a_task_whose_max_price_cannot_cover_the_file_is_refused(
+    api: ApiServer, admin_market: Market, chain: Anvil, short_by: str
+) -> None:
+    """Underfunded work: the payment is capped at the max price, so a max price below what the file's prompts
+    and every line's max_tokens cost at the task's prices would have miners serve unpaid work. Refused at
+    creation, before anything is stored; a max price that covers it exactly is taken."""
+    alice = api.client(ALICE)
+    file = alice.post(
+        "/v1/files", files={"file": ("in.jsonl", batch_file(3))}, data={"purpose": "batch"}
+    ).json()
+    price = DemoConfig.price_per_million_tokens
+    worst = (file["input_tokens"] + file["max_output_tokens"]) * price // 10**6
+    assert file["max_output_tokens"] > 0 and worst > 1
+    max_price = worst - 1 if short_by == "one base unit" else 1
+    task = owned_task(admin_market, chain, ALICE, max_price=max_price)
+    body = {"input_file_id": file["id"], "endpoint": "/v1/chat/completions", "task_id": task}
+    refused = alice.post("/v1/batches", json=body)
+    assert refused.status_code == 400
+    shown = [f"{a // 10**6}.{a % 10**6:06d}" for a in (max_price, worst)]
+    assert refused.json()["error"] == {
+        "message": f"task {task} escrows a max price of {shown[0]}, but this file can cost up to {shown[1]} "
+        f"({file['input_tokens']} input tokens and up to {file['max_output_tokens']} output tokens at the "
+        f"task's prices): fund a task with a max price of at least {shown[1]}",
+        "type": "invalid_request_error",
+        "param": "task_id",
+        "code": "underfunded",
+    }
+    assert alice.get("/v1/batches").json()["data"] == []
+    covered = owned_task(admin_market, chain, ALICE, max_price=worst)
+    assert alice.post("/v1/batches", json=body | {"task_id": covered}).status_code == 200
+
+
 def test_list_pages_newest_first(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
     ids = [new_batch(alice, owned_task(admin_market, chain, ALICE)).json()["id"] for _ in range(5)]
@@ -223,6 +259,35 @@ def test_cancelling_before_assignment_refunds_the_whole_escrow(
     assert cancelled.status == "cancelling"
     assert admin_market.tasks.get_task(batch.task_id).status == TaskStatus.CANCELLED
     assert admin_market.escrow.balance_of(ALICE.address) == max_price
+    client.close()
+
+
+def test_the_sdk_refuses_an_underfunded_batch_before_any_money_moves(
+    api: ApiServer, admin_market: Market, chain: Anvil, deployment_file: Path
+) -> None:
+    """`batches.create` (and so `market submit`) with a max price below what the file can cost at the
+    coordinator's prices: one line naming the numbers, no transaction (no task, no allowance, the balance
+    whole)."""
+    chain.w3.provider.make_request("anvil_setBalance", [ALICE.address, hex(10**20)])  # type: ignore[arg-type]
+    admin_market.token.mint(ALICE.address, 10**6)
+    client = Client(api.url, key=ALICE, rpc_url=chain.rpc_url, deployment=deployment_file)
+    file = client.files.create(file=batch_file(3))
+    assert file.input_tokens is not None and file.max_output_tokens is not None
+    tasks_before, held = admin_market.tasks.task_count(), admin_market.token.balance_of(ALICE.address)
+    price = client.batches.asking_prices()
+    worst = price.price(file.input_tokens, file.max_output_tokens)
+    with pytest.raises(UserError) as refused:
+        client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=worst - 1)
+    shown = [f"{a // 10**6}.{a % 10**6:06d}" for a in (worst - 1, worst, price.input_per_million)]
+    assert str(refused.value) == (
+        f"the max price {shown[0]} is less than this file can cost: up to {shown[1]} for {file.input_tokens} "
+        f"input tokens and up to {file.max_output_tokens} output tokens (the lines' max_tokens) at "
+        f"{shown[2]} and {shown[2]} per million; raise the max price to at least {shown[1]} or lower the "
+        "lines' max_tokens"
+    )
+    assert admin_market.tasks.task_count() == tasks_before
+    assert admin_market.token.balance_of(ALICE.address) == held
+    assert admin_market.token.allowance(ALICE.address, admin_market.escrow.address) == 0
     client.close()
 
 

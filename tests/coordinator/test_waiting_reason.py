@@ -49,7 +49,8 @@ def test_no_live_miner_means_validating_with_a_reason(
     with database.session() as session:
         batch = batches.create_batch(
             session, user.address, input_file_id=file.id, endpoint=ENDPOINT, completion_window=WINDOW,
-            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, asking_price=0,
+            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, task_max_price=None,
+            asking_price=0,
             max_window_h=168, now=0,
         )  # fmt: skip
         batch_id = batch.id

@@ -1,5 +1,5 @@
-"""A miner node consents only to what its policy allows: an open task of its model, a lock its free stake
-covers, a deadline not too far off, an acceptance that expires soon."""
+"""A miner node consents only to what its policy allows: an open task of its model, prices at or above its
+price floor, a lock its free stake covers, a deadline not too far off, an acceptance that expires soon."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from client_sdk.protocol.model_identity import model_id_of
-from client_sdk.protocol.task import Task, TaskStatus
+from client_sdk.protocol.task import Task, TaskPrices, TaskStatus
 from miner.node.consent import DAY, ConsentPolicy, refusal
 
 HASH, NOW, LOCK = model_id_of("HuggingFaceTB/SmolLM2-135M-Instruct"), 1_700_000_000, 10 * 10**6
@@ -19,10 +19,21 @@ TASK = Task(
 )  # fmt: skip
 PROPOSAL = {"batch_id": "batch_a", "task_id": 7, "stake_lock": LOCK, "expiry": NOW + 120}
 POLICY = ConsentPolicy(max_task_days=30, max_acceptance_s=3_600)
+PRICES, FLOOR = TaskPrices(20 * 10**6, 30 * 10**6), 20 * 10**6  # per million tokens (in, out); the floor
 
 
 def test_a_proposal_within_the_policy_is_accepted() -> None:
-    assert refusal(PROPOSAL, TASK, HASH, LOCK, NOW, POLICY) is None
+    assert refusal(PROPOSAL, TASK, PRICES, HASH, LOCK, FLOOR, NOW, POLICY) is None
+
+
+@pytest.mark.parametrize("prices", [TaskPrices(FLOOR - 1, 30 * 10**6), TaskPrices(30 * 10**6, FLOOR - 1)])
+def test_a_task_paying_under_the_price_floor_is_refused(prices: TaskPrices) -> None:
+    refused = refusal(PROPOSAL, TASK, prices, HASH, LOCK, FLOOR, NOW, POLICY)
+    paid = [f"{p // 10**6}.{p % 10**6:06d}" for p in (prices.input_per_million, prices.output_per_million)]
+    assert refused == (
+        f"task 7 pays {paid[0]} per million input tokens and {paid[1]} per million output tokens, under this "
+        "miner's price floor of 20.000000"
+    )
 
 
 @pytest.mark.parametrize(
@@ -39,5 +50,5 @@ def test_a_proposal_within_the_policy_is_accepted() -> None:
 def test_a_proposal_outside_the_policy_is_refused_with_its_reason(
     task: Task, proposal: dict[str, object], free: int, reason: str
 ) -> None:
-    refused = refusal(proposal, task, HASH, free, NOW, POLICY)
+    refused = refusal(proposal, task, PRICES, HASH, free, FLOOR, NOW, POLICY)
     assert refused is not None and reason in refused
