@@ -103,6 +103,16 @@ def _set(batch: Batch, status: str, now: int) -> None:
     setattr(batch, f"{status}_at", now)
 
 
+def _fail(ctx: Context, batch: Batch, task: Task, errors: list[dict[str, Any]], now: int) -> None:
+    """Fails the batch before any line ran and, if its task is still open, gives the task up on-chain: the
+    owner can withdraw the whole escrow at once instead of at the deadline. The release comes first: if it
+    does not go through, the batch stays validating and the next sweep tries again."""
+    if task.status == TaskStatus.OPEN:
+        ctx.chain.release(batch.task_id)
+    batch.errors = errors
+    _set(batch, "failed", now)
+
+
 def task_problems(batch: Batch, file: File, task: Task, owner_chain: str, served: ServedModel) -> list[str]:
     """Why the on-chain task does not back this batch (empty when it does); `served` is the model the batch
     names, as this coordinator serves it (its hash must be the task's model id)."""
@@ -126,15 +136,8 @@ def task_problems(batch: Batch, file: File, task: Task, owner_chain: str, served
 def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Task, now: int) -> None:
     served = ctx.settings.model(batch.model)
     if served is None:
-        batch.errors = [
-            {
-                "code": "model_not_found",
-                "message": f"{batch.model} is no longer served",
-                "param": None,
-                "line": None,
-            }
-        ]
-        _set(batch, "failed", now)
+        error = {"code": "model_not_found", "message": f"{batch.model} is no longer served"}
+        _fail(ctx, batch, task, [error | {"param": None, "line": None}], now)
         return
     file = session.get(File, batch.input_file_id)
     assert file is not None
@@ -143,10 +146,8 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Tas
     else:
         problems = task_problems(batch, file, task, task.owner, served)
     if problems:
-        batch.errors = [
-            {"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems
-        ]
-        _set(batch, "failed", now)
+        errors = [{"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems]
+        _fail(ctx, batch, task, errors, now)
         return
     live = live_miners(session, ctx.live, batch.model)
     pipelines = ensure_plan(session, served, live, now, committed_miners(session))
@@ -189,7 +190,7 @@ def _assign_with_consent(
         room = stake_lock_room(task.max_price, terms.min_stake_lock, terms.max_value_at_risk)
         miners = assigned_miners(pipelines, [m.address for m in live], room)
         if miners is None:
-            batch.errors = [
+            errors = [
                 {
                     "code": "value_cap",
                     "message": (
@@ -202,7 +203,7 @@ def _assign_with_consent(
                     "line": None,
                 }
             ]
-            _set(batch, "failed", now)
+            _fail(ctx, batch, task, errors, now)
             return False
         acceptances.propose(session, batch, miners, terms.min_stake_lock, chain_now)
         batch.status_detail = f"waiting for {len(miners)} miner(s) to accept the task and its stake lock"

@@ -136,8 +136,9 @@ def test_one_task_backs_one_batch(api: ApiServer, admin_market: Market, chain: A
 def test_a_failed_batch_frees_its_task_for_the_owner(
     api: ApiServer, admin_market: Market, chain: Anvil
 ) -> None:
-    """The worker failed the owner's first registration (say, the wrong file): the owner registers the task
-    again, and that second batch holds it."""
+    """A failed batch no longer holds its task: the owner's second registration of it is taken, and that
+    batch holds it. (A batch the worker fails also gives an open task up on-chain, refunding the owner at
+    once: tests/coordinator/test_failed_batch_refund.py.)"""
     alice = api.client(ALICE)
     task = owned_task(admin_market, chain, ALICE)
     first = new_batch(alice, task).json()

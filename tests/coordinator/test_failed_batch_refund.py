@@ -1,0 +1,91 @@
+"""A batch that fails after its task was funded gives the task up on-chain at once: the owner can withdraw the
+whole escrow now, not at the task's deadline (days). Two of the worker's three ways to fail a batch: its task
+does not back it (here, another input root) and its model is no longer served. (The third, a max price that
+leaves no room under the value cap for a pipeline's stake locks, needs live miners and a plan; it fails the
+batch through the same step, lifecycle._fail.)"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+from eth_account.signers.local import LocalAccount
+from redis import Redis
+
+from client_sdk.chain.contracts import Market
+from client_sdk.inputs import params_hash
+from client_sdk.protocol.task import TaskPrices, TaskStatus
+from coordinator.chain import CoordinatorChain
+from coordinator.config import Settings
+from coordinator.db.models import Batch
+from coordinator.db.session import Database
+from coordinator.services import batches, files
+from coordinator.services.lifecycle import Context, advance
+from coordinator.services.live import LiveMembership
+from tests.coordinator.helpers import batch_file
+
+ENDPOINT, WINDOW = "/v1/chat/completions", "24h"
+MAX_PRICE = 10**6
+
+
+def other_root(root: bytes) -> bytes:
+    return bytes(byte ^ 0xFF for byte in root)
+
+
+def unserved(settings: Settings) -> Settings:
+    return dataclasses.replace(settings, models=())
+
+
+@pytest.mark.parametrize(
+    ("failure", "task_root", "worker_settings", "code"),
+    [
+        ("the task commits to other lines", other_root, lambda s: s, "invalid_task"),
+        ("the model is no longer served", lambda root: root, unserved, "model_not_found"),
+    ],
+)
+def test_a_batch_failed_by_the_worker_refunds_its_whole_escrow_at_once(
+    admin_market: Market,
+    accounts: list[LocalAccount],
+    settings: Settings,
+    db: Database,
+    redis_url: str,
+    failure: str,
+    task_root: Callable[[bytes], bytes],
+    worker_settings: Callable[[Settings], Settings],
+    code: str,
+) -> None:
+    coordinator, user, database = accounts[1], accounts[2], db
+    with database.session() as session:
+        file = files.ingest_batch_file(session, settings, user.address, "in.jsonl", batch_file(3), 0)
+        model, root, count = file.model, file.input_root, file.line_count
+    assert model is not None and root is not None
+    served = settings.model(model)
+    assert served is not None
+    admin_market.token.mint(user.address, MAX_PRICE)
+    owner = admin_market.as_account(user)
+    owner.token.approve(owner.escrow.address, MAX_PRICE)
+    escrowed_before = admin_market.escrow.balance_of(user.address)
+    task_id = owner.tasks.create_task(
+        served.model_hash, task_root(bytes.fromhex(root[2:])), count, params_hash(ENDPOINT, WINDOW),
+        MAX_PRICE, admin_market.chain_time() + 86_400, TaskPrices(10**6, 10**6),
+    )  # fmt: skip
+    with database.session() as session:
+        batch_id = batches.create_batch(
+            session, user.address, input_file_id=file.id, endpoint=ENDPOINT, completion_window=WINDOW,
+            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, task_max_price=None,
+            asking_price=0, max_window_h=168, now=0,
+        ).id  # fmt: skip
+    chain = CoordinatorChain(admin_market.as_account(coordinator))
+    ctx = Context(worker_settings(settings), chain, LiveMembership(Redis.from_url(redis_url), 10))
+    with database.session() as session:
+        assert advance(session, ctx, batch_id) == "failed", failure
+    with database.session() as session:
+        batch = session.get(Batch, batch_id)
+        assert batch is not None and batch.errors is not None
+        assert [e["code"] for e in batch.errors] == [code]
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.CANCELLED
+    assert admin_market.escrow.balance_of(user.address) == escrowed_before + MAX_PRICE
+    assert admin_market.escrow.escrow_of(task_id) == 0
+    with database.session() as session:  # a later sweep finds nothing left to do
+        assert advance(session, ctx, batch_id) == "failed"
