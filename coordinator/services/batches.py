@@ -20,6 +20,16 @@ from coordinator.services.pages import newest_first
 CANCELLABLE = ("validating", "in_progress")
 MAX_METADATA_PAIRS, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
 TASK_ID_KEY = "task_id"  # openai-python's batches.create has no task id: metadata carries it
+# What became of the escrow of a batch that can no longer be cancelled, by its status (said when one tries)
+AFTER_THE_END = {
+    "finalizing": "its lines are done and settle after the challenge window, refunding the unused budget",
+    "completed": "its lines settle after the challenge window, refunding the unused budget",
+    "failed": "no line ran, and its task was given up on-chain when it failed (if still open), so its whole "
+    "escrow is yours to withdraw (`market withdraw`)",
+    "expired": "its deadline passed and its task expired on-chain, so its escrow is yours to withdraw "
+    "(`market withdraw`)",
+    "cancelled": "it is cancelled already",
+}
 
 
 def create_batch(
@@ -175,7 +185,9 @@ def cancel_batch(session: Session, owner: str, batch_id: str, now: int) -> Batch
     if batch.status == "cancelling":
         return batch
     if batch.status not in CANCELLABLE:
-        raise InvalidInput(f"a batch that is {batch.status} cannot be cancelled", None, "invalid_state")
+        why = AFTER_THE_END.get(batch.status, "nothing is running")
+        message = f"a batch that is {batch.status} cannot be cancelled: {why}"
+        raise InvalidInput(message, None, "invalid_state")
     batch.status = "cancelling"
     batch.cancelling_at = now
     return batch

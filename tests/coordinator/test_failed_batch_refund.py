@@ -21,6 +21,7 @@ from coordinator.config import Settings
 from coordinator.db.models import Batch
 from coordinator.db.session import Database
 from coordinator.services import batches, files
+from coordinator.services.errors import InvalidInput
 from coordinator.services.lifecycle import Context, advance
 from coordinator.services.live import LiveMembership
 from tests.coordinator.helpers import batch_file
@@ -89,3 +90,9 @@ def test_a_batch_failed_by_the_worker_refunds_its_whole_escrow_at_once(
     assert admin_market.escrow.escrow_of(task_id) == 0
     with database.session() as session:  # a later sweep finds nothing left to do
         assert advance(session, ctx, batch_id) == "failed"
+    with database.session() as session, pytest.raises(InvalidInput) as refused:  # `market cancel` says why
+        batches.cancel_batch(session, user.address, batch_id, 0)
+    assert refused.value.args[0] == (
+        "a batch that is failed cannot be cancelled: no line ran, and its task was given up on-chain when it "
+        "failed (if still open), so its whole escrow is yours to withdraw (`market withdraw`)"
+    )

@@ -47,7 +47,10 @@ def test_submit_wait_results_list(system: LocalSystem, tmp_path: Path) -> None:
     assert batch["id"] in [b["id"] for b in listed]
     refused = market(system, "cancel", batch["id"])
     assert refused.returncode == 1
-    assert refused.stderr.strip() == "error: a batch that is completed cannot be cancelled"
+    assert refused.stderr.strip() == (
+        "error: a batch that is completed cannot be cancelled: its lines settle after the challenge window, "
+        "refunding the unused budget"
+    )
 
 
 def test_cli_errors_are_one_line(system: LocalSystem, tmp_path: Path) -> None:
