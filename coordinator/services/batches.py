@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from client_sdk.protocol.task import TaskPrices
+from client_sdk.inputs import params_hash
+from client_sdk.protocol.task import Task, TaskPrices, TaskStatus
 from client_sdk.units import format_amount
 from coordinator.db.models import Batch, File, Result, Signature
 from coordinator.services.errors import InvalidInput, NotFound
@@ -41,18 +43,20 @@ def create_batch(
     completion_window: str,
     metadata: dict[str, str] | None,
     task_id: int,
-    task_owner: str | None,
+    task: Task | None,
     task_prices: TaskPrices | None,
-    task_max_price: int | None,
+    model_hash: Callable[[str], bytes | None],
     asking_price: int,
     max_window_h: int,
     now: int,
 ) -> Batch:
-    """Stores a validating batch; `task_owner`, `task_prices` and `task_max_price` are the on-chain owner,
-    prices and max price of `task_id` (None: no such task). Only the task's owner can register it, so no one
-    can take another wallet's task id; only if it pays at least `asking_price` per million input and output
-    tokens; and only if its max price covers the most the file can cost at its prices (every prompt token and
-    every line's max_tokens), so that the miners are paid in full for whatever they serve."""
+    """Stores a validating batch; `task` and `task_prices` are the on-chain task `task_id` and its prices
+    (None: no such task), `model_hash` gives the hash of the checkpoint served under a model name. Only the
+    task's owner can register it, so no one can take another wallet's task id; only an open task that
+    commits to this file (its input root, line count, model, endpoint and completion window), so that
+    nothing is found wrong after the money is locked; only if it pays at least `asking_price` per million
+    input and output tokens; and only if its max price covers the most the file can cost at its prices (every
+    prompt token and every line's max_tokens), so that the miners are paid in full for whatever they serve."""
     file = session.get(File, input_file_id)
     if file is None or file.owner != owner:
         raise NotFound("file", input_file_id)
@@ -64,13 +68,27 @@ def create_batch(
         raise InvalidInput(f"the file's requests are for {file.endpoint}, not {endpoint}", "endpoint")
     hours = window_hours(completion_window, max_window_h)
     check_metadata(metadata)
-    if task_owner is None:
+    if task is None or task.status == TaskStatus.NONE:
         raise InvalidInput(f"task {task_id} does not exist on-chain: create and fund it first", "task_id")
-    if task_owner.lower() != owner.lower():
+    if task.owner.lower() != owner.lower():
         raise InvalidInput(
-            f"task {task_id} belongs to {task_owner}, not to {owner}: register your own task",
+            f"task {task_id} belongs to {task.owner}, not to {owner}: register your own task",
             "task_id",
             "task_not_yours",
+        )
+    if task.status != TaskStatus.OPEN:
+        message = f"task {task_id} is {task.status.name.lower()}, not open: fund a new task for this file"
+        raise InvalidInput(message, "task_id", "task_not_open")
+    served_hash = model_hash(file.model or "")
+    mismatched = task_mismatches(task, owner, file, endpoint, completion_window, served_hash or b"")
+    if mismatched:
+        raise InvalidInput(
+            f"task {task_id} does not back this batch: its {', '.join(mismatched)} "
+            f"{'differs' if len(mismatched) == 1 else 'differ'} from this batch's (the task must name this "
+            "file's input root, line count and model, and this batch's endpoint and completion_window; the "
+            "SDK's batches.fund_task makes such a task)",
+            "completion_window" if mismatched == ["params"] else "task_id",
+            "task_mismatch",
         )
     if (
         task_prices is not None
@@ -83,8 +101,8 @@ def create_batch(
             "task_id",
             "price_too_low",
         )
-    if task_prices is not None and task_max_price is not None:
-        check_covered(task_id, task_prices, task_max_price, file)
+    if task_prices is not None:
+        check_covered(task_id, task_prices, task.max_price, file)
     batch = Batch(
         id=new_id("batch_"),
         owner=owner,
@@ -105,6 +123,21 @@ def create_batch(
     except IntegrityError as exc:
         raise InvalidInput(f"task {task_id} already has a batch", "task_id", "task_in_use") from exc
     return batch
+
+
+def task_mismatches(
+    task: Task, owner: str, file: File, endpoint: str, completion_window: str, model_hash: bytes
+) -> list[str]:
+    """What of the on-chain task does not back a batch of `file` by `owner` (empty when it all does);
+    `model_hash` is the identity of the checkpoint served under the file's model name."""
+    expected = {
+        "owner": (task.owner.lower(), owner.lower()),
+        "input root": ("0x" + bytes(task.input_root).hex(), file.input_root),
+        "request count": (task.request_count, file.line_count),
+        "model": (bytes(task.model_id), model_hash),
+        "params": (bytes(task.params_hash), params_hash(endpoint, completion_window)),
+    }
+    return [name for name, (a, b) in expected.items() if a != b]
 
 
 def check_covered(task_id: int, prices: TaskPrices, max_price: int, file: File) -> None:

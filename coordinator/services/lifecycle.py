@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
-from client_sdk.inputs import custom_id_hash, params_hash
+from client_sdk.inputs import custom_id_hash
 from client_sdk.protocol import settlement
 from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, MAX_MINERS_PER_TASK, SETTLING_BATCH_STATUSES
 from client_sdk.protocol.task import Task, TaskStatus
@@ -46,6 +46,7 @@ from coordinator.db.models import (
     WorkUnit,
 )
 from coordinator.services import acceptances, dispatch
+from coordinator.services.batches import task_mismatches
 from coordinator.services.ids import new_id
 from coordinator.services.live import LiveMembership
 from coordinator.services.miners import live_miners
@@ -113,21 +114,14 @@ def _fail(ctx: Context, batch: Batch, task: Task, errors: list[dict[str, Any]], 
     _set(batch, "failed", now)
 
 
-def task_problems(batch: Batch, file: File, task: Task, owner_chain: str, served: ServedModel) -> list[str]:
+def task_problems(batch: Batch, file: File, task: Task, served: ServedModel) -> list[str]:
     """Why the on-chain task does not back this batch (empty when it does); `served` is the model the batch
-    names, as this coordinator serves it (its hash must be the task's model id)."""
-    expected = {
-        "owner": (owner_chain.lower(), batch.owner.lower()),
-        "input root": ("0x" + bytes(task.input_root).hex(), file.input_root),
-        "request count": (task.request_count, file.line_count),
-        "model": (bytes(task.model_id), served.model_hash),
-        "params": (bytes(task.params_hash), params_hash(batch.endpoint, batch.completion_window)),
-    }
-    problems = [
-        f"task {batch.task_id}: the {name} does not match the batch"
-        for name, (a, b) in expected.items()
-        if a != b
-    ]
+    names, as this coordinator serves it (its hash must be the task's model id). Checked when the batch was
+    created too; again here, as the model served under a name may have changed since."""
+    mismatched = task_mismatches(
+        task, batch.owner, file, batch.endpoint, batch.completion_window, served.model_hash
+    )
+    problems = [f"task {batch.task_id}: the {name} does not match the batch" for name in mismatched]
     if task.status != TaskStatus.OPEN and not (task.status == TaskStatus.ASSIGNED and batch.miners):
         problems.append(f"task {batch.task_id} is {task.status.name.lower()}, not open")
     return problems
@@ -144,7 +138,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Tas
     if task.status == TaskStatus.NONE:
         problems = [f"task {batch.task_id} does not exist on-chain"]
     else:
-        problems = task_problems(batch, file, task, task.owner, served)
+        problems = task_problems(batch, file, task, served)
     if problems:
         errors = [{"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems]
         _fail(ctx, batch, task, errors, now)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import httpx
@@ -14,10 +13,12 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.cli.market import app as market_app
 from client_sdk.client import Client
+from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
-from client_sdk.protocol.task import TaskStatus
+from client_sdk.inputs import params_hash
+from client_sdk.protocol.task import TaskPrices, TaskStatus
 from coordinator.db.models import Batch
-from demo.lifecycle import DemoConfig, create_task
+from demo.lifecycle import DemoConfig
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
 from tests.coordinator.helpers import batch_file
 
@@ -47,13 +48,31 @@ OPENAI_BATCH_FIELDS = {
 
 
 def owned_task(
-    market: Market, chain: Anvil, owner: LocalAccount, max_price: int = DemoConfig.max_price
+    api: ApiServer,
+    market: Market,
+    chain: Anvil,
+    owner: LocalAccount,
+    max_price: int = DemoConfig.max_price,
+    window: str = "24h",
 ) -> int:
-    """A funded on-chain task of `owner` (given gas money)."""
+    """A funded on-chain task of `owner` (given gas money) for the file `new_batch` uploads: its input root,
+    line count and model, at the demo's prices, for chat completions over `window`."""
     chain.w3.provider.make_request("anvil_setBalance", [owner.address, hex(10**20)])  # type: ignore[arg-type]
-    config = dataclasses.replace(DemoConfig(), max_price=max_price)
-    market.token.mint(owner.address, config.max_price)
-    return create_task(market.as_account(owner), config)
+    upload = {"file": ("in.jsonl", batch_file(3))}
+    file = api.client(owner).post("/v1/files", files=upload, data={"purpose": "batch"}).json()
+    market.token.mint(owner.address, max_price)
+    as_owner = market.as_account(owner)
+    as_owner.token.approve(as_owner.escrow.address, max_price)
+    price = DemoConfig.price_per_million_tokens
+    return as_owner.tasks.create_task(
+        model_id=hex_bytes(file["model_hash"]),
+        input_root=hex_bytes(file["input_root"]),
+        request_count=file["request_count"],
+        params_hash=params_hash("/v1/chat/completions", window),
+        max_price=max_price,
+        deadline=market.chain_time() + 86_400,
+        prices=TaskPrices(price, price),
+    )
 
 
 def new_batch(client: httpx.Client, task: int, **extra: object) -> httpx.Response:
@@ -71,7 +90,18 @@ def test_a_new_batch_is_validating_with_openai_fields(
     api: ApiServer, admin_market: Market, chain: Anvil
 ) -> None:
     alice = api.client(ALICE)
-    task = owned_task(admin_market, chain, ALICE)
+    day_long = owned_task(api, admin_market, chain, ALICE)
+    other_window = new_batch(alice, day_long, completion_window="48h")
+    assert other_window.status_code == 400
+    assert other_window.json()["error"] == {
+        "message": f"task {day_long} does not back this batch: its params differs from this batch's (the "
+        "task must name this file's input root, line count and model, and this batch's endpoint and "
+        "completion_window; the SDK's batches.fund_task makes such a task)",
+        "type": "invalid_request_error",
+        "param": "completion_window",
+        "code": "task_mismatch",
+    }
+    task = owned_task(api, admin_market, chain, ALICE, window="48h")
     response = new_batch(alice, task, metadata={"project": "x"}, completion_window="48h")
     assert response.status_code == 200, response.text
     batch = response.json()
@@ -94,7 +124,7 @@ def test_the_task_id_can_come_in_metadata_as_openai_python_sends_it(
     api: ApiServer, admin_market: Market, chain: Anvil
 ) -> None:
     alice = api.client(ALICE)
-    task = owned_task(admin_market, chain, ALICE)
+    task = owned_task(api, admin_market, chain, ALICE)
     response = new_batch(alice, task, task_id=None, metadata={"task_id": str(task)})
     assert response.status_code == 200, response.text
     assert response.json()["task_id"] == task
@@ -120,14 +150,14 @@ def test_the_task_id_can_come_in_metadata_as_openai_python_sends_it(
 def test_bad_batch_requests_are_refused(
     api: ApiServer, admin_market: Market, chain: Anvil, extra: dict[str, object], status: int, message: str
 ) -> None:
-    response = new_batch(api.client(ALICE), owned_task(admin_market, chain, ALICE), **extra)
+    response = new_batch(api.client(ALICE), owned_task(api, admin_market, chain, ALICE), **extra)
     assert response.status_code == status
     assert response.json()["error"]["message"].startswith(message)
 
 
 def test_one_task_backs_one_batch(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    task = owned_task(admin_market, chain, ALICE)
+    task = owned_task(api, admin_market, chain, ALICE)
     assert new_batch(alice, task).status_code == 200
     again = new_batch(alice, task)
     assert again.status_code == 400 and again.json()["error"]["message"] == f"task {task} already has a batch"
@@ -140,7 +170,7 @@ def test_a_failed_batch_frees_its_task_for_the_owner(
     batch holds it. (A batch the worker fails also gives an open task up on-chain, refunding the owner at
     once: tests/coordinator/test_failed_batch_refund.py.)"""
     alice = api.client(ALICE)
-    task = owned_task(admin_market, chain, ALICE)
+    task = owned_task(api, admin_market, chain, ALICE)
     first = new_batch(alice, task).json()
     with api.app.state.database.session() as session:
         session.get(Batch, first["id"]).status = "failed"
@@ -154,7 +184,7 @@ def test_a_failed_batch_frees_its_task_for_the_owner(
 def test_no_one_registers_another_wallets_task(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     """Task squatting: Bob registering Alice's fresh task is refused before anything is stored, so Alice's own
     registration goes through."""
-    task = owned_task(admin_market, chain, ALICE)
+    task = owned_task(api, admin_market, chain, ALICE)
     squat = new_batch(api.client(BOB), task)
     assert squat.status_code == 400
     assert squat.json()["error"] == {
@@ -182,7 +212,7 @@ def test_a_task_whose_max_price_cannot_cover_the_file_is_refused(
     worst = (file["input_tokens"] + file["max_output_tokens"]) * price // 10**6
     assert file["max_output_tokens"] > 0 and worst > 1
     max_price = worst - 1 if short_by == "one base unit" else 1
-    task = owned_task(admin_market, chain, ALICE, max_price=max_price)
+    task = owned_task(api, admin_market, chain, ALICE, max_price=max_price)
     body = {"input_file_id": file["id"], "endpoint": "/v1/chat/completions", "task_id": task}
     refused = alice.post("/v1/batches", json=body)
     assert refused.status_code == 400
@@ -196,14 +226,14 @@ def test_a_task_whose_max_price_cannot_cover_the_file_is_refused(
         "code": "underfunded",
     }
     assert alice.get("/v1/batches").json()["data"] == []
-    covered = owned_task(admin_market, chain, ALICE, max_price=worst)
+    covered = owned_task(api, admin_market, chain, ALICE, max_price=worst)
     assert alice.post("/v1/batches", json=body | {"task_id": covered}).status_code == 200
 
 
 def test_list_pages_newest_first(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    ids = [new_batch(alice, owned_task(admin_market, chain, ALICE)).json()["id"] for _ in range(5)]
-    new_batch(api.client(BOB), owned_task(admin_market, chain, BOB))
+    ids = [new_batch(alice, owned_task(api, admin_market, chain, ALICE)).json()["id"] for _ in range(5)]
+    new_batch(api.client(BOB), owned_task(api, admin_market, chain, BOB))
     seen: list[str] = []
     after = None
     while True:
@@ -220,7 +250,7 @@ def test_list_pages_newest_first(api: ApiServer, admin_market: Market, chain: An
 
 def test_cancel_moves_to_cancelling_once(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     alice = api.client(ALICE)
-    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
+    batch = new_batch(alice, owned_task(api, admin_market, chain, ALICE)).json()
     first = alice.post(f"/v1/batches/{batch['id']}/cancel").json()
     again = alice.post(f"/v1/batches/{batch['id']}/cancel").json()
     assert first["status"] == again["status"] == "cancelling"
@@ -230,7 +260,7 @@ def test_cancel_moves_to_cancelling_once(api: ApiServer, admin_market: Market, c
 def test_another_wallet_cannot_see_or_cancel_a_batch(
     api: ApiServer, admin_market: Market, chain: Anvil
 ) -> None:
-    batch = new_batch(api.client(ALICE), owned_task(admin_market, chain, ALICE)).json()
+    batch = new_batch(api.client(ALICE), owned_task(api, admin_market, chain, ALICE)).json()
     bob = api.client(BOB)
     for response in (bob.get(f"/v1/batches/{batch['id']}"), bob.post(f"/v1/batches/{batch['id']}/cancel")):
         assert response.status_code == 404
@@ -295,7 +325,7 @@ def test_the_sdk_refuses_an_underfunded_batch_before_any_money_moves(
 def test_a_batchs_input_file_cannot_be_deleted(api: ApiServer, admin_market: Market, chain: Anvil) -> None:
     """Its lines are what the task's input root commits to and what a dispute proves."""
     alice = api.client(ALICE)
-    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
+    batch = new_batch(alice, owned_task(api, admin_market, chain, ALICE)).json()
     refused = alice.delete(f"/v1/files/{batch['input_file_id']}")
     assert refused.status_code == 400
     assert refused.json()["error"] == {
@@ -310,7 +340,7 @@ def test_market_status_says_why_a_batch_failed(
     api: ApiServer, admin_market: Market, chain: Anvil, deployment_file: Path
 ) -> None:
     alice = api.client(ALICE)
-    batch = new_batch(alice, owned_task(admin_market, chain, ALICE)).json()
+    batch = new_batch(alice, owned_task(api, admin_market, chain, ALICE)).json()
     with api.app.state.database.session() as session:
         stored = session.get(Batch, batch["id"])
         stored.status = "failed"

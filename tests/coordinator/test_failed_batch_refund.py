@@ -7,6 +7,7 @@ batch through the same step, lifecycle._fail.)"""
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Callable
 
 import pytest
@@ -71,12 +72,15 @@ def test_a_batch_failed_by_the_worker_refunds_its_whole_escrow_at_once(
         served.model_hash, task_root(bytes.fromhex(root[2:])), count, params_hash(ENDPOINT, WINDOW),
         MAX_PRICE, admin_market.chain_time() + 86_400, TaskPrices(10**6, 10**6),
     )  # fmt: skip
-    with database.session() as session:
-        batch_id = batches.create_batch(
-            session, user.address, input_file_id=file.id, endpoint=ENDPOINT, completion_window=WINDOW,
-            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, task_max_price=None,
-            asking_price=0, max_window_h=168, now=0,
-        ).id  # fmt: skip
+    with database.session() as session:  # as registered before the model or the checks at creation changed
+        batch_id = "batch_" + secrets.token_hex(6)
+        session.add(
+            Batch(
+                id=batch_id, owner=user.address, input_file_id=file.id, endpoint=ENDPOINT, model=model,
+                completion_window=WINDOW, task_id=task_id, status="validating", created_at=0,
+                expires_at=86_400, request_total=count,
+            )
+        )  # fmt: skip
     chain = CoordinatorChain(admin_market.as_account(coordinator))
     ctx = Context(worker_settings(settings), chain, LiveMembership(Redis.from_url(redis_url), 10))
     with database.session() as session:

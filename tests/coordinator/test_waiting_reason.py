@@ -49,9 +49,8 @@ def test_no_live_miner_means_validating_with_a_reason(
     with database.session() as session:
         batch = batches.create_batch(
             session, user.address, input_file_id=file.id, endpoint=ENDPOINT, completion_window=WINDOW,
-            metadata=None, task_id=task_id, task_owner=user.address, task_prices=None, task_max_price=None,
-            asking_price=0,
-            max_window_h=168, now=0,
+            metadata=None, task_id=task_id, task=admin_market.tasks.get_task(task_id), task_prices=None,
+            model_hash=lambda _: served.model_hash, asking_price=0, max_window_h=168, now=0,
         )  # fmt: skip
         batch_id = batch.id
     ctx = Context(settings, CoordinatorChain(admin_market), LiveMembership(Redis.from_url(redis_url), 10))
