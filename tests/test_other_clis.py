@@ -93,7 +93,10 @@ def test_market_reclaim_refunds_an_assigned_task_past_its_deadline_and_nothing_e
     assert stake.locked == 0 and admin_market.escrow.balance_of(miner.address) == 0
     again = CliRunner().invoke(market_app, args, env=env, terminal_width=200)
     refused = " ".join(again.stderr.split())
-    assert again.exit_code == 1 and refused.startswith(f"error: task {task_id} is expired: only a task")
+    assert again.exit_code == 1 and refused == (
+        f"error: task {task_id} is expired: its escrow went back to its owner {user.address} already "
+        "(`market withdraw` takes it out)"
+    )
 
 
 def test_market_withdraw_pays_out_a_cancelled_escrow(

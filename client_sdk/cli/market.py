@@ -114,10 +114,14 @@ def reclaim(
     refund goes to the task's owner, who withdraws it with `market withdraw`)."""
     record = _existing_task(market, task_id)
     if record.status not in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
-        raise UserError(
-            f"task {task_id} is {record.status.name.lower()}: only a task with no results committed can be "
-            "reclaimed (committed results settle after the challenge window, refunding the unused budget)"
-        )
+        state = record.status.name.lower().replace("_", " ")
+        if record.status in (TaskStatus.EXPIRED, TaskStatus.CANCELLED):
+            why = f"its escrow went back to its owner {record.owner} already (`market withdraw` takes it out)"
+        elif record.status == TaskStatus.FINALIZED:
+            why = "it was settled, and what it did not spend went back to its owner (`market withdraw`)"
+        else:
+            why = "its results settle after the challenge window (and any dispute), refunding what is unused"
+        raise UserError(f"task {task_id} is {state}: {why}")
     now = market.chain_time()
     if now <= record.deadline:
         raise UserError(
