@@ -33,11 +33,11 @@ node_modules/.installed: package.json package-lock.json
 build: bootstrap
 	$(FORGE) build
 
-# Refresh the ABIs packaged in client_sdk after changing a contract (a test fails until you do).
 # What the Python side deploys and reads: the contracts and the deploy script, without the forge tests.
 contracts: bootstrap
 	$(FORGE) build --skip test --skip contracts/test
 
+# Refresh the ABIs packaged in client_sdk after changing a contract (a test fails until you do).
 abi: build
 	$(PY) -m client_sdk.abis out
 

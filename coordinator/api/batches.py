@@ -58,7 +58,7 @@ def create(
         task_id=task_id,
         task=task if exists else None,
         task_prices=chain.market.tasks.prices_of(task_id) if exists else None,
-        model_hash=lambda name: served.model_hash if (served := settings.model(name)) else None,
+        serving=settings.model,
         asking_price=settings.price_per_million_tokens,
         max_window_h=settings.max_completion_window_h,
         now=int(time.time()),

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from client_sdk.inputs import params_hash
 from client_sdk.protocol.task import Task, TaskPrices, TaskStatus
 from client_sdk.units import format_amount
+from coordinator.config import ServedModel
 from coordinator.db.models import Batch, File, Result, Signature
 from coordinator.services.errors import InvalidInput, NotFound
 from coordinator.services.ids import new_id
@@ -45,13 +46,13 @@ def create_batch(
     task_id: int,
     task: Task | None,
     task_prices: TaskPrices | None,
-    model_hash: Callable[[str], bytes | None],
+    serving: Callable[[str], ServedModel | None],
     asking_price: int,
     max_window_h: int,
     now: int,
 ) -> Batch:
     """Stores a validating batch; `task` and `task_prices` are the on-chain task `task_id` and its prices
-    (None: no such task), `model_hash` gives the hash of the checkpoint served under a model name. Only the
+    (None: no such task), `serving` gives the model served under a name (None: none is). Only the
     task's owner can register it, so no one can take another wallet's task id; only an open task that
     commits to this file (its input root, line count, model, endpoint and completion window), so that
     nothing is found wrong after the money is locked; only if it pays at least `asking_price` per million
@@ -79,8 +80,9 @@ def create_batch(
     if task.status != TaskStatus.OPEN:
         message = f"task {task_id} is {task.status.name.lower()}, not open: fund a new task for this file"
         raise InvalidInput(message, "task_id", "task_not_open")
-    served_hash = model_hash(file.model or "")
-    mismatched = task_mismatches(task, owner, file, endpoint, completion_window, served_hash or b"")
+    served = serving(file.model or "")
+    served_hash = served.model_hash if served is not None else b""
+    mismatched = task_mismatches(task, owner, file, endpoint, completion_window, served_hash)
     if mismatched:
         raise InvalidInput(
             f"task {task_id} does not back this batch: its {', '.join(mismatched)} "

@@ -130,8 +130,15 @@ def task_problems(batch: Batch, file: File, task: Task, served: ServedModel) -> 
 def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Task, now: int) -> None:
     served = ctx.settings.model(batch.model)
     if served is None:
-        error = {"code": "model_not_found", "message": f"{batch.model} is no longer served"}
-        _fail(ctx, batch, task, [error | {"param": None, "line": None}], now)
+        errors = [
+            {
+                "code": "model_not_found",
+                "message": f"{batch.model} is no longer served",
+                "param": None,
+                "line": None,
+            }
+        ]
+        _fail(ctx, batch, task, errors, now)
         return
     file = session.get(File, batch.input_file_id)
     assert file is not None

@@ -1,15 +1,25 @@
-"""Batch files for coordinator tests."""
+"""Batch files, and tasks funded for them, for coordinator tests."""
 
 from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
+from eth_account.signers.local import LocalAccount
 from sqlalchemy.orm import Session
 
+from client_sdk.chain.contracts import Market
+from client_sdk.inputs import params_hash
+from client_sdk.protocol.task import TaskPrices
+from coordinator.config import Settings
 from coordinator.db.models import Batch, File, FileContent, Request
+from coordinator.db.session import Database
+from coordinator.services import files
 from tests.coordinator.conftest import MODEL_NAME
+
+ENDPOINT = "/v1/chat/completions"
 
 
 def chat_line(custom_id: str, content: str = "what is the capital of france?", **body: Any) -> dict[str, Any]:
@@ -106,4 +116,53 @@ def add_requests(
             max_tokens=max_tokens,
         )
         for index, line in enumerate(lines)
+    )
+
+
+@dataclass(frozen=True)
+class IngestedFile:
+    """What a task for an ingested batch file names, read while its session was open."""
+
+    id: str
+    model: str
+    input_root: bytes
+    line_count: int
+    model_hash: bytes  # of the checkpoint the settings serve as `model`
+
+
+def ingested_batch_file(database: Database, settings: Settings, owner: str, count: int = 3) -> IngestedFile:
+    """`batch_file(count)` ingested through the files service as `owner`'s."""
+    with database.session() as session:
+        file = files.ingest_batch_file(session, settings, owner, "in.jsonl", batch_file(count), 0)
+        model, root, line_count, file_id = file.model, file.input_root, file.line_count, file.id
+    assert model is not None and root is not None
+    served = settings.model(model)
+    assert served is not None
+    return IngestedFile(file_id, model, bytes.fromhex(root[2:]), line_count, served.model_hash)
+
+
+def funded_task(
+    market: Market,
+    owner: LocalAccount,
+    model_hash: bytes,
+    input_root: bytes,
+    request_count: int,
+    max_price: int,
+    price_per_million: int,
+    window: str = "24h",
+) -> int:
+    """The id of a task `owner` creates and funds (the max price minted to it first) for a chat-completions
+    batch file of this model, input root and line count over `window`, at one price per million input and
+    output tokens."""
+    market.token.mint(owner.address, max_price)
+    as_owner = market.as_account(owner)
+    as_owner.token.approve(as_owner.escrow.address, max_price)
+    return as_owner.tasks.create_task(
+        model_id=model_hash,
+        input_root=input_root,
+        request_count=request_count,
+        params_hash=params_hash(ENDPOINT, window),
+        max_price=max_price,
+        deadline=market.chain_time() + 86_400,
+        prices=TaskPrices(price_per_million, price_per_million),
     )

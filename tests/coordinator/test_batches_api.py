@@ -15,12 +15,11 @@ from client_sdk.cli.market import app as market_app
 from client_sdk.client import Client
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import UserError
-from client_sdk.inputs import params_hash
-from client_sdk.protocol.task import TaskPrices, TaskStatus
+from client_sdk.protocol.task import TaskStatus
 from coordinator.db.models import Batch
 from demo.lifecycle import DemoConfig
 from tests.coordinator.conftest import ALICE, BOB, ApiServer
-from tests.coordinator.helpers import batch_file
+from tests.coordinator.helpers import batch_file, funded_task
 
 OPENAI_BATCH_FIELDS = {
     "id",
@@ -60,18 +59,15 @@ def owned_task(
     chain.w3.provider.make_request("anvil_setBalance", [owner.address, hex(10**20)])  # type: ignore[arg-type]
     upload = {"file": ("in.jsonl", batch_file(3))}
     file = api.client(owner).post("/v1/files", files=upload, data={"purpose": "batch"}).json()
-    market.token.mint(owner.address, max_price)
-    as_owner = market.as_account(owner)
-    as_owner.token.approve(as_owner.escrow.address, max_price)
-    price = DemoConfig.price_per_million_tokens
-    return as_owner.tasks.create_task(
-        model_id=hex_bytes(file["model_hash"]),
-        input_root=hex_bytes(file["input_root"]),
-        request_count=file["request_count"],
-        params_hash=params_hash("/v1/chat/completions", window),
-        max_price=max_price,
-        deadline=market.chain_time() + 86_400,
-        prices=TaskPrices(price, price),
+    return funded_task(
+        market,
+        owner,
+        hex_bytes(file["model_hash"]),
+        hex_bytes(file["input_root"]),
+        file["request_count"],
+        max_price,
+        DemoConfig.price_per_million_tokens,
+        window,
     )
 
 

@@ -15,19 +15,17 @@ from eth_account.signers.local import LocalAccount
 from redis import Redis
 
 from client_sdk.chain.contracts import Market
-from client_sdk.inputs import params_hash
-from client_sdk.protocol.task import TaskPrices, TaskStatus
+from client_sdk.protocol.task import TaskStatus
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.models import Batch
 from coordinator.db.session import Database
-from coordinator.services import batches, files
+from coordinator.services import batches
 from coordinator.services.errors import InvalidInput
 from coordinator.services.lifecycle import Context, advance
 from coordinator.services.live import LiveMembership
-from tests.coordinator.helpers import batch_file
+from tests.coordinator.helpers import ENDPOINT, funded_task, ingested_batch_file
 
-ENDPOINT, WINDOW = "/v1/chat/completions", "24h"
 MAX_PRICE = 10**6
 
 
@@ -58,27 +56,18 @@ def test_a_batch_failed_by_the_worker_refunds_its_whole_escrow_at_once(
     code: str,
 ) -> None:
     coordinator, user, database = accounts[1], accounts[2], db
-    with database.session() as session:
-        file = files.ingest_batch_file(session, settings, user.address, "in.jsonl", batch_file(3), 0)
-        model, root, count = file.model, file.input_root, file.line_count
-    assert model is not None and root is not None
-    served = settings.model(model)
-    assert served is not None
-    admin_market.token.mint(user.address, MAX_PRICE)
-    owner = admin_market.as_account(user)
-    owner.token.approve(owner.escrow.address, MAX_PRICE)
+    file = ingested_batch_file(database, settings, user.address)
     escrowed_before = admin_market.escrow.balance_of(user.address)
-    task_id = owner.tasks.create_task(
-        served.model_hash, task_root(bytes.fromhex(root[2:])), count, params_hash(ENDPOINT, WINDOW),
-        MAX_PRICE, admin_market.chain_time() + 86_400, TaskPrices(10**6, 10**6),
-    )  # fmt: skip
+    task_id = funded_task(
+        admin_market, user, file.model_hash, task_root(file.input_root), file.line_count, MAX_PRICE, 10**6
+    )
     with database.session() as session:  # as registered before the model or the checks at creation changed
         batch_id = "batch_" + secrets.token_hex(6)
         session.add(
             Batch(
-                id=batch_id, owner=user.address, input_file_id=file.id, endpoint=ENDPOINT, model=model,
-                completion_window=WINDOW, task_id=task_id, status="validating", created_at=0,
-                expires_at=86_400, request_total=count,
+                id=batch_id, owner=user.address, input_file_id=file.id, endpoint=ENDPOINT, model=file.model,
+                completion_window="24h", task_id=task_id, status="validating", created_at=0,
+                expires_at=86_400, request_total=file.line_count,
             )
         )  # fmt: skip
     chain = CoordinatorChain(admin_market.as_account(coordinator))
