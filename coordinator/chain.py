@@ -83,8 +83,20 @@ class CoordinatorChain:
         self.market.tasks.expire_task(task_id)
 
     def release(self, task_id: int) -> None:
-        """Refunds a task nothing was served for, now (a cancel through the API)."""
+        """Refunds an Open task nothing was served for, now (a cancel through the API); an Assigned one only
+        once `release_due` says so."""
         self.market.tasks.release_task(task_id)
+
+    def release_due(self, task_id: int, chain_now: int) -> bool:
+        """Whether an Assigned task's release may go through now: asks for it first if it was not (miners
+        then have the contract's notice to vouch for results they signed, which stops the release for good);
+        False while the notice runs or once a miner vouched."""
+        tasks = self.market.tasks
+        release_at = tasks.release_at_of(task_id)
+        if release_at == 0:
+            tasks.request_release(task_id)
+            return False
+        return chain_now >= release_at and not tasks.vouches_of(task_id)
 
     def signer_of(self, miner: str) -> str:
         return self.market.registry.profile_of(miner).signer

@@ -243,8 +243,32 @@ class TaskRegistry(_Bound):
 
     def release_task(self, task_id: int) -> TxReceipt:
         """The coordinator gives up a task with no results: its whole escrow back to the owner, every
-        assigned miner's stake unlocked (Open: any coordinator; Assigned: the one that assigned it)."""
+        assigned miner's stake unlocked (Open: any coordinator, at once; Assigned: the one that assigned it,
+        once the notice of `request_release` has passed and only if no miner vouched for results)."""
         return self._send(self.contract.functions.releaseTask(task_id))
+
+    def request_release(self, task_id: int) -> TxReceipt:
+        """The coordinator that assigned the task announces its release: `release_task` goes through
+        `release_notice()` seconds later unless a miner vouches for results first."""
+        return self._send(self.contract.functions.requestRelease(task_id))
+
+    def release_notice(self) -> int:
+        """Seconds between an assigned task's release request and the release."""
+        return int(self.contract.functions.RELEASE_NOTICE().call())
+
+    def release_at_of(self, task_id: int) -> int:
+        """Chain time from which a requested release may go through (0: none requested)."""
+        return int(self.contract.functions.releaseAtOf(task_id).call())
+
+    def vouch_results(self, commitment: ResultCommitment) -> TxReceipt:
+        """An assigned miner vouches on-chain for the commitment, as its signature would: it stands in for the
+        signature in `commit_results` and stops the task from being released."""
+        return self._send(self.contract.functions.vouchResults(commitment.task_id, commitment.as_tuple()))
+
+    def vouches_of(self, task_id: int) -> list[bytes]:
+        """Per assigned miner, the commitment digest it vouched for on-chain (32 zero bytes where none; an
+        empty list while no miner vouched)."""
+        return [bytes(d) for d in self.contract.functions.vouchesOf(task_id).call()]
 
     def assign_task(
         self, task_id: int, miners: Sequence[str], stake_lock: int, acceptances: Sequence[Acceptance]
@@ -286,6 +310,8 @@ class TaskRegistry(_Bound):
         return list(accountable)
 
     def commit_results(self, commitment: ResultCommitment, signatures: Sequence[bytes]) -> TxReceipt:
+        """Commits the results with one signature per assigned miner (empty where the miner's on-chain vouch
+        stands in, or for a miner paid nothing when a coordinator commits)."""
         call = self.contract.functions.commitResults(
             commitment.task_id, commitment.as_tuple(), list(signatures)
         )

@@ -25,6 +25,9 @@ contract TaskRegistry is TaskEvidence {
     using SafeCast for uint256;
 
     uint256 private constant BPS = 10_000;
+    /// @notice How long an assigned task's announced release waits: time for miners that served and signed its
+    /// results to vouch for them on-chain (which stops the release) when its coordinator withholds the commit.
+    uint256 public constant RELEASE_NOTICE = 1 hours;
 
     /// @param gpuRegistry_ Registry whose stakes back assignments.
     /// @param escrow_ Escrow that holds task payments.
@@ -85,11 +88,15 @@ contract TaskRegistry is TaskEvidence {
 
     /// @inheritdoc ITaskRegistry
     /// @dev Any coordinator may release an Open task (it only refunds its owner sooner than expiry would); an
-    /// Assigned one only by the coordinator that assigned it, which alone knows that nothing was served.
+    /// Assigned one only by the coordinator that assigned it, after its notice, and never once a miner vouched:
+    /// a coordinator and an owner that took the outputs cannot cancel the work the miners served and signed.
     function releaseTask(uint256 taskId) external onlyRole(COORDINATOR_ROLE) {
         Task storage task = _existing(taskId);
         if (task.status == TaskStatus.Assigned) {
             if (_coordinators[taskId] != msg.sender) revert NotTaskCoordinator(taskId, msg.sender);
+            uint256 releaseAt = _releaseAt[taskId];
+            if (releaseAt == 0 || block.timestamp < releaseAt) revert ReleaseNotDue(taskId, releaseAt);
+            if (_vouches[taskId].length != 0) revert TaskVouched(taskId);
             _unlockAll(taskId, task.stakeLock);
         } else {
             _requireStatus(taskId, task, TaskStatus.Open);
@@ -97,6 +104,41 @@ contract TaskRegistry is TaskEvidence {
         task.status = TaskStatus.Cancelled;
         _refundAll(taskId, task.owner);
         emit TaskCancelled(taskId);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev Once per task: a repeated request keeps the first one's time.
+    function requestRelease(uint256 taskId) external {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Assigned);
+        if (_coordinators[taskId] != msg.sender) revert NotTaskCoordinator(taskId, msg.sender);
+        if (_releaseAt[taskId] != 0) return;
+        uint256 releaseAt = block.timestamp + RELEASE_NOTICE;
+        _releaseAt[taskId] = releaseAt.toUint64();
+        emit ReleaseRequested(taskId, releaseAt);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev The vouch is the digest the miner's signature would sign (with its own served root); a later vouch
+    /// replaces its earlier one.
+    function vouchResults(uint256 taskId, Commitment calldata c) external {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Assigned);
+        address[] storage miners = _miners[taskId];
+        uint256 count = miners.length;
+        if (c.servedRoots.length != count) revert LengthMismatch(count, c.servedRoots.length);
+        uint256 i = 0;
+        while (i < count && miners[i] != msg.sender && _signers[taskId][i] != msg.sender) ++i;
+        if (i == count) revert NotAssignedMiner(taskId, msg.sender);
+        bytes32[] storage vouches = _vouches[taskId];
+        if (vouches.length == 0) {
+            for (uint256 k = 0; k < count; ++k) {
+                vouches.push();
+            }
+        }
+        bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
+        vouches[i] = digest;
+        emit ResultsVouched(taskId, miners[i], digest, c.servedRoots[i]);
     }
 
     /// @inheritdoc ITaskRegistry
@@ -138,10 +180,11 @@ contract TaskRegistry is TaskEvidence {
     }
 
     /// @inheritdoc ITaskRegistry
-    /// @dev `signatures[i]` is the EIP-712 signature of assigned miner i's registered signer over the commitment.
+    /// @dev `signatures[i]` is the EIP-712 signature of assigned miner i's registered signer over the commitment
+    /// (empty where its on-chain vouch stands in). Anyone may commit what every miner signed: the miners of a
+    /// task whose coordinator withholds the commit commit it themselves.
     function commitResults(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         external
-        onlyRole(COORDINATOR_ROLE)
         whenNotPaused
     {
         Task storage task = _existing(taskId);
@@ -151,7 +194,12 @@ contract TaskRegistry is TaskEvidence {
         uint128 expected = priceOf(taskId, c.inputTokens, c.outputTokens);
         if (c.payment != expected) revert PaymentMismatch(c.payment, expected);
         uint128 fee = _checkShares(taskId, c);
-        _signedMask[taskId] = _checkSignatures(taskId, c, signatures);
+        uint256 signed = _checkSignatures(taskId, c, signatures);
+        uint256 everyone = (1 << _miners[taskId].length) - 1;
+        if (signed != everyone && !hasRole(COORDINATOR_ROLE, msg.sender)) {
+            revert NotFullySigned(taskId, signed);
+        }
+        _signedMask[taskId] = signed;
 
         task.resultsRoot = c.resultsRoot;
         task.inputTokens = c.inputTokens;

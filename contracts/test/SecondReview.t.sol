@@ -99,6 +99,189 @@ contract SecondReviewTest is BaseTest {
         _assertEscrowSolvent();
     }
 
+    // ---- 9. served, signed work cancelled unpaid
+
+    /// @dev The honest commitment of task `id`'s standard leaves: what its three miners served and signed.
+    function _signedWork(uint256 id) internal view returns (IT.Commitment memory c) {
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
+        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
+        c = IT.Commitment({
+            resultsRoot: _rootOf(leaves),
+            inputTokens: inputTokens,
+            outputTokens: outputTokens,
+            payment: payment,
+            minerAmounts: _split(payment - _fee(payment), 3),
+            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
+        });
+    }
+
+    function _vouchAll(uint256 id, IT.Commitment memory c) internal {
+        address[] memory assigned = tasks.minersOf(id);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            // by the miner itself or by the signer it accepted the task with
+            vm.prank(i % 2 == 0 ? assigned[i] : _signer(i));
+            tasks.vouchResults(id, c);
+        }
+    }
+
+    /// @dev Every miner is paid exactly its committed amount, the coordinator its fee, the owner the rest.
+    function _assertPaid(uint256 id, IT.Commitment memory c) internal {
+        skip(CHALLENGE_WINDOW);
+        tasks.finalizeTask(id);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i], "each miner its committed amount");
+            assertEq(_locked(miners[i]), 0);
+            assertEq(_free(miners[i]), MINER_STAKE);
+        }
+        assertEq(escrow.balanceOf(feeRecipient), _fee(c.payment));
+        assertEq(escrow.balanceOf(alice), MAX_PRICE - c.payment, "the owner pays the usage, no more");
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Coordinator and owner take the outputs off chain and release the task at once, before any miner can
+    /// react: an Assigned task is released only after a notice, which the miners use to vouch on-chain for what
+    /// they signed; the release is then refused for good, a miner commits, and everyone is paid exactly.
+    function test_attack_releaseAfterSignedWorkIsStoppedByTheMinersVouches() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _signedWork(id);
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.ReleaseNotDue.selector, id, 0));
+        tasks.releaseTask(id);
+        vm.prank(coordinator);
+        tasks.requestRelease(id);
+        _vouchAll(id, c);
+        skip(tasks.RELEASE_NOTICE());
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.TaskVouched.selector, id));
+        tasks.releaseTask(id);
+
+        vm.prank(miners[2]);
+        tasks.commitResults(id, c, new bytes[](3)); // every slot stands on its miner's vouch
+        assertEq(tasks.signedMaskOf(id), 7);
+        _assertPaid(id, c);
+    }
+
+    /// @dev A coordinator that simply never commits: the miners commit what they all signed themselves, with the
+    /// signatures they hold or their on-chain vouches, mixed; a stranger may send it too.
+    function test_attack_withheldCommitIsMadeByTheMiners() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _signedWork(id);
+        bytes[] memory sigs = _signatures(id, c);
+        vm.prank(miners[1]);
+        tasks.vouchResults(id, c);
+        sigs[1] = "";
+        vm.prank(stranger);
+        tasks.commitResults(id, c, sigs);
+        _assertPaid(id, c);
+    }
+
+    /// @dev Without the coordinator, no miner can leave another out: a commitment that pays a miner nothing needs
+    /// that miner's signature or vouch too, and a vouch for one commitment does not stand for another.
+    function test_attack_minersCannotCommitWithoutEveryMiner() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _signedWork(id);
+        IT.Commitment memory twoOnly = _signedWork(id);
+        twoOnly.minerAmounts = _split(c.payment - _fee(c.payment), 2);
+        twoOnly.minerAmounts = _append(twoOnly.minerAmounts, 0);
+        twoOnly.servedRoots[2] = bytes32(0);
+        bytes[] memory sigs = _signatures(id, twoOnly);
+        sigs[2] = "";
+        vm.prank(miners[0]);
+        vm.expectRevert(abi.encodeWithSelector(IT.NotFullySigned.selector, id, 3));
+        tasks.commitResults(id, twoOnly, sigs);
+
+        _vouchAll(id, c); // all vouched for the honest commitment, not for this one
+        IT.Commitment memory shifted = _signedWork(id);
+        shifted.minerAmounts[0] += shifted.minerAmounts[2];
+        shifted.minerAmounts[2] = 0;
+        vm.prank(miners[0]);
+        vm.expectRevert(abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[0]));
+        tasks.commitResults(id, shifted, new bytes[](3));
+
+        vm.prank(miners[0]);
+        tasks.commitResults(id, c, new bytes[](3));
+        _assertPaid(id, c);
+    }
+
+    /// @dev Only an assigned miner or the signer it accepted the task with vouches, only while the task is
+    /// Assigned, with one served root per miner; only its own coordinator announces a release.
+    function test_vouchAndReleaseRequestRefusals() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _signedWork(id);
+        vm.prank(stranger);
+        vm.expectRevert(abi.encodeWithSelector(IT.NotAssignedMiner.selector, id, stranger));
+        tasks.vouchResults(id, c);
+        vm.prank(miners[3]);
+        vm.expectRevert(abi.encodeWithSelector(IT.NotAssignedMiner.selector, id, miners[3]));
+        tasks.vouchResults(id, c);
+        IT.Commitment memory short = _signedWork(id);
+        short.servedRoots = new bytes32[](2);
+        vm.prank(miners[0]);
+        vm.expectRevert(abi.encodeWithSelector(IT.LengthMismatch.selector, 3, 2));
+        tasks.vouchResults(id, short);
+        vm.prank(stranger);
+        vm.expectRevert(abi.encodeWithSelector(IT.NotTaskCoordinator.selector, id, stranger));
+        tasks.requestRelease(id);
+
+        vm.expectEmit(address(tasks));
+        emit IT.ResultsVouched(
+            id, miners[0], tasks.commitmentDigest(id, c, c.servedRoots[0]), c.servedRoots[0]
+        );
+        vm.prank(miners[0]);
+        tasks.vouchResults(id, c);
+        assertEq(tasks.vouchesOf(id)[0], _digest(id, c, c.servedRoots[0]), "the digest its signature signs");
+        assertEq(tasks.vouchesOf(id)[1], bytes32(0));
+
+        _commit(id, c);
+        vm.prank(miners[1]);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IT.WrongStatus.selector, id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned
+            )
+        );
+        tasks.vouchResults(id, c);
+        vm.prank(coordinator);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IT.WrongStatus.selector, id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned
+            )
+        );
+        tasks.requestRelease(id);
+    }
+
+    /// @dev The residual, priced: one assigned miner's vouch stops a release even when nothing else was signed,
+    /// so a miner can keep the owner's escrow until the task's deadline (its own lock waits as long); the owner
+    /// then gets every unit back and the miners are unlocked.
+    function test_aLoneVouchOnlyDelaysTheRefundToTheDeadline() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _signedWork(id);
+        vm.prank(miners[0]);
+        tasks.vouchResults(id, c);
+        vm.prank(coordinator);
+        tasks.requestRelease(id);
+        skip(tasks.RELEASE_NOTICE());
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(IT.TaskVouched.selector, id));
+        tasks.releaseTask(id);
+        vm.warp(uint256(tasks.getTask(id).deadline) + 1);
+        tasks.expireTask(id);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(_free(miners[i]), MINER_STAKE);
+            assertEq(escrow.balanceOf(miners[i]), 0);
+        }
+        _assertEscrowSolvent();
+    }
+
+    function _append(uint256[] memory list, uint256 item) internal pure returns (uint256[] memory longer) {
+        longer = new uint256[](list.length + 1);
+        for (uint256 i = 0; i < list.length; ++i) {
+            longer[i] = list[i];
+        }
+        longer[list.length] = item;
+    }
+
     // ---- 8. parties fixed at assignment
 
     /// @dev A miner points its signer at a verifier after accepting a task: the commitment must still carry the

@@ -242,6 +242,7 @@ contract TaskRegistryTest is BaseTest {
 
     function test_releaseTask_refundsAndUnlocksAnAssignedTask() public {
         uint256 id = _assignedTask(alice, 2);
+        _noticeRelease(id);
         vm.expectEmit(address(registry));
         emit IGPURegistry.StakeUnlocked(miners[0], MIN_STAKE_LOCK);
         vm.expectEmit(address(registry));
@@ -262,10 +263,34 @@ contract TaskRegistryTest is BaseTest {
         _assertEscrowSolvent();
     }
 
-    /// @dev Neither the owner, a stranger nor another coordinator can release an assigned task; no task is
-    /// released twice, and a committed one is out of reach.
+    /// @dev Requests the release of task `id` and waits out the notice.
+    function _noticeRelease(uint256 id) internal {
+        vm.prank(coordinator);
+        tasks.requestRelease(id);
+        skip(tasks.RELEASE_NOTICE());
+    }
+
+    /// @dev Neither the owner, a stranger nor another coordinator can release an assigned task, nor its own
+    /// coordinator before the notice it gave has passed; no task is released twice, and a committed one is out of
+    /// reach.
     function test_releaseTask_reverts() public {
         uint256 id = _assignedTask(alice, 1);
+        vm.prank(coordinator);
+        vm.expectRevert(_err(IT.ReleaseNotDue.selector, id, 0));
+        tasks.releaseTask(id);
+        vm.expectEmit(address(tasks));
+        emit IT.ReleaseRequested(id, block.timestamp + tasks.RELEASE_NOTICE());
+        vm.prank(coordinator);
+        tasks.requestRelease(id);
+        uint256 due = block.timestamp + tasks.RELEASE_NOTICE();
+        skip(tasks.RELEASE_NOTICE() - 1);
+        vm.prank(coordinator);
+        tasks.requestRelease(id); // a repeated request keeps the first one's time
+        assertEq(tasks.releaseAtOf(id), due);
+        vm.prank(coordinator);
+        vm.expectRevert(_err(IT.ReleaseNotDue.selector, id, due));
+        tasks.releaseTask(id);
+        skip(1);
         bytes32 role = tasks.COORDINATOR_ROLE();
         vm.prank(alice);
         vm.expectRevert(_unauthorized(alice, role));
@@ -516,10 +541,16 @@ contract TaskRegistryTest is BaseTest {
         uint256 id = _assignedTask(alice, 2);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
         bytes[] memory sigs = _signatures(id, c);
-        bytes memory err = _unauthorized(miners[0], tasks.COORDINATOR_ROLE());
+        // Only a coordinator commits with a signature left empty (a miner paid nothing): anyone else needs all.
+        IT.Commitment memory oneSigned = _commitment(ROOT, PAYMENT, 1);
+        oneSigned.minerAmounts = new uint256[](2);
+        oneSigned.minerAmounts[0] = PAYMENT - _fee(PAYMENT);
+        oneSigned.servedRoots = new bytes32[](2);
+        bytes[] memory one = new bytes[](2);
+        one[0] = _signDigest(_keyOf(miners[0]), _digest(id, oneSigned, bytes32(0)));
         vm.prank(miners[0]);
-        vm.expectRevert(err);
-        tasks.commitResults(id, c, sigs);
+        vm.expectRevert(_err(IT.NotFullySigned.selector, id, 1));
+        tasks.commitResults(id, oneSigned, one);
 
         _expectCommitRevert(5, c, sigs, abi.encodeWithSelector(IT.UnknownTask.selector, 5));
         _expectCommitRevert(id, c, new bytes[](1), _err(IT.LengthMismatch.selector, 2, 1));

@@ -85,11 +85,17 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
     elif batch.status == "finalizing":
         _finalize(session, ctx, batch, task, now)
     elif batch.status == "cancelled" and batch.commit_tx is None and not batch.finalized:
-        # nothing was served: give the task up on-chain, which refunds its owner now (unless the owner
-        # cancelled it there first; a release that loses that race reverts, and the retry finds it cancelled)
-        if task.status in (TaskStatus.OPEN, TaskStatus.ASSIGNED):
+        # nothing was served: give the task up on-chain, which refunds its owner (an Open task now, an
+        # Assigned one after the contract's notice, unless its miners vouched for results meanwhile: then they
+        # commit them, or it expires). A release that loses a race with the owner's cancel reverts, and the
+        # retry finds the task cancelled.
+        if task.status == TaskStatus.OPEN or (
+            task.status == TaskStatus.ASSIGNED and ctx.chain.release_due(batch.task_id, chain_now)
+        ):
             ctx.chain.release(batch.task_id)
-        batch.finalized = True
+            batch.finalized = True
+        elif task.status != TaskStatus.ASSIGNED:
+            batch.finalized = True
     elif batch.status in SETTLING_BATCH_STATUSES and batch.commitment is not None and not batch.finalized:
         if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
             batch.task_id

@@ -40,6 +40,7 @@ from miner.node.profile import profile
 from miner.node.requests import Reader
 from miner.node.serve import Node, NodeConfig, NodeRelay
 from miner.node.stage_host import HostSettings
+from miner.node.vouch import Voucher
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
 from miner.transport.relay import RelayAddress
@@ -174,7 +175,15 @@ def serve(
     )
     executor = HeadExecutor(reader, corrupt.from_environment())
     node = Node(
-        config, account, client, measured, host, executor, journal, Consenter(account, market, checkpoint)
+        config,
+        account,
+        client,
+        measured,
+        host,
+        executor,
+        journal,
+        Consenter(account, market, checkpoint),
+        Voucher(market.tasks),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,9 @@ from typing import Any
 from eth_account.signers.local import LocalAccount
 
 from client_sdk.device import DeviceProfile
+from client_sdk.errors import ContractRevert
 from client_sdk.protocol.endpoint import tcp_connect_ms
+from client_sdk.protocol.signing import SigningRequest
 from client_sdk.throttled_log import ThrottledLog
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
@@ -25,6 +28,7 @@ from miner.node.links import listening
 from miner.node.requests import SCRATCH_IDS, task_and_line
 from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
+from miner.node.vouch import Voucher
 from miner.pipeline.ledger import RequestRecord
 
 log = logging.getLogger("batchmarket.miner")
@@ -71,9 +75,13 @@ class Node:
         executor: HeadExecutor,
         journal: Journal,
         consenter: Consenter | None = None,
+        voucher: Voucher | None = None,
     ) -> None:
         self.config = config
         self.consenter = consenter  # None: this node accepts no new task (it only finishes what it has)
+        # None: this node leaves committing to its coordinator (without a chain connection it cannot vouch)
+        self.voucher = voucher
+        self._vouch_checked = 0.0
         self.account = account
         self.client = client
         self.device = device
@@ -119,7 +127,20 @@ class Node:
             # the units in flight were submitted to the stage just torn down (a new plan, or a stage rebuilt
             # while the coordinator was away): waiting for them would wait out the driver's idle timeout
             self._give_up("this node follows a new assignment")
+        self._follow_signed_work()
         return self._accept_proposals() | self._deliver() | self._serve_units() | self._sign_pending()
+
+    def _follow_signed_work(self) -> None:
+        """Once a heartbeat interval: the voucher's look at the tasks this node signed and the coordinator has
+        not committed yet (here, in the loop that sends this miner's other transactions)."""
+        now = time.monotonic()
+        if self.voucher is None or now - self._vouch_checked < self.config.heartbeat_s:
+            return
+        self._vouch_checked = now
+        try:
+            self.voucher.check()
+        except (ContractRevert, OSError, ValueError) as exc:  # the chain is away or refused: next time
+            self._warn.warning("vouch", "following signed results on-chain: %s", exc)
 
     def _join(self, stop: threading.Event) -> bool:
         """Joins, listening on this node's address meanwhile unless it is behind a relay, so the coordinator's
@@ -395,6 +416,8 @@ class Node:
                 self.refused.add(request["batch_id"])
                 continue
             self.client.sign(request["batch_id"], signature)
+            if self.voucher is not None:
+                self.voucher.signed(SigningRequest.from_json(request).commitment)
             log.info("signed the results of batch %s", request["batch_id"])
             signed = True
         return signed

@@ -1,8 +1,9 @@
 """A batch cancelled through the API alone (as openai-python does) before any line was served never strands
-its escrow: the worker releases the task on-chain at once, whether or not miners were assigned, and the
-owner's whole max price is back in its balance, to the unit, with every assigned miner's stake unlocked. An
-account that is not the task's coordinator cannot release it, and a task released once is not released
-again."""
+its escrow: the worker releases the task on-chain, at once while no miner was assigned, after the contract's
+notice once miners were (time for miners that served and signed to vouch for it), and the owner's whole max
+price is back in its balance, to the unit, with every assigned miner's stake unlocked. An account that is not
+the task's coordinator cannot release it, a task released once is not released again, and a task its miners
+vouched for is never released: they commit it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from redis import Redis
 
+from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
+from client_sdk.eip712 import ResultCommitment
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
 from coordinator.chain import CoordinatorChain
@@ -66,7 +69,7 @@ def test_a_cancelled_unassigned_batch_releases_its_task_at_once(
 
 
 def test_a_cancelled_batch_whose_miners_served_nothing_releases_their_stake_and_the_escrow(
-    admin_market: Market, accounts: list[LocalAccount], database: Database, redis_url: str
+    chain: Anvil, admin_market: Market, accounts: list[LocalAccount], database: Database, redis_url: str
 ) -> None:
     coordinator, user, miners, config = accounts[1], accounts[2], accounts[3:5], DemoConfig()
     task_id = assigned_task(admin_market, coordinator, user, miners)
@@ -80,6 +83,15 @@ def test_a_cancelled_batch_whose_miners_served_nothing_releases_their_stake_and_
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.ASSIGNED
 
     ctx = _context(admin_market.as_account(coordinator), redis_url)
+    with database.session() as session:  # the release is asked for; it waits out the notice
+        assert advance(session, ctx, batch_id) == "cancelled"
+    notice = admin_market.tasks.release_notice()
+    assert admin_market.tasks.release_at_of(task_id) == admin_market.chain_time() + notice
+    chain.advance_time(notice - 2)
+    with database.session() as session:
+        advance(session, ctx, batch_id)
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.ASSIGNED
+    chain.advance_time(2)
     with database.session() as session:
         assert advance(session, ctx, batch_id) == "cancelled"
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.CANCELLED
@@ -88,4 +100,46 @@ def test_a_cancelled_batch_whose_miners_served_nothing_releases_their_stake_and_
         stake = admin_market.registry.stake_of(miner.address)
         assert (stake.free, stake.locked) == (config.miner_stake, 0)
         assert admin_market.escrow.balance_of(miner.address) == 0
+    database.dispose()
+
+
+def test_a_cancelled_batch_whose_miners_vouched_for_results_is_committed_by_them_not_released(
+    chain: Anvil, admin_market: Market, accounts: list[LocalAccount], database: Database, redis_url: str
+) -> None:
+    """The coordinator (with the owner) cancels after the miners served and signed: they vouch on-chain during
+    the notice, the release never goes through, and a miner commits what they all vouched for."""
+    coordinator, user, miners, config = accounts[1], accounts[2], accounts[3:5], DemoConfig()
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    batch_id = _cancelled_batch(database, user.address, task_id, config.requests)
+    ctx = _context(admin_market.as_account(coordinator), redis_url)
+    with database.session() as session:
+        advance(session, ctx, batch_id)
+    payment = int(admin_market.tasks.contract.functions.priceOf(task_id, 10, 20).call())
+    fee_bps = admin_market.tasks.terms_of(task_id).coordinator_fee_bps
+    to_miners = payment - payment * fee_bps // 10_000
+    commitment = ResultCommitment(
+        task_id,
+        b"\x01" * 32,
+        10,
+        20,
+        payment,
+        (to_miners - to_miners // 2, to_miners // 2),
+        (b"\x02" * 32, b"\x03" * 32),
+    )
+    for miner in miners:
+        admin_market.as_account(miner).tasks.vouch_results(commitment)
+    chain.advance_time(admin_market.tasks.release_notice())
+    with database.session() as session:
+        advance(session, ctx, batch_id)
+        assert not session.get(Batch, batch_id).finalized  # type: ignore[union-attr]
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.ASSIGNED
+    with pytest.raises(ContractRevert) as refused:
+        admin_market.as_account(coordinator).tasks.release_task(task_id)
+    assert refused.value.error_name == "TaskVouched"
+    admin_market.as_account(miners[1]).tasks.commit_results(commitment, [b"", b""])
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.RESULTS_COMMITTED
+    assert admin_market.tasks.miner_amounts_of(task_id) == list(commitment.miner_amounts)
+    with database.session() as session:  # the batch stops waiting for a release
+        advance(session, ctx, batch_id)
+        assert session.get(Batch, batch_id).finalized  # type: ignore[union-attr]
     database.dispose()

@@ -129,6 +129,10 @@ interface ITaskRegistry {
     error NotTaskCoordinator(uint256 taskId, address caller);
     error UnpaidShareRequired(address miner);
     error NoMinerSigned(uint256 taskId);
+    error NotAssignedMiner(uint256 taskId, address caller);
+    error NotFullySigned(uint256 taskId, uint256 signedMask);
+    error ReleaseNotDue(uint256 taskId, uint256 releaseAt);
+    error TaskVouched(uint256 taskId);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -151,6 +155,8 @@ interface ITaskRegistry {
         uint128 fee,
         uint256[] minerAmounts
     );
+    event ResultsVouched(uint256 indexed taskId, address indexed miner, bytes32 digest, bytes32 servedRoot);
+    event ReleaseRequested(uint256 indexed taskId, uint256 releaseAt);
     event TaskDisputed(uint256 indexed taskId, uint256 openDisputes);
     event DisputeSettled(uint256 indexed taskId, uint256 openDisputes);
     event ChallengeExtended(uint256 indexed taskId, uint256 extension);
@@ -168,9 +174,17 @@ interface ITaskRegistry {
     /// @notice The owner cancels a task not yet assigned and gets its whole escrow back.
     function cancelTask(uint256 taskId) external;
     /// @notice Gives up a task with no results, refunding the whole escrow to its owner and unlocking every
-    /// assigned miner's stake: any coordinator while it is Open, its own coordinator while it is Assigned. Emits
-    /// TaskCancelled. It lets a cancel made through the coordinator's API refund at once.
+    /// assigned miner's stake: any coordinator while it is Open (at once: it lets a cancel made through the
+    /// coordinator's API refund at once); its own coordinator while it is Assigned, only `RELEASE_NOTICE` after
+    /// `requestRelease` and only if no miner vouched for results on-chain (`vouchResults`). Emits TaskCancelled.
     function releaseTask(uint256 taskId) external;
+    /// @notice The coordinator that assigned the task announces that it will release it: `releaseTask` may give
+    /// it up from `RELEASE_NOTICE` later, unless a miner vouches for results first. Emits ReleaseRequested.
+    function requestRelease(uint256 taskId) external;
+    /// @notice An assigned miner (or the signer it accepted the task with) vouches on-chain for `commitment`, as
+    /// its signature would: for an Assigned task that its coordinator does not commit. A vouch stands in for the
+    /// miner's signature in `commitResults` and stops the task from being released. Emits ResultsVouched.
+    function vouchResults(uint256 taskId, Commitment calldata commitment) external;
     /// @notice Assigns the task to `miners`, locking `stakeLock` of each one's stake: only with each miner's
     /// acceptance of exactly this task and lock (`acceptances[i]` for `miners[i]`), and never more than the larger
     /// of the task's maximum price and the minimum stake lock.
@@ -180,8 +194,9 @@ interface ITaskRegistry {
         uint128 stakeLock,
         Acceptance[] calldata acceptances
     ) external;
-    /// @notice The coordinator commits the results root, usage and payment split, signed by the assigned
-    /// miners.
+    /// @notice Commits the results root, usage and payment split, signed by the assigned miners: a coordinator
+    /// with every signature it has (an unpaid miner's may be empty); anyone once every assigned miner signed or
+    /// vouched on-chain for exactly this commitment.
     function commitResults(uint256 taskId, Commitment calldata commitment, bytes[] calldata signatures)
         external;
     /// @notice After the challenge window, pays the miners and the coordinator and refunds the unused budget.
@@ -238,6 +253,10 @@ interface ITaskRegistry {
     function signersOf(uint256 taskId) external view returns (address[] memory);
     /// @notice Bit i set: assigned miner i signed the committed results (0 before the commit).
     function signedMaskOf(uint256 taskId) external view returns (uint256);
+    /// @notice Per assigned miner, the commitment digest it vouched for on-chain (zero where it has not).
+    function vouchesOf(uint256 taskId) external view returns (bytes32[] memory);
+    /// @notice When a requested release of the task may go through (0 when none was requested).
+    function releaseAtOf(uint256 taskId) external view returns (uint256);
     /// @notice Checks that `leaf` is the committed result at its position (`proof` in the task's positional results
     /// sum tree of exactly `requestCount` leaves) and returns its hash and the miners of its pipeline that can be held to
     /// account for it: those assigned miners whose signed served root contains it (`servedProofs[k]` for the k-th

@@ -117,10 +117,10 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     }
 
     /// @dev Every assigned miner's signer (the one it accepted the task with) must have signed exactly this
-    /// commitment with its own served root, except that an empty signature stands for a miner that is paid
-    /// nothing and vouches for nothing (a spare that served no line, or a miner gone for good whose lines were
-    /// served again by others). At least one miner must sign: no commitment stands on the coordinator's word
-    /// alone. Returns who signed (bit i: miner i).
+    /// commitment with its own served root, or the miner vouched for exactly that on-chain (`vouchResults`),
+    /// except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a spare
+    /// that served no line, or a miner gone for good whose lines were served again by others). At least one
+    /// miner must sign: no commitment stands on the coordinator's word alone. Returns who signed (bit i: miner i).
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         internal
         view
@@ -129,15 +129,18 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         address[] storage miners = _miners[taskId];
         uint256 count = miners.length;
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
+        bytes32[] storage vouches = _vouches[taskId];
         for (uint256 i = 0; i < count; ++i) {
+            bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
             if (signatures[i].length == 0) {
-                if (c.minerAmounts[i] != 0 || c.servedRoots[i] != bytes32(0)) {
+                if (vouches.length != 0 && vouches[i] == digest) {
+                    signed |= 1 << i;
+                } else if (c.minerAmounts[i] != 0 || c.servedRoots[i] != bytes32(0)) {
                     revert UnpaidShareRequired(miners[i]);
                 }
                 continue;
             }
             signed |= 1 << i;
-            bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
             address expected = _signers[taskId][i];
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
             if (err != ECDSA.RecoverError.NoError || recovered != expected) {

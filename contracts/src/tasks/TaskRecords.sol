@@ -24,6 +24,8 @@ abstract contract TaskRecords is TaskSettings {
     mapping(uint256 taskId => address) internal _coordinators;
     mapping(uint256 taskId => uint256) internal _openDisputes;
     mapping(uint256 taskId => uint256) internal _extensions;
+    mapping(uint256 taskId => bytes32[]) internal _vouches;
+    mapping(uint256 taskId => uint64) internal _releaseAt;
 
     /// @inheritdoc ITaskRegistry
     function getTask(uint256 taskId) external view returns (Task memory) {
@@ -53,6 +55,16 @@ abstract contract TaskRecords is TaskSettings {
     /// @inheritdoc ITaskRegistry
     function signedMaskOf(uint256 taskId) external view returns (uint256) {
         return _signedMask[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function vouchesOf(uint256 taskId) external view returns (bytes32[] memory) {
+        return _vouches[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function releaseAtOf(uint256 taskId) external view returns (uint256) {
+        return _releaseAt[taskId];
     }
 
     /// @inheritdoc ITaskRegistry

@@ -65,6 +65,8 @@ contract Handler is Consent {
     mapping(uint256 taskId => uint256) internal leafCountOf;
     /// @dev Tasks whose coordinator and miners, colluding, committed more output tokens than the leaves hold.
     mapping(uint256 taskId => bool) public usageInflated;
+    /// @notice Tasks an assigned miner vouched for on-chain (its coordinator withheld the commit).
+    mapping(uint256 taskId => bool) public ghostVouched;
 
     // Ghost state, read from events.
     mapping(uint256 taskId => uint256) public ghostDeposited;
@@ -492,8 +494,40 @@ contract Handler is Consent {
         uint256 id =
             _pickTaskMostlyIn(taskSeed, taskSeed % 2 == 0 ? IT.TaskStatus.Open : IT.TaskStatus.Assigned);
         if (id == 0) return;
+        if (tasks.getTask(id).status == IT.TaskStatus.Assigned) {
+            vm.prank(coordinator);
+            tasks.requestRelease(id); // goes through only after its notice (the warps) and if no miner vouched
+        }
         vm.prank(coordinator);
         try tasks.releaseTask(id) {} catch {}
+    }
+
+    /// @notice A coordinator that withholds the commit: some or all assigned miners vouch on-chain for the
+    /// commitment they signed, by their own address or their signer's; once all have, one of them commits it,
+    /// else the coordinator tries to release the task after its notice. A vouched task is never released.
+    function vouchAndCommit(uint256 taskSeed, uint256 seed) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        // neither inflated nor leaving a miner out: what honest miners sign
+        (IT.Commitment memory c, address[] memory assigned,) = _commitmentFor(id, 0, seed - seed % 24 + 1);
+        uint256 n = assigned.length;
+        uint256 vouching = seed % 2 == 0 ? n : 1 + (seed >> 8) % n;
+        for (uint256 i = 0; i < vouching; ++i) {
+            vm.prank(i % 2 == 0 ? assigned[i] : tasks.signersOf(id)[i]);
+            tasks.vouchResults(id, c);
+        }
+        ghostVouched[id] = true;
+        if (vouching < n) {
+            // the coordinator tries to release what some miners vouched for, after its notice
+            vm.prank(coordinator);
+            tasks.requestRelease(id);
+            _warpTo(tasks.releaseAtOf(id));
+            vm.prank(coordinator);
+            try tasks.releaseTask(id) {} catch {}
+            return;
+        }
+        vm.prank(assigned[(seed >> 16) % n]);
+        tasks.commitResults(id, c, new bytes[](n));
     }
 
     function assignTask(uint256 taskSeed, uint256 minerMask, uint256 stakeLock) external track {
@@ -548,10 +582,23 @@ contract Handler is Consent {
     function commitResults(uint256 taskSeed, uint256 inflation, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;
+        (IT.Commitment memory c, address[] memory assigned, uint256 paid) =
+            _commitmentFor(id, inflation, seed);
+        bytes[] memory sigs = _signFirst(id, c, assigned, paid);
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev Task `id`'s commitment of the leaves `seed` makes: usage inflated when `seed % 8 == 0`, the last miner
+    /// left out (paid nothing, vouching for nothing) when `seed % 3 == 0`; with the miners and how many are paid.
+    function _commitmentFor(uint256 id, uint256 inflation, uint256 seed)
+        internal
+        returns (IT.Commitment memory c, address[] memory assigned, uint256 paid)
+    {
         IT.Task memory t = tasks.getTask(id);
         leafSeedOf[id] = seed;
         leafCountOf[id] = t.requestCount;
-        address[] memory assigned = tasks.minersOf(id);
+        assigned = tasks.minersOf(id);
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(ls);
         if (seed % 8 == 0) {
@@ -561,8 +608,8 @@ contract Handler is Consent {
         }
         uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
         bool leaveOut = assigned.length > 1 && seed % 3 == 0;
-        uint256 paid = leaveOut ? assigned.length - 1 : assigned.length;
-        IT.Commitment memory c = IT.Commitment(
+        paid = leaveOut ? assigned.length - 1 : assigned.length;
+        c = IT.Commitment(
             ResultTree.root(ls),
             inputTokens,
             outputTokens,
@@ -574,9 +621,6 @@ contract Handler is Consent {
             c.minerAmounts = _withZero(c.minerAmounts);
             c.servedRoots[paid] = bytes32(0);
         }
-        bytes[] memory sigs = _signFirst(id, c, assigned, paid);
-        vm.prank(coordinator);
-        tasks.commitResults(id, c, sigs);
     }
 
     /// @dev The signatures of the first `count` of `assigned` over `c` by the signers they accepted the task with,

@@ -69,7 +69,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[49] memory s = [
+        bytes4[50] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -118,7 +118,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.assignWithoutConsent.selector,
             Handler.refuteUsage.selector,
             Handler.setSigner.selector,
-            Handler.releaseTask.selector
+            Handler.releaseTask.selector,
+            Handler.vouchAndCommit.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -241,7 +242,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
 
     /// @dev Task and dispute statuses only move forward, and ended ones never change. Only an uncommitted task is
     /// cancelled (by its owner before assignment, or released by its coordinator), and only an uncommitted one
-    /// expires.
+    /// expires; a task a miner vouched for (served and signed) is never released.
     function statusesOnlyMoveForward() public view {
         assertFalse(handler.ghostStatusRegressed(), "task status went back");
         assertFalse(handler.ghostDisputeStatusRegressed(), "dispute status went back");
@@ -249,6 +250,9 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             IT.Task memory t = tasks.getTask(id);
             if (t.status == IT.TaskStatus.Cancelled) assertEq(t.committedAt, 0, "cancelled after commit");
             if (t.status == IT.TaskStatus.Expired) assertEq(t.committedAt, 0, "expired after commit");
+            if (handler.ghostVouched(id)) {
+                assertTrue(t.status != IT.TaskStatus.Cancelled, "vouched, released");
+            }
         }
     }
 

@@ -1,0 +1,126 @@
+"""A miner node bypasses a coordinator that withholds the commit of results the miners served and signed
+(real chain): asked to release the task, or left waiting past the grace period, each node vouches on-chain for
+the commitment it signed; the coordinator's release is then refused for good, and once every miner has vouched
+a node commits, and everyone is paid exactly at finalization. A task its coordinator commits is only
+forgotten."""
+
+from __future__ import annotations
+
+import pytest
+from eth_account.signers.local import LocalAccount
+
+from client_sdk.chain.anvil import Anvil
+from client_sdk.chain.contracts import Market
+from client_sdk.eip712 import ResultCommitment, sign_commitment
+from client_sdk.errors import ContractRevert
+from client_sdk.protocol.task import TaskStatus
+from miner.node.vouch import Voucher
+from tests.helpers import assigned_task
+
+GRACE_S = 600.0
+
+
+class Clock:
+    """Wall time a test moves by hand (the grace period is the node's own clock, not the chain's)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def signed_work(market: Market, task_id: int) -> ResultCommitment:
+    """What the coordinator asked both miners to sign: 10 input and 20 output tokens, split in two."""
+    payment = int(market.tasks.contract.functions.priceOf(task_id, 10, 20).call())
+    fee_bps = market.tasks.terms_of(task_id).coordinator_fee_bps
+    to_miners = payment - payment * fee_bps // 10_000
+    halves = (to_miners - to_miners // 2, to_miners // 2)
+    return ResultCommitment(task_id, b"\x01" * 32, 10, 20, payment, halves, (b"\x02" * 32, b"\x03" * 32))
+
+
+@pytest.fixture
+def parties(accounts: list[LocalAccount]) -> tuple[LocalAccount, LocalAccount, list[LocalAccount]]:
+    return accounts[1], accounts[2], accounts[3:5]
+
+
+def voucher_of(market: Market, miner: LocalAccount, clock: Clock) -> Voucher:
+    return Voucher(market.as_account(miner).tasks, GRACE_S, clock)
+
+
+def test_a_release_request_makes_the_miners_vouch_and_commit(
+    chain: Anvil,
+    admin_market: Market,
+    parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]],
+) -> None:
+    coordinator, user, miners = parties
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    commitment = signed_work(admin_market, task_id)
+    clock = Clock()
+    vouchers = [voucher_of(admin_market, miner, clock) for miner in miners]
+    for voucher in vouchers:
+        voucher.signed(commitment)
+        voucher.check()  # the coordinator is neither late nor releasing: nothing is sent
+    assert admin_market.tasks.vouches_of(task_id) == []
+
+    as_coordinator = admin_market.as_account(coordinator).tasks
+    as_coordinator.request_release(task_id)
+    vouchers[0].check()
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.ASSIGNED  # one vouch is not everyone's
+    chain.advance_time(admin_market.tasks.release_notice())
+    with pytest.raises(ContractRevert) as refused:
+        as_coordinator.release_task(task_id)
+    assert refused.value.error_name == "TaskVouched"
+
+    vouchers[1].check()  # vouches, sees everyone has, and commits
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.RESULTS_COMMITTED
+    assert admin_market.tasks.signed_mask_of(task_id) == 0b11
+    vouchers[0].check()  # the task is committed: only forgotten
+    assert vouchers[0].following == vouchers[1].following == []
+
+    before = {m.address: admin_market.escrow.balance_of(m.address) for m in miners}
+    chain.advance_time(admin_market.tasks.terms_of(task_id).challenge_window)
+    admin_market.tasks.finalize_task(task_id)
+    for miner, amount in zip(miners, commitment.miner_amounts, strict=True):
+        assert admin_market.escrow.balance_of(miner.address) - before[miner.address] == amount
+
+
+def test_a_coordinator_late_past_the_grace_period_is_bypassed(
+    admin_market: Market, parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]]
+) -> None:
+    coordinator, user, miners = parties
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    commitment = signed_work(admin_market, task_id)
+    clock = Clock()
+    vouchers = [voucher_of(admin_market, miner, clock) for miner in miners]
+    for voucher in vouchers:
+        voucher.signed(commitment)
+    clock.now += GRACE_S - 1
+    vouchers[0].check()
+    assert admin_market.tasks.vouches_of(task_id) == []
+    clock.now += 1
+    for voucher in vouchers:
+        voucher.check()
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.RESULTS_COMMITTED
+    assert admin_market.tasks.miner_amounts_of(task_id) == list(commitment.miner_amounts)
+
+
+def test_results_the_coordinator_commits_are_only_forgotten(
+    admin_market: Market, parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]]
+) -> None:
+    coordinator, user, miners = parties
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    commitment = signed_work(admin_market, task_id)
+    clock = Clock()
+    voucher = voucher_of(admin_market, miners[0], clock)
+    voucher.signed(commitment)
+    chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
+    signatures = [
+        sign_commitment(miner, commitment, root, chain_id, registry)
+        for miner, root in zip(miners, commitment.served_roots, strict=True)
+    ]
+    admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
+    clock.now += GRACE_S
+    voucher.check()
+    assert voucher.following == []
+    assert admin_market.tasks.vouches_of(task_id) == []
