@@ -88,12 +88,12 @@ class CoordinatorChain:
         self.market.tasks.release_task(task_id)
 
     def release_due(self, task_id: int, chain_now: int) -> bool:
-        """Whether an Assigned task's release may go through now: asks for it first if it was not (miners
-        then have the contract's notice to vouch for results they signed, which stops the release for good);
-        False while the notice runs or once a miner vouched."""
+        """Whether an Assigned task's release may go through now: asks for it first if it was not, or if the
+        last request went stale (miners then have the contract's notice to vouch for results they signed,
+        which stops the release for good); False while the notice runs or once a miner vouched."""
         tasks = self.market.tasks
-        release_at = tasks.release_at_of(task_id)
-        if release_at == 0:
+        release_at, notice = tasks.release_at_of(task_id), tasks.release_notice()
+        if release_at == 0 or chain_now >= release_at + notice:
             tasks.request_release(task_id)
             return False
         return chain_now >= release_at and not tasks.vouches_of(task_id)

@@ -27,6 +27,8 @@ contract TaskRegistry is TaskEvidence {
     uint256 private constant BPS = 10_000;
     /// @notice How long an assigned task's announced release waits: time for miners that served and signed its
     /// results to vouch for them on-chain (which stops the release) when its coordinator withholds the commit.
+    /// The release may then go through for as long again; past that the announcement is stale and a release
+    /// needs a new one (so an announcement made early cannot wait, ripe, for the miners' signatures).
     uint256 public constant RELEASE_NOTICE = 1 hours;
 
     /// @param gpuRegistry_ Registry whose stakes back assignments.
@@ -95,7 +97,11 @@ contract TaskRegistry is TaskEvidence {
         if (task.status == TaskStatus.Assigned) {
             if (_coordinators[taskId] != msg.sender) revert NotTaskCoordinator(taskId, msg.sender);
             uint256 releaseAt = _releaseAt[taskId];
-            if (releaseAt == 0 || block.timestamp < releaseAt) revert ReleaseNotDue(taskId, releaseAt);
+            if (
+                releaseAt == 0 || block.timestamp < releaseAt || block.timestamp >= releaseAt + RELEASE_NOTICE
+            ) {
+                revert ReleaseNotDue(taskId, releaseAt);
+            }
             if (_vouches[taskId].length != 0) revert TaskVouched(taskId);
             _unlockAll(taskId, task.stakeLock);
         } else {
@@ -107,12 +113,13 @@ contract TaskRegistry is TaskEvidence {
     }
 
     /// @inheritdoc ITaskRegistry
-    /// @dev Once per task: a repeated request keeps the first one's time.
+    /// @dev A request repeated while the last one is not stale keeps that one's time.
     function requestRelease(uint256 taskId) external {
         Task storage task = _existing(taskId);
         _requireStatus(taskId, task, TaskStatus.Assigned);
         if (_coordinators[taskId] != msg.sender) revert NotTaskCoordinator(taskId, msg.sender);
-        if (_releaseAt[taskId] != 0) return;
+        uint256 last = _releaseAt[taskId];
+        if (last != 0 && block.timestamp < last + RELEASE_NOTICE) return;
         uint256 releaseAt = block.timestamp + RELEASE_NOTICE;
         _releaseAt[taskId] = releaseAt.toUint64();
         emit ReleaseRequested(taskId, releaseAt);
@@ -182,7 +189,8 @@ contract TaskRegistry is TaskEvidence {
     /// @inheritdoc ITaskRegistry
     /// @dev `signatures[i]` is the EIP-712 signature of assigned miner i's registered signer over the commitment
     /// (empty where its on-chain vouch stands in). Anyone may commit what every miner signed: the miners of a
-    /// task whose coordinator withholds the commit commit it themselves.
+    /// task whose coordinator withholds the commit commit it themselves; only the task's own coordinator may
+    /// leave an unpaid miner's slot empty.
     function commitResults(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         external
         whenNotPaused
@@ -196,7 +204,7 @@ contract TaskRegistry is TaskEvidence {
         uint128 fee = _checkShares(taskId, c);
         uint256 signed = _checkSignatures(taskId, c, signatures);
         uint256 everyone = (1 << _miners[taskId].length) - 1;
-        if (signed != everyone && !hasRole(COORDINATOR_ROLE, msg.sender)) {
+        if (signed != everyone && _coordinators[taskId] != msg.sender) {
             revert NotFullySigned(taskId, signed);
         }
         _signedMask[taskId] = signed;

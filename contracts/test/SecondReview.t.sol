@@ -196,7 +196,7 @@ contract SecondReviewTest is BaseTest {
         shifted.minerAmounts[0] += shifted.minerAmounts[2];
         shifted.minerAmounts[2] = 0;
         vm.prank(miners[0]);
-        vm.expectRevert(abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[0]));
+        vm.expectRevert(abi.encodeWithSelector(IT.VouchedOtherResults.selector, miners[0]));
         tasks.commitResults(id, shifted, new bytes[](3));
 
         vm.prank(miners[0]);

@@ -415,9 +415,15 @@ class Node:
                 log.error("not signing batch %s: %s", request["batch_id"], exc)
                 self.refused.add(request["batch_id"])
                 continue
-            self.client.sign(request["batch_id"], signature)
             if self.voucher is not None:
-                self.voucher.signed(SigningRequest.from_json(request).commitment)
+                try:
+                    self.voucher.signed(SigningRequest.from_json(request).commitment)
+                except (ContractRevert, OSError) as exc:  # not handed over before the vouch lands: next poll
+                    self._warn.warning(
+                        "vouch", "batch %s: vouching on-chain first: %s", request["batch_id"], exc
+                    )
+                    continue
+            self.client.sign(request["batch_id"], signature)
             log.info("signed the results of batch %s", request["batch_id"])
             signed = True
         return signed

@@ -45,8 +45,18 @@ class Voucher:
         self._signed: dict[int, _Signed] = {}
 
     def signed(self, commitment: ResultCommitment) -> None:
-        """This node just signed `commitment` (a later one for the same task replaces it)."""
-        self._signed[commitment.task_id] = _Signed(commitment, self.clock())
+        """This node signed `commitment` and is about to hand the signature over (a later one for the same
+        task replaces it). If the coordinator has asked to release the task, the node vouches first, so the
+        release cannot go through between the handover and the node's next look (a chain error propagates:
+        then the signature waits for the next try)."""
+        signed = _Signed(commitment, self.clock())
+        if self.tasks.release_at_of(commitment.task_id) != 0:
+            self.tasks.vouch_results(commitment)
+            signed.vouched = True
+            log.warning(
+                "task %d: the coordinator asked to release it; vouched on-chain first", commitment.task_id
+            )
+        self._signed[commitment.task_id] = signed
 
     @property
     def following(self) -> list[int]:

@@ -124,3 +124,26 @@ def test_results_the_coordinator_commits_are_only_forgotten(
     voucher.check()
     assert voucher.following == []
     assert admin_market.tasks.vouches_of(task_id) == []
+
+
+def test_a_node_signing_after_a_release_request_vouches_before_handing_over(
+    chain: Anvil,
+    admin_market: Market,
+    parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]],
+) -> None:
+    """A coordinator that asked to release early, to release the moment it has the signatures: each node sees
+    the request when it signs and vouches before its signature leaves it, so the release is refused."""
+    coordinator, user, miners = parties
+    task_id = assigned_task(admin_market, coordinator, user, miners)
+    as_coordinator = admin_market.as_account(coordinator).tasks
+    as_coordinator.request_release(task_id)
+    chain.advance_time(admin_market.tasks.release_notice())
+    commitment = signed_work(admin_market, task_id)
+    clock = Clock()
+    for miner in miners:
+        voucher_of(admin_market, miner, clock).signed(commitment)
+    with pytest.raises(ContractRevert) as refused:
+        as_coordinator.release_task(task_id)
+    assert refused.value.error_name == "TaskVouched"
+    admin_market.as_account(user).tasks.commit_results(commitment, [b"", b""])  # anyone, on the vouches
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.RESULTS_COMMITTED

@@ -133,6 +133,7 @@ interface ITaskRegistry {
     error NotFullySigned(uint256 taskId, uint256 signedMask);
     error ReleaseNotDue(uint256 taskId, uint256 releaseAt);
     error TaskVouched(uint256 taskId);
+    error VouchedOtherResults(address miner);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -175,8 +176,9 @@ interface ITaskRegistry {
     function cancelTask(uint256 taskId) external;
     /// @notice Gives up a task with no results, refunding the whole escrow to its owner and unlocking every
     /// assigned miner's stake: any coordinator while it is Open (at once: it lets a cancel made through the
-    /// coordinator's API refund at once); its own coordinator while it is Assigned, only `RELEASE_NOTICE` after
-    /// `requestRelease` and only if no miner vouched for results on-chain (`vouchResults`). Emits TaskCancelled.
+    /// coordinator's API refund at once); its own coordinator while it is Assigned, only in the `RELEASE_NOTICE`
+    /// that follows the notice of its `requestRelease`, and only if no miner vouched for results on-chain
+    /// (`vouchResults`). Emits TaskCancelled.
     function releaseTask(uint256 taskId) external;
     /// @notice The coordinator that assigned the task announces that it will release it: `releaseTask` may give
     /// it up from `RELEASE_NOTICE` later, unless a miner vouches for results first. Emits ReleaseRequested.
@@ -194,9 +196,9 @@ interface ITaskRegistry {
         uint128 stakeLock,
         Acceptance[] calldata acceptances
     ) external;
-    /// @notice Commits the results root, usage and payment split, signed by the assigned miners: a coordinator
-    /// with every signature it has (an unpaid miner's may be empty); anyone once every assigned miner signed or
-    /// vouched on-chain for exactly this commitment.
+    /// @notice Commits the results root, usage and payment split, signed by the assigned miners: the task's
+    /// coordinator with every signature it has (an unpaid miner's may be empty, unless that miner vouched for
+    /// other results); anyone once every assigned miner signed or vouched on-chain for exactly this commitment.
     function commitResults(uint256 taskId, Commitment calldata commitment, bytes[] calldata signatures)
         external;
     /// @notice After the challenge window, pays the miners and the coordinator and refunds the unused budget.

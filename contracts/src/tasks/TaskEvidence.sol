@@ -119,8 +119,9 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     /// @dev Every assigned miner's signer (the one it accepted the task with) must have signed exactly this
     /// commitment with its own served root, or the miner vouched for exactly that on-chain (`vouchResults`),
     /// except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a spare
-    /// that served no line, or a miner gone for good whose lines were served again by others). At least one
-    /// miner must sign: no commitment stands on the coordinator's word alone. Returns who signed (bit i: miner i).
+    /// that served no line, or a miner gone for good whose lines were served again by others), and never for a
+    /// miner that vouched on-chain for other results. At least one miner must sign: no commitment stands on the
+    /// coordinator's word alone. Returns who signed (bit i: miner i).
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         internal
         view
@@ -133,8 +134,11 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         for (uint256 i = 0; i < count; ++i) {
             bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
             if (signatures[i].length == 0) {
-                if (vouches.length != 0 && vouches[i] == digest) {
+                bytes32 vouch = vouches.length != 0 ? vouches[i] : bytes32(0);
+                if (vouch == digest) {
                     signed |= 1 << i;
+                } else if (vouch != 0) {
+                    revert VouchedOtherResults(miners[i]); // a miner that vouched is never left out
                 } else if (c.minerAmounts[i] != 0 || c.servedRoots[i] != bytes32(0)) {
                     revert UnpaidShareRequired(miners[i]);
                 }
