@@ -466,21 +466,84 @@ abstract contract BaseTest is Consent {
         return ResultTree.servedProofs(leaves, index);
     }
 
-    /// @dev Commits `leaves` honestly: their positional sum root, the usage they add up to at its price (PAYMENT
-    /// for the standard leaves), split evenly, and every assigned miner's served root.
+    /// @dev Commits `leaves` honestly (`_honestCommitment`), every assigned miner signing.
     function _commitLeaves(uint256 taskId, ResultLeaf.Leaf[] memory leaves) internal {
+        _commit(taskId, _honestCommitment(taskId, leaves));
+    }
+
+    /// @dev The honest commitment of `leaves`: their positional sum root, the usage they add up to at its price
+    /// (PAYMENT for the standard leaves), split evenly, and every assigned miner's served root.
+    function _honestCommitment(uint256 taskId, ResultLeaf.Leaf[] memory leaves)
+        internal
+        view
+        returns (ITaskRegistry.Commitment memory)
+    {
         (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
         uint128 payment = tasks.priceOf(taskId, inputTokens, outputTokens);
-        uint256 count = tasks.minersOf(taskId).length;
-        ITaskRegistry.Commitment memory c = ITaskRegistry.Commitment({
+        address[] memory assigned = tasks.minersOf(taskId);
+        return ITaskRegistry.Commitment({
             resultsRoot: _rootOf(leaves),
             inputTokens: inputTokens,
             outputTokens: outputTokens,
             payment: payment,
-            minerAmounts: _split(payment - _fee(payment), count),
-            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(taskId))
+            minerAmounts: _split(payment - _fee(payment), assigned.length),
+            servedRoots: ResultTree.servedRoots(leaves, assigned)
         });
-        _commit(taskId, c);
+    }
+
+    // ---- a coordinator that withholds the commit
+
+    /// @dev The honest commitment of task `id`'s standard leaves: what its miners served and signed.
+    function _signedWork(uint256 id) internal view returns (ITaskRegistry.Commitment memory) {
+        return _honestCommitment(id, _standardLeaves(id));
+    }
+
+    /// @dev Every assigned miner vouches on-chain for `c`, by its own address or by the signer it accepted the
+    /// task with, in turn.
+    function _vouchAll(uint256 id, ITaskRegistry.Commitment memory c) internal {
+        address[] memory assigned = tasks.minersOf(id);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            vm.prank(i % 2 == 0 ? assigned[i] : _signer(i));
+            tasks.vouchResults(id, c);
+        }
+    }
+
+    /// @dev The coordinator announces the release of task `id`, waits out the notice, and is refused: a miner
+    /// vouched.
+    function _releaseRefusedAfterNotice(uint256 id) internal {
+        vm.prank(coordinator);
+        tasks.requestRelease(id);
+        skip(tasks.RELEASE_NOTICE());
+        vm.prank(coordinator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskRegistry.TaskVouched.selector, id));
+        tasks.releaseTask(id);
+    }
+
+    /// @dev After the challenge window, task `id` (miners 0..2, owner alice) finalized: every miner is paid
+    /// exactly its committed amount in `c` and unlocked, the coordinator its fee, the owner the rest.
+    function _assertPaid(uint256 id, ITaskRegistry.Commitment memory c) internal {
+        skip(CHALLENGE_WINDOW);
+        tasks.finalizeTask(id);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i], "each miner its committed amount");
+            assertEq(_locked(miners[i]), 0);
+            assertEq(_free(miners[i]), MINER_STAKE);
+        }
+        assertEq(escrow.balanceOf(feeRecipient), _fee(c.payment));
+        assertEq(escrow.balanceOf(alice), MAX_PRICE - c.payment, "the owner pays the usage, no more");
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Task of miners 0..2 and owner alice ended unpaid: alice has her whole escrow back, every miner is
+    /// unlocked with its whole stake and paid nothing.
+    function _assertRefundedInFull() internal view {
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        for (uint256 i = 0; i < 3; ++i) {
+            assertEq(escrow.balanceOf(miners[i]), 0, "miner unpaid");
+            assertEq(_locked(miners[i]), 0, "miner unlocked");
+            assertEq(_free(miners[i]), MINER_STAKE, "miner keeps its stake");
+        }
+        _assertEscrowSolvent();
     }
 
     function _in(address[] memory list, address item) internal pure returns (bool) {

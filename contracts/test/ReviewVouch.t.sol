@@ -23,21 +23,6 @@ contract ReviewVouchTest is BaseTest {
 
     // ------------------------------------------------------------------------------------------ helpers
 
-    /// @dev The honest commitment of task `id`'s standard leaves, as its three miners served and signed it.
-    function _signedWork(uint256 id) internal view returns (IT.Commitment memory c) {
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
-        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
-        c = IT.Commitment({
-            resultsRoot: _rootOf(leaves),
-            inputTokens: inputTokens,
-            outputTokens: outputTokens,
-            payment: payment,
-            minerAmounts: _split(payment - _fee(payment), 3),
-            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
-        });
-    }
-
     function _copy(IT.Commitment memory c) internal pure returns (IT.Commitment memory d) {
         d = IT.Commitment({
             resultsRoot: c.resultsRoot,
@@ -58,12 +43,6 @@ contract ReviewVouchTest is BaseTest {
     function _vouch(uint256 id, uint256 i, IT.Commitment memory c) internal {
         vm.prank(miners[i]);
         tasks.vouchResults(id, c);
-    }
-
-    function _vouchAll(uint256 id, IT.Commitment memory c) internal {
-        for (uint256 i = 0; i < 3; ++i) {
-            _vouch(id, i, c);
-        }
     }
 
     /// @dev `c` with every miner's pay moved to miner 0 and every other slot emptied (no amount, no served
@@ -88,34 +67,16 @@ contract ReviewVouchTest is BaseTest {
         sigs[0] = _signDigest(_keyOf(miners[0]), _digest(id, c, c.servedRoots[0]));
     }
 
-    function _wrong(uint256 id, IT.TaskStatus actual, IT.TaskStatus expected)
-        internal
-        pure
-        returns (bytes memory)
-    {
-        return _wrongStatus(id, actual, expected);
-    }
-
-    /// @dev After the challenge window: every miner its honest share, the coordinator its fee, the owner the rest.
+    /// @dev After the challenge window: every miner its honest share (the literal amounts), the coordinator its
+    /// fee, the owner the rest.
     function _assertHonestSettlement(uint256 id) internal {
-        skip(CHALLENGE_WINDOW);
-        tasks.finalizeTask(id);
-        assertEq(escrow.balanceOf(miners[0]), SHARE_0);
-        assertEq(escrow.balanceOf(miners[1]), SHARE);
-        assertEq(escrow.balanceOf(miners[2]), SHARE);
-        assertEq(escrow.balanceOf(feeRecipient), FEE);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(_locked(miners[i]), 0);
-            assertEq(_free(miners[i]), MINER_STAKE);
-        }
-        _assertEscrowSolvent();
-    }
-
-    function _assertUnpaidUnlocked(uint256 i) internal view {
-        assertEq(escrow.balanceOf(miners[i]), 0, "miner unpaid");
-        assertEq(_locked(miners[i]), 0, "miner unlocked");
-        assertEq(_free(miners[i]), MINER_STAKE, "miner keeps its stake");
+        IT.Commitment memory c = _signedWork(id);
+        assertEq(c.payment, PAYMENT);
+        assertEq(_fee(c.payment), FEE);
+        assertEq(c.minerAmounts[0], SHARE_0);
+        assertEq(c.minerAmounts[1], SHARE);
+        assertEq(c.minerAmounts[2], SHARE);
+        _assertPaid(id, c);
     }
 
     // ====================================== attacks that succeeded against the first version, now refused
@@ -212,11 +173,7 @@ contract ReviewVouchTest is BaseTest {
         vm.warp(uint256(tasks.getTask(id).deadline) + 1);
         tasks.expireTask(id);
         // RESIDUAL: honest miners 1 and 2 lose 49,259,258 of served, vouched work; the owner pays 0.
-        assertEq(escrow.balanceOf(alice), MAX_PRICE);
-        for (uint256 i = 0; i < 3; ++i) {
-            _assertUnpaidUnlocked(i);
-        }
-        _assertEscrowSolvent();
+        _assertRefundedInFull();
     }
 
     /// @dev A second COORDINATOR_ROLE holder commits a partially signed commitment on a task it never assigned,
@@ -257,14 +214,9 @@ contract ReviewVouchTest is BaseTest {
         junk.resultsRoot = keccak256("junk");
         _vouch(id, 0, junk);
 
-        vm.prank(coordinator);
-        tasks.requestRelease(id);
-        skip(tasks.RELEASE_NOTICE());
-        vm.prank(coordinator);
-        vm.expectRevert(abi.encodeWithSelector(IT.TaskVouched.selector, id));
-        tasks.releaseTask(id);
+        _releaseRefusedAfterNotice(id);
         vm.prank(alice);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.Assigned, IT.TaskStatus.Open));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Assigned, IT.TaskStatus.Open));
         tasks.cancelTask(id);
         // The coordinator cannot commit the griefer's vouch to end it (the others' slots are paid).
         vm.prank(coordinator);
@@ -282,11 +234,7 @@ contract ReviewVouchTest is BaseTest {
 
         skip(1);
         tasks.expireTask(id);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE);
-        for (uint256 i = 0; i < 3; ++i) {
-            _assertUnpaidUnlocked(i);
-        }
-        _assertEscrowSolvent();
+        _assertRefundedInFull();
     }
 
     // ============================================================================== attacks that FAIL
@@ -451,7 +399,7 @@ contract ReviewVouchTest is BaseTest {
         uint256 open = _createTask(bob, MAX_PRICE);
         IT.Commitment memory c0 = _signedWork(open);
         vm.prank(miners[0]);
-        vm.expectRevert(_wrong(open, IT.TaskStatus.Open, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(open, IT.TaskStatus.Open, IT.TaskStatus.Assigned));
         tasks.vouchResults(open, c0);
 
         // Committed task: cannot be released, re-requested or vouched.
@@ -465,12 +413,12 @@ contract ReviewVouchTest is BaseTest {
         vm.prank(miners[2]);
         tasks.commitResults(id, c, new bytes[](3)); // at the deadline second: still in time
         vm.prank(coordinator);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Open));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Open));
         tasks.releaseTask(id);
         vm.prank(coordinator);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
         tasks.requestRelease(id);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
         tasks.expireTask(id);
 
         // Late task: nobody commits after its deadline, not even the coordinator.
@@ -489,7 +437,7 @@ contract ReviewVouchTest is BaseTest {
         tasks.commitResults(late, cl, sigs);
         tasks.expireTask(late);
         vm.prank(miners[0]);
-        vm.expectRevert(_wrong(late, IT.TaskStatus.Expired, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(late, IT.TaskStatus.Expired, IT.TaskStatus.Assigned));
         tasks.vouchResults(late, cl);
 
         // Balances: the committed task pays exactly, the late one refunds bob in full.
@@ -517,20 +465,20 @@ contract ReviewVouchTest is BaseTest {
         tasks.commitResults(id, c, new bytes[](3));
 
         vm.prank(coordinator);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
         tasks.commitResults(id, c, sigs);
 
         skip(CHALLENGE_WINDOW);
         tasks.finalizeTask(id);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.Finalized, IT.TaskStatus.ResultsCommitted));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Finalized, IT.TaskStatus.ResultsCommitted));
         tasks.finalizeTask(id);
         bytes32[] memory proof = _proofOf(leaves, 1);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.Finalized, IT.TaskStatus.ResultsCommitted));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Finalized, IT.TaskStatus.ResultsCommitted));
         tasks.refuteUsage(id, leaves[1], proof);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.Finalized, IT.TaskStatus.Assigned));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Finalized, IT.TaskStatus.Assigned));
         tasks.expireTask(id);
         vm.prank(coordinator);
-        vm.expectRevert(_wrong(id, IT.TaskStatus.Finalized, IT.TaskStatus.Open));
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.Finalized, IT.TaskStatus.Open));
         tasks.releaseTask(id);
 
         assertEq(escrow.balanceOf(miners[0]), SHARE_0);

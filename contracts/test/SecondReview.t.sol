@@ -101,44 +101,6 @@ contract SecondReviewTest is BaseTest {
 
     // ---- 9. served, signed work cancelled unpaid
 
-    /// @dev The honest commitment of task `id`'s standard leaves: what its three miners served and signed.
-    function _signedWork(uint256 id) internal view returns (IT.Commitment memory c) {
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
-        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
-        c = IT.Commitment({
-            resultsRoot: _rootOf(leaves),
-            inputTokens: inputTokens,
-            outputTokens: outputTokens,
-            payment: payment,
-            minerAmounts: _split(payment - _fee(payment), 3),
-            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
-        });
-    }
-
-    function _vouchAll(uint256 id, IT.Commitment memory c) internal {
-        address[] memory assigned = tasks.minersOf(id);
-        for (uint256 i = 0; i < assigned.length; ++i) {
-            // by the miner itself or by the signer it accepted the task with
-            vm.prank(i % 2 == 0 ? assigned[i] : _signer(i));
-            tasks.vouchResults(id, c);
-        }
-    }
-
-    /// @dev Every miner is paid exactly its committed amount, the coordinator its fee, the owner the rest.
-    function _assertPaid(uint256 id, IT.Commitment memory c) internal {
-        skip(CHALLENGE_WINDOW);
-        tasks.finalizeTask(id);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i], "each miner its committed amount");
-            assertEq(_locked(miners[i]), 0);
-            assertEq(_free(miners[i]), MINER_STAKE);
-        }
-        assertEq(escrow.balanceOf(feeRecipient), _fee(c.payment));
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - c.payment, "the owner pays the usage, no more");
-        _assertEscrowSolvent();
-    }
-
     /// @dev Coordinator and owner take the outputs off chain and release the task at once, before any miner can
     /// react: an Assigned task is released only after a notice, which the miners use to vouch on-chain for what
     /// they signed; the release is then refused for good, a miner commits, and everyone is paid exactly.
@@ -150,7 +112,7 @@ contract SecondReviewTest is BaseTest {
         tasks.releaseTask(id);
         vm.prank(coordinator);
         tasks.requestRelease(id);
-        _vouchAll(id, c);
+        _vouchAll(id, c); // during the notice
         skip(tasks.RELEASE_NOTICE());
         vm.prank(coordinator);
         vm.expectRevert(abi.encodeWithSelector(IT.TaskVouched.selector, id));
@@ -235,18 +197,10 @@ contract SecondReviewTest is BaseTest {
 
         _commit(id, c);
         vm.prank(miners[1]);
-        vm.expectRevert(
-            abi.encodeWithSelector(
-                IT.WrongStatus.selector, id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned
-            )
-        );
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
         tasks.vouchResults(id, c);
         vm.prank(coordinator);
-        vm.expectRevert(
-            abi.encodeWithSelector(
-                IT.WrongStatus.selector, id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned
-            )
-        );
+        vm.expectRevert(_wrongStatus(id, IT.TaskStatus.ResultsCommitted, IT.TaskStatus.Assigned));
         tasks.requestRelease(id);
     }
 
@@ -258,20 +212,10 @@ contract SecondReviewTest is BaseTest {
         IT.Commitment memory c = _signedWork(id);
         vm.prank(miners[0]);
         tasks.vouchResults(id, c);
-        vm.prank(coordinator);
-        tasks.requestRelease(id);
-        skip(tasks.RELEASE_NOTICE());
-        vm.prank(coordinator);
-        vm.expectRevert(abi.encodeWithSelector(IT.TaskVouched.selector, id));
-        tasks.releaseTask(id);
+        _releaseRefusedAfterNotice(id);
         vm.warp(uint256(tasks.getTask(id).deadline) + 1);
         tasks.expireTask(id);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(_free(miners[i]), MINER_STAKE);
-            assertEq(escrow.balanceOf(miners[i]), 0);
-        }
-        _assertEscrowSolvent();
+        _assertRefundedInFull();
     }
 
     function _append(uint256[] memory list, uint256 item) internal pure returns (uint256[] memory longer) {
