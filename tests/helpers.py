@@ -94,6 +94,17 @@ class Committed:
     commitment: ResultCommitment
 
 
+def honest_results(
+    admin: Market, task_id: int, miners: list[LocalAccount]
+) -> tuple[list[ResultLeaf], ResultCommitment]:
+    """The demo's results for an assigned task (see `assigned_task`): one leaf per request, served by all
+    `miners`, and the commitment they sign, priced with the demo parameters."""
+    config = DemoConfig()
+    addresses = [m.address for m in miners]
+    leaves = simulate_inference(task_id, config, addresses)
+    return leaves, price_results(admin, task_id, leaves, addresses, config)
+
+
 def committed_task(
     admin: Market,
     coordinator: LocalAccount,
@@ -108,8 +119,7 @@ def committed_task(
     config = DemoConfig()
     task_id = assigned_task(admin, coordinator, user, miners)
     addresses = [m.address for m in miners]
-    leaves = simulate_inference(task_id, config, addresses)
-    commitment = price_results(admin, task_id, leaves, addresses, config)
+    leaves, commitment = honest_results(admin, task_id, miners)
     if extra_output_tokens:
         output_tokens = commitment.output_tokens + extra_output_tokens
         payment = admin.tasks.prices_of(task_id).cost(

@@ -183,7 +183,7 @@ def serve(
         executor,
         journal,
         Consenter(account, market, checkpoint),
-        Voucher(market.tasks),
+        Voucher(market.tasks, config.chain_id),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from client_sdk.chain.contracts import TaskRegistry
-from client_sdk.eip712 import ResultCommitment
+from client_sdk.eip712 import ResultCommitment, digest
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
 
@@ -31,15 +31,17 @@ class _Signed:
 
 class Voucher:
     """Follows the tasks this node signed results of until each is committed, released or expired. `tasks` is
-    the task registry as this miner (it sends the vouch and the commit)."""
+    the task registry as this miner (it sends the vouch and the commit) on the chain `chain_id`."""
 
     def __init__(
         self,
         tasks: TaskRegistry,
+        chain_id: int,
         grace_s: float = COMMIT_GRACE_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tasks = tasks
+        self.chain_id = chain_id
         self.grace_s = grace_s
         self.clock = clock
         self._signed: dict[int, _Signed] = {}
@@ -84,8 +86,9 @@ class Voucher:
 
     def _everyone_vouched(self, commitment: ResultCommitment) -> bool:
         vouches = self.tasks.vouches_of(commitment.task_id)
+        registry = self.tasks.contract.address
         return len(vouches) == len(commitment.served_roots) and all(
-            vouch == self.tasks.commitment_digest(commitment, root)
+            vouch == digest(commitment, root, self.chain_id, registry)
             for vouch, root in zip(vouches, commitment.served_roots, strict=True)
         )
 

@@ -15,7 +15,6 @@ from redis import Redis
 
 from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
-from client_sdk.eip712 import ResultCommitment
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
 from coordinator.chain import CoordinatorChain
@@ -27,7 +26,7 @@ from coordinator.services.lifecycle import Context, advance
 from coordinator.services.live import LiveMembership
 from demo.lifecycle import DemoConfig, create_task
 from tests.coordinator.helpers import stored_batch
-from tests.helpers import assigned_task
+from tests.helpers import assigned_task, honest_results
 
 
 def _cancelled_batch(database: Database, owner: str, task_id: int, requests: int) -> str:
@@ -114,18 +113,7 @@ def test_a_cancelled_batch_whose_miners_vouched_for_results_is_committed_by_them
     ctx = _context(admin_market.as_account(coordinator), redis_url)
     with database.session() as session:
         advance(session, ctx, batch_id)
-    payment = int(admin_market.tasks.contract.functions.priceOf(task_id, 10, 20).call())
-    fee_bps = admin_market.tasks.terms_of(task_id).coordinator_fee_bps
-    to_miners = payment - payment * fee_bps // 10_000
-    commitment = ResultCommitment(
-        task_id,
-        b"\x01" * 32,
-        10,
-        20,
-        payment,
-        (to_miners - to_miners // 2, to_miners // 2),
-        (b"\x02" * 32, b"\x03" * 32),
-    )
+    _, commitment = honest_results(admin_market, task_id, miners)
     for miner in miners:
         admin_market.as_account(miner).tasks.vouch_results(commitment)
     chain.advance_time(admin_market.tasks.release_notice())

@@ -15,7 +15,7 @@ from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
 from miner.node.vouch import Voucher
-from tests.helpers import assigned_task
+from tests.helpers import assigned_task, honest_results
 
 GRACE_S = 600.0
 
@@ -30,22 +30,27 @@ class Clock:
         return self.now
 
 
-def signed_work(market: Market, task_id: int) -> ResultCommitment:
-    """What the coordinator asked both miners to sign: 10 input and 20 output tokens, split in two."""
-    payment = int(market.tasks.contract.functions.priceOf(task_id, 10, 20).call())
-    fee_bps = market.tasks.terms_of(task_id).coordinator_fee_bps
-    to_miners = payment - payment * fee_bps // 10_000
-    halves = (to_miners - to_miners // 2, to_miners // 2)
-    return ResultCommitment(task_id, b"\x01" * 32, 10, 20, payment, halves, (b"\x02" * 32, b"\x03" * 32))
-
-
 @pytest.fixture
 def parties(accounts: list[LocalAccount]) -> tuple[LocalAccount, LocalAccount, list[LocalAccount]]:
     return accounts[1], accounts[2], accounts[3:5]
 
 
 def voucher_of(market: Market, miner: LocalAccount, clock: Clock) -> Voucher:
-    return Voucher(market.as_account(miner).tasks, GRACE_S, clock)
+    return Voucher(market.as_account(miner).tasks, market.w3.eth.chain_id, GRACE_S, clock)
+
+
+def signed_by_both(
+    market: Market, parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]]
+) -> tuple[int, ResultCommitment, Clock, list[Voucher]]:
+    """An assigned task, the results both miners signed, and each miner's voucher told so."""
+    coordinator, user, miners = parties
+    task_id = assigned_task(market, coordinator, user, miners)
+    _, commitment = honest_results(market, task_id, miners)
+    clock = Clock()
+    vouchers = [voucher_of(market, miner, clock) for miner in miners]
+    for voucher in vouchers:
+        voucher.signed(commitment)
+    return task_id, commitment, clock, vouchers
 
 
 def test_a_release_request_makes_the_miners_vouch_and_commit(
@@ -53,13 +58,9 @@ def test_a_release_request_makes_the_miners_vouch_and_commit(
     admin_market: Market,
     parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]],
 ) -> None:
-    coordinator, user, miners = parties
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    commitment = signed_work(admin_market, task_id)
-    clock = Clock()
-    vouchers = [voucher_of(admin_market, miner, clock) for miner in miners]
+    coordinator, _, miners = parties
+    task_id, commitment, _, vouchers = signed_by_both(admin_market, parties)
     for voucher in vouchers:
-        voucher.signed(commitment)
         voucher.check()  # the coordinator is neither late nor releasing: nothing is sent
     assert admin_market.tasks.vouches_of(task_id) == []
 
@@ -88,13 +89,7 @@ def test_a_release_request_makes_the_miners_vouch_and_commit(
 def test_a_coordinator_late_past_the_grace_period_is_bypassed(
     admin_market: Market, parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]]
 ) -> None:
-    coordinator, user, miners = parties
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    commitment = signed_work(admin_market, task_id)
-    clock = Clock()
-    vouchers = [voucher_of(admin_market, miner, clock) for miner in miners]
-    for voucher in vouchers:
-        voucher.signed(commitment)
+    task_id, commitment, clock, vouchers = signed_by_both(admin_market, parties)
     clock.now += GRACE_S - 1
     vouchers[0].check()
     assert admin_market.tasks.vouches_of(task_id) == []
@@ -108,12 +103,8 @@ def test_a_coordinator_late_past_the_grace_period_is_bypassed(
 def test_results_the_coordinator_commits_are_only_forgotten(
     admin_market: Market, parties: tuple[LocalAccount, LocalAccount, list[LocalAccount]]
 ) -> None:
-    coordinator, user, miners = parties
-    task_id = assigned_task(admin_market, coordinator, user, miners)
-    commitment = signed_work(admin_market, task_id)
-    clock = Clock()
-    voucher = voucher_of(admin_market, miners[0], clock)
-    voucher.signed(commitment)
+    coordinator, _, miners = parties
+    task_id, commitment, clock, [voucher, _] = signed_by_both(admin_market, parties)
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
     signatures = [
         sign_commitment(miner, commitment, root, chain_id, registry)
@@ -138,7 +129,7 @@ def test_a_node_signing_after_a_release_request_vouches_before_handing_over(
     as_coordinator = admin_market.as_account(coordinator).tasks
     as_coordinator.request_release(task_id)
     chain.advance_time(admin_market.tasks.release_notice())
-    commitment = signed_work(admin_market, task_id)
+    _, commitment = honest_results(admin_market, task_id, miners)
     clock = Clock()
     for miner in miners:
         voucher_of(admin_market, miner, clock).signed(commitment)
