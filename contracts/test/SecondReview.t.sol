@@ -23,19 +23,12 @@ contract SecondReviewTest is BaseTest {
         internal
         returns (IT.Commitment memory c)
     {
-        uint256 count = tasks.minersOf(id).length;
-        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
-        outputTokens += 2_000_000;
-        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
-        c = IT.Commitment({
-            resultsRoot: _rootOf(leaves),
-            inputTokens: inputTokens,
-            outputTokens: outputTokens,
-            payment: payment,
-            minerAmounts: new uint256[](count),
-            servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
-        });
-        uint256[] memory shares = _split(payment - _fee(payment), signers);
+        c = _honestCommitment(id, leaves);
+        c.outputTokens += 2_000_000;
+        c.payment = tasks.priceOf(id, c.inputTokens, c.outputTokens);
+        uint256 count = c.minerAmounts.length;
+        c.minerAmounts = new uint256[](count);
+        uint256[] memory shares = _split(c.payment - _fee(c.payment), signers);
         bytes[] memory sigs = new bytes[](count);
         for (uint256 i = 0; i < count; ++i) {
             if (i < signers) {
