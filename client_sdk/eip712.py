@@ -1,8 +1,10 @@
 """EIP-712 typed data: miners' acceptances of tasks and result commitments.
 
 A miner signs an acceptance before any of its stake is locked for a task: `AcceptTask(taskId, stakeLock,
-expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's commitment
-together with its own served root (the root of the leaves it served, zero if none). The digests match
+expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's whole
+commitment, every miner's served root included (the root of the leaves that miner served, zero if none),
+and the miner's own address, so a signer vouches for exactly what it checked and for no other miner. The
+digests match
 TaskRegistry.acceptanceDigest and TaskRegistry.commitmentDigest byte for byte; the domain binds them to one
 chain and one contract.
 """
@@ -28,12 +30,13 @@ DOMAIN_VERSION = "1"
 RESULT_COMMITMENT_TYPES: dict[str, list[dict[str, str]]] = {
     "ResultCommitment": [
         {"name": "taskId", "type": "uint256"},
+        {"name": "miner", "type": "address"},
         {"name": "resultsRoot", "type": "bytes32"},
         {"name": "inputTokens", "type": "uint64"},
         {"name": "outputTokens", "type": "uint64"},
         {"name": "payment", "type": "uint128"},
         {"name": "minerAmounts", "type": "uint256[]"},
-        {"name": "servedRoot", "type": "bytes32"},
+        {"name": "servedRoots", "type": "bytes32[]"},
     ]
 }
 
@@ -90,16 +93,17 @@ class ResultCommitment:
             "served_roots": ["0x" + root.hex() for root in self.served_roots],
         }
 
-    def message(self, served_root: bytes) -> dict[str, Any]:
-        """What the miner whose served root is `served_root` signs."""
+    def message(self, miner: str) -> dict[str, Any]:
+        """What assigned miner `miner` signs."""
         return {
             "taskId": self.task_id,
+            "miner": miner,
             "resultsRoot": self.results_root,
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
             "payment": self.payment,
             "minerAmounts": list(self.miner_amounts),
-            "servedRoot": served_root,
+            "servedRoots": list(self.served_roots),
         }
 
     def as_tuple(self) -> tuple[Any, ...]:
@@ -116,19 +120,17 @@ def domain(chain_id: int, task_registry: str) -> dict[str, Any]:
     }
 
 
-def signable(
-    commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
-) -> SignableMessage:
+def signable(commitment: ResultCommitment, miner: str, chain_id: int, task_registry: str) -> SignableMessage:
     return encode_typed_data(
         domain_data=domain(chain_id, task_registry),
         message_types=RESULT_COMMITMENT_TYPES,
-        message_data=commitment.message(served_root),
+        message_data=commitment.message(miner),
     )
 
 
-def digest(commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str) -> bytes:
-    """The commitment's 32-byte EIP-712 digest (TaskRegistry.commitmentDigest)."""
-    return _digest_of(signable(commitment, served_root, chain_id, task_registry))
+def digest(commitment: ResultCommitment, miner: str, chain_id: int, task_registry: str) -> bytes:
+    """The 32-byte EIP-712 digest assigned miner `miner` signs (TaskRegistry.commitmentDigest)."""
+    return _digest_of(signable(commitment, miner, chain_id, task_registry))
 
 
 def _digest_of(message: SignableMessage) -> bytes:
@@ -137,19 +139,19 @@ def _digest_of(message: SignableMessage) -> bytes:
 
 
 def sign_commitment(
-    account: LocalAccount, commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
+    account: LocalAccount, commitment: ResultCommitment, miner: str, chain_id: int, task_registry: str
 ) -> bytes:
-    """A 65-byte signature (r, s, v) over the commitment with the signer's own served root."""
-    signed = account.sign_message(signable(commitment, served_root, chain_id, task_registry))
+    """A 65-byte signature (r, s, v) over the commitment by the signer of assigned miner `miner`."""
+    signed = account.sign_message(signable(commitment, miner, chain_id, task_registry))
     return bytes(signed.signature)
 
 
 def recover_signer(
-    signature: bytes, commitment: ResultCommitment, served_root: bytes, chain_id: int, task_registry: str
+    signature: bytes, commitment: ResultCommitment, miner: str, chain_id: int, task_registry: str
 ) -> str:
-    """The address that produced `signature` over this commitment with `served_root`."""
+    """The address that produced `signature` over this commitment for assigned miner `miner`."""
     recovered: str = Account.recover_message(
-        signable(commitment, served_root, chain_id, task_registry), signature=signature
+        signable(commitment, miner, chain_id, task_registry), signature=signature
     )
     return recovered
 

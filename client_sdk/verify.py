@@ -134,7 +134,7 @@ def check_commitment(
     chain_id = market.w3.eth.chain_id
     miners = market.tasks.miners_of(task_id)
     signers = market.tasks.signers_of(task_id)  # each as it accepted the task: the key the chain checked
-    for index, (miner, served_root) in enumerate(zip(miners, claimed.served_roots, strict=True)):
+    for index, miner in enumerate(miners):
         signature = by_miner.get(miner.lower())
         if signature is None and not claimed.needs_signature(index):
             continue  # paid nothing, vouching for nothing: the chain took the commitment without it
@@ -143,7 +143,7 @@ def check_commitment(
         signer = signers[index]
         try:
             recovered = recover_signer(
-                hex_bytes(signature), claimed, served_root, chain_id, market.deployment.task_registry
+                hex_bytes(signature), claimed, miner, chain_id, market.deployment.task_registry
             )
         except Exception as exc:  # malformed signature bytes
             raise ResultsRejected(f"task {task_id}: miner {miner}'s signature is malformed") from exc

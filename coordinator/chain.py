@@ -110,12 +110,10 @@ class CoordinatorChain:
             return False
         return signer.lower() == self.signer_of(miner).lower()
 
-    def check_signature(
-        self, miner: str, signature: bytes, commitment: ResultCommitment, served_root: bytes
-    ) -> bool:
-        """Whether `signature` is over the commitment with its served root by the signer `miner` accepted the
-        task with (the one the contract checks, whatever the miner registers later); False for a miner the
-        task does not have."""
+    def check_signature(self, miner: str, signature: bytes, commitment: ResultCommitment) -> bool:
+        """Whether `signature` is over the commitment for `miner` by the signer it accepted the task with (the
+        one the contract checks, whatever the miner registers later); False for a miner the task does not
+        have."""
         tasks = self.market.tasks
         assigned = [m.lower() for m in tasks.miners_of(commitment.task_id)]
         if miner.lower() not in assigned:
@@ -123,5 +121,5 @@ class CoordinatorChain:
         signer = tasks.signers_of(commitment.task_id)[assigned.index(miner.lower())]
         chain_id = self.market.w3.eth.chain_id
         registry = self.market.deployment.task_registry
-        recovered = recover_signer(signature, commitment, served_root, chain_id, registry)
+        recovered = recover_signer(signature, commitment, miner, chain_id, registry)
         return recovered.lower() == signer.lower()

@@ -118,8 +118,8 @@ def run_demo(config: DemoConfig = DemoConfig(), log: Console | None = None) -> D
         leaves = simulate_inference(task_id, config, miner_addresses)
         commitment = price_results(market, task_id, leaves, miner_addresses, config)
         signatures = [
-            sign_commitment(m, commitment, served, node.w3.eth.chain_id, market.deployment.task_registry)
-            for m, served in zip(parties.miners, commitment.served_roots, strict=True)
+            sign_commitment(m, commitment, m.address, node.w3.eth.chain_id, market.deployment.task_registry)
+            for m in parties.miners
         ]
         coordinator.tasks.commit_results(commitment, signatures)
         say(f"results root committed with {len(signatures)} miner signatures; challenge window runs")

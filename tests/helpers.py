@@ -129,10 +129,7 @@ def committed_task(
         amounts = tuple(split(to_miners, [1] * len(miners)))
         commitment = replace(commitment, output_tokens=output_tokens, payment=payment, miner_amounts=amounts)
     chain_id, registry = admin.w3.eth.chain_id, admin.deployment.task_registry
-    signatures = [
-        sign_commitment(m, commitment, served, chain_id, registry)
-        for m, served in zip(miners, commitment.served_roots, strict=True)
-    ]
+    signatures = [sign_commitment(m, commitment, m.address, chain_id, registry) for m in miners]
     admin.as_account(coordinator).tasks.commit_results(commitment, signatures)
     return Committed(task_id, leaves, ResultTrees(leaves, addresses), commitment)
 

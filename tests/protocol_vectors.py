@@ -103,9 +103,7 @@ def build() -> dict[str, Any]:
             "outputTokens": commitment.output_tokens,
             "payment": commitment.payment,
             "minerAmounts": list(commitment.miner_amounts),
-            "digests": [
-                _hex(digest(commitment, root, CHAIN_ID, VERIFYING_CONTRACT)) for root in trees.served_roots()
-            ],
+            "digests": [_hex(digest(commitment, miner, CHAIN_ID, VERIFYING_CONTRACT)) for miner in MINERS],
         },
         "acceptance": {
             "stakeLock": ACCEPTED_LOCK,

@@ -11,6 +11,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from web3 import Web3
 
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import (
@@ -46,13 +47,13 @@ WORDS = st.binary(min_size=32, max_size=32)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(commitment=COMMITMENTS, served_root=WORDS)
+@given(commitment=COMMITMENTS, miner=WORDS.map(lambda w: Web3.to_checksum_address(w[:20])))
 def test_python_digest_equals_contract_digest(
-    admin_market: Market, commitment: ResultCommitment, served_root: bytes
+    admin_market: Market, commitment: ResultCommitment, miner: str
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
-    assert digest(commitment, served_root, chain_id, registry) == admin_market.tasks.commitment_digest(
-        commitment, served_root
+    assert digest(commitment, miner, chain_id, registry) == admin_market.tasks.commitment_digest(
+        commitment, miner
     )
 
 
@@ -124,10 +125,12 @@ def test_python_signatures_are_accepted_on_chain(
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
     commitment = _commitment(task)
     signatures = [
-        sign_commitment(m, commitment, served, chain_id, registry)
-        for m, served in zip((accounts[3], accounts[4]), SERVED, strict=True)
+        sign_commitment(m, commitment, m.address, chain_id, registry) for m in (accounts[3], accounts[4])
     ]
-    assert recover_signer(signatures[0], commitment, SERVED[0], chain_id, registry) == accounts[3].address
+    assert (
+        recover_signer(signatures[0], commitment, accounts[3].address, chain_id, registry)
+        == accounts[3].address
+    )
 
     admin_market.as_account(accounts[1]).tasks.commit_results(commitment, signatures)
 
@@ -138,15 +141,24 @@ def test_python_signatures_are_accepted_on_chain(
 
 
 @pytest.mark.parametrize(
-    "tamper", ["other_payment", "other_root", "other_served_root", "wrong_key", "other_chain", "flipped_byte"]
+    "tamper",
+    [
+        "other_payment",
+        "other_root",
+        "other_served_root",
+        "other_miner",
+        "wrong_key",
+        "other_chain",
+        "flipped_byte",
+    ],
 )
 def test_tampered_signatures_are_rejected(
     admin_market: Market, accounts: list[LocalAccount], task: int, tamper: str
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
     commitment = _commitment(task)
-    honest = sign_commitment(accounts[3], commitment, SERVED[0], chain_id, registry)
-    mine = SERVED[1]
+    honest = sign_commitment(accounts[3], commitment, accounts[3].address, chain_id, registry)
+    mine = accounts[4].address
     second = {
         "other_payment": sign_commitment(
             accounts[4], replace(commitment, payment=19_000_000), mine, chain_id, registry
@@ -154,7 +166,10 @@ def test_tampered_signatures_are_rejected(
         "other_root": sign_commitment(
             accounts[4], replace(commitment, results_root=b"\x22" * 32), mine, chain_id, registry
         ),
-        "other_served_root": sign_commitment(accounts[4], commitment, SERVED[0], chain_id, registry),
+        "other_served_root": sign_commitment(
+            accounts[4], replace(commitment, served_roots=SERVED[::-1]), mine, chain_id, registry
+        ),
+        "other_miner": sign_commitment(accounts[4], commitment, accounts[3].address, chain_id, registry),
         "wrong_key": sign_commitment(accounts[5], commitment, mine, chain_id, registry),
         "other_chain": sign_commitment(accounts[4], commitment, mine, chain_id + 1, registry),
         "flipped_byte": _flip(sign_commitment(accounts[4], commitment, mine, chain_id, registry)),

@@ -22,6 +22,8 @@ from client_sdk.chain.transactions import SendingLock, Transactor, call_view
 from client_sdk.chain.types import (
     ArbitrationConfig,
     Audit,
+    Challenge,
+    ChallengeStatus,
     Dispute,
     DisputeStatus,
     Juror,
@@ -214,11 +216,9 @@ class TaskRegistry(_Bound):
     def coordinator_fee_bps(self) -> int:
         return int(self.contract.functions.coordinatorFeeBps().call())
 
-    def commitment_digest(self, commitment: ResultCommitment, served_root: bytes) -> bytes:
-        """The digest the assigned miner whose served root is `served_root` signs."""
-        call = self.contract.functions.commitmentDigest(
-            commitment.task_id, commitment.as_tuple(), served_root
-        )
+    def commitment_digest(self, commitment: ResultCommitment, miner: str) -> bytes:
+        """The digest assigned miner `miner` signs."""
+        call = self.contract.functions.commitmentDigest(commitment.task_id, commitment.as_tuple(), miner)
         return bytes(call.call())
 
     def create_task(
@@ -467,6 +467,49 @@ class Arbitration(_Bound):
         return int(event["args"]["disputeId"])
 
 
+class LineChallenges(_Bound):
+    """The owner's challenges of positions of its task's results tree, which anyone answers with the line's
+    leaf and proofs; one nobody answers in time refunds the task and slashes its signers."""
+
+    abi_name = "LineChallenges"
+
+    def answer_period(self) -> int:
+        return int(self.contract.functions.answerPeriod().call())
+
+    def challenge_of(self, task_id: int, index: int) -> Challenge:
+        return from_abi(Challenge, self.contract.functions.challengeOf(task_id, index).call())
+
+    def challenged_lines_of(self, task_id: int) -> list[int]:
+        """Every position of task `task_id` its owner challenged, in the order it did."""
+        return [int(i) for i in self.contract.functions.challengedLinesOf(task_id).call()]
+
+    def open_challenges(self, task_id: int) -> list[int]:
+        """The positions of task `task_id` whose challenge waits for an answer."""
+        return [
+            index
+            for index in self.challenged_lines_of(task_id)
+            if self.challenge_of(task_id, index).status == ChallengeStatus.OPEN
+        ]
+
+    def challenge_line(self, task_id: int, index: int) -> TxReceipt:
+        """The task's owner, inside its challenge window: position `index` must be answered in time."""
+        return self._send(self.contract.functions.challengeLine(task_id, index))
+
+    def answer_line(
+        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+    ) -> TxReceipt:
+        """Answers the open challenge of `leaf`'s position with its results proof and, for each miner of its
+        pipeline, its proof in that miner's served tree (as a dispute is opened)."""
+        call = self.contract.functions.answerLine(
+            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+        )
+        return self._send(call)
+
+    def settle_unanswered(self, task_id: int, index: int) -> TxReceipt:
+        """Anyone, after the answer period of an open challenge: refunds the owner, slashes the signers."""
+        return self._send(self.contract.functions.settleUnanswered(task_id, index))
+
+
 class Timelock(_Bound):
     """The timelock that holds every protocol contract's admin role: the admin schedules a call, anyone can
     see it (CallScheduled), and it runs only after the delay."""
@@ -511,6 +554,7 @@ class Market:
         self.tasks = TaskRegistry(w3, deployment.task_registry, self.transactor)
         self.verifiers = VerifierRegistry(w3, deployment.verifier_registry, self.transactor)
         self.arbitration = Arbitration(w3, deployment.arbitration, self.transactor)
+        self.challenges = LineChallenges(w3, deployment.line_challenges, self.transactor)
         self.timelock = Timelock(w3, deployment.timelock, self.transactor)
 
     @property

@@ -41,6 +41,7 @@ class DeployParams:
     base_jury: int | None = None
     audit_reward_per_day: int | None = None
     timelock_delay: int | None = None
+    answer_period: int | None = None
 
     def environment(self) -> dict[str, str]:
         """The script reads each parameter from an environment variable named like the field, in capitals."""

@@ -19,6 +19,7 @@ CONTRACT_KEYS = (
     "task_registry",
     "verifier_registry",
     "arbitration",
+    "line_challenges",
 )
 ROLE_KEYS = ("admin", "coordinator", "fee_recipient", "timelock")
 
@@ -35,6 +36,7 @@ class Deployment:
     task_registry: str
     verifier_registry: str
     arbitration: str
+    line_challenges: str
     admin: str
     coordinator: str
     fee_recipient: str

@@ -186,3 +186,22 @@ class Audit:
     request_index: int
     seed: bytes
     dispute_id: int
+
+
+class ChallengeStatus(IntEnum):
+    """A line challenge: never made, waiting for an answer, answered, or settled unanswered (refunded)."""
+
+    NONE = 0
+    OPEN = 1
+    ANSWERED = 2
+    UNANSWERED = 3
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """The owner's challenge of one position of its task's results tree: open from `opened_at`, to be answered
+    by `answer_by` (chain time)."""
+
+    status: ChallengeStatus
+    opened_at: int
+    answer_by: int

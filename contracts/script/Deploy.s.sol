@@ -11,12 +11,13 @@ import {PaymentEscrow} from "../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {LineChallenges} from "../src/LineChallenges.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 
 /// @title Deploy
 /// @notice Deploys the market (mock token unless TOKEN is set, GPU registry, escrow, task registry, verifier
-/// registry, arbitration),
+/// registry, arbitration, line challenges),
 /// wires their roles, and writes a deployment file that every other component reads.
 /// Every parameter has a default and can be overridden by an environment variable of the same name.
 ///
@@ -45,6 +46,7 @@ contract Deploy is Script {
         uint256 baseJury;
         uint256 auditRewardPerDay;
         uint256 timelockDelay;
+        uint256 answerPeriod;
     }
 
     struct Deployed {
@@ -54,6 +56,7 @@ contract Deploy is Script {
         TaskRegistry taskRegistry;
         VerifierRegistry verifierRegistry;
         Arbitration arbitration;
+        LineChallenges lineChallenges;
         TimelockController timelock;
     }
 
@@ -107,12 +110,16 @@ contract Deploy is Script {
                 auditRewardPerDay: p.auditRewardPerDay
             })
         );
+        d.lineChallenges = new LineChallenges(d.taskRegistry, d.escrow, p.answerPeriod);
 
         d.gpuRegistry.grantRole(d.gpuRegistry.TASK_MANAGER_ROLE(), address(d.taskRegistry));
         d.gpuRegistry.grantRole(d.gpuRegistry.SLASHER_ROLE(), address(d.taskRegistry));
         d.escrow.grantRole(d.escrow.TASK_MANAGER_ROLE(), address(d.taskRegistry));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.arbitration));
+        // A line challenge holds a task as a dispute does, and pays the slashed locks to the owner.
+        d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.lineChallenges));
+        d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.lineChallenges));
         d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
         _handOverToTimelock(p, d);
@@ -161,6 +168,7 @@ contract Deploy is Script {
         p.baseJury = vm.envOr("BASE_JURY", uint256(5));
         p.auditRewardPerDay = vm.envOr("AUDIT_REWARD_PER_DAY", uint256(50e6));
         p.timelockDelay = vm.envOr("TIMELOCK_DELAY", uint256(2 days));
+        p.answerPeriod = vm.envOr("ANSWER_PERIOD", uint256(6 hours));
     }
 
     function _write(Params memory p, Deployed memory d, uint256 startBlock) internal {
@@ -170,7 +178,8 @@ contract Deploy is Script {
         vm.serializeAddress(c, "payment_escrow", address(d.escrow));
         vm.serializeAddress(c, "task_registry", address(d.taskRegistry));
         vm.serializeAddress(c, "verifier_registry", address(d.verifierRegistry));
-        string memory contracts = vm.serializeAddress(c, "arbitration", address(d.arbitration));
+        vm.serializeAddress(c, "arbitration", address(d.arbitration));
+        string memory contracts = vm.serializeAddress(c, "line_challenges", address(d.lineChallenges));
 
         string memory r = "roles";
         vm.serializeAddress(r, "admin", p.admin);

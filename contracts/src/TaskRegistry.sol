@@ -126,8 +126,7 @@ contract TaskRegistry is TaskEvidence {
     }
 
     /// @inheritdoc ITaskRegistry
-    /// @dev The vouch is the digest the miner's signature would sign (with its own served root); a later vouch
-    /// replaces its earlier one.
+    /// @dev The vouch is the digest the miner's signature would sign; a later vouch replaces its earlier one.
     function vouchResults(uint256 taskId, Commitment calldata c) external {
         Task storage task = _existing(taskId);
         _requireStatus(taskId, task, TaskStatus.Assigned);
@@ -143,7 +142,7 @@ contract TaskRegistry is TaskEvidence {
                 vouches.push();
             }
         }
-        bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
+        bytes32 digest = commitmentDigest(taskId, c, miners[i]);
         vouches[i] = digest;
         emit ResultsVouched(taskId, miners[i], digest, c.servedRoots[i]);
     }

@@ -8,6 +8,7 @@ import {PaymentEscrow} from "../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
+import {LineChallenges} from "../src/LineChallenges.sol";
 import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
@@ -51,6 +52,7 @@ abstract contract BaseTest is Consent {
     uint256 internal constant MIN_VERIFIER_STAKE = 100e6;
     uint256 internal constant VERIFIER_UNBONDING = 3 days;
     uint256 internal constant AUDIT_RATE_BPS = 1_000;
+    uint256 internal constant ANSWER_PERIOD = 6 hours;
 
     uint64 internal constant T0 = 1_700_000_000;
     uint256 internal constant MINER_STAKE = 500e6;
@@ -77,7 +79,7 @@ abstract contract BaseTest is Consent {
     bytes32 internal constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     bytes32 internal constant COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32 servedRoot)"
+        "ResultCommitment(uint256 taskId,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
     );
 
     address internal admin = makeAddr("admin");
@@ -98,6 +100,7 @@ abstract contract BaseTest is Consent {
     TaskRegistry internal tasks;
     VerifierRegistry internal verifierRegistry;
     Arbitration internal arbitration;
+    LineChallenges internal challenges;
 
     address[] internal miners;
     uint256[] internal signerKeys;
@@ -113,6 +116,7 @@ abstract contract BaseTest is Consent {
         escrow = d.escrow;
         tasks = d.taskRegistry;
         arbitration = d.arbitration;
+        challenges = d.lineChallenges;
         verifierRegistry = d.verifierRegistry;
         governor = address(d.timelock);
         vm.label(address(verifierRegistry), "VerifierRegistry");
@@ -121,6 +125,7 @@ abstract contract BaseTest is Consent {
         vm.label(address(escrow), "PaymentEscrow");
         vm.label(address(tasks), "TaskRegistry");
         vm.label(address(arbitration), "Arbitration");
+        vm.label(address(challenges), "LineChallenges");
 
         for (uint256 i = 0; i < MINER_COUNT; ++i) {
             miners.push(makeAddr(string.concat("miner", vm.toString(i))));
@@ -158,6 +163,7 @@ abstract contract BaseTest is Consent {
         p.baseJury = BASE_JURY;
         p.auditRewardPerDay = AUDIT_REWARD_PER_DAY;
         p.timelockDelay = TIMELOCK_DELAY;
+        p.answerPeriod = ANSWER_PERIOD;
     }
 
     // ---- money
@@ -347,7 +353,7 @@ abstract contract BaseTest is Consent {
     }
 
     /// @dev The EIP-712 digest, computed from the spec, not read from the contract.
-    function _digest(uint256 taskId, ITaskRegistry.Commitment memory c, bytes32 servedRoot)
+    function _digest(uint256 taskId, ITaskRegistry.Commitment memory c, address miner)
         internal
         view
         returns (bytes32)
@@ -365,12 +371,13 @@ abstract contract BaseTest is Consent {
             abi.encode(
                 COMMITMENT_TYPEHASH,
                 taskId,
+                miner,
                 c.resultsRoot,
                 c.inputTokens,
                 c.outputTokens,
                 c.payment,
                 keccak256(abi.encodePacked(c.minerAmounts)),
-                servedRoot
+                keccak256(abi.encodePacked(c.servedRoots))
             )
         );
         return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
@@ -397,8 +404,7 @@ abstract contract BaseTest is Consent {
     {
         sigs = new bytes[](assigned.length);
         for (uint256 i = 0; i < assigned.length; ++i) {
-            bytes32 served = i < c.servedRoots.length ? c.servedRoots[i] : bytes32(0);
-            sigs[i] = _signDigest(_keyOf(assigned[i]), _digest(taskId, c, served));
+            sigs[i] = _signDigest(_keyOf(assigned[i]), _digest(taskId, c, assigned[i]));
         }
     }
 

@@ -148,9 +148,10 @@ contract ProtocolVectorsTest is Test {
             servedRoots: served
         });
         bytes32[] memory digests = vm.parseJsonBytes32Array(json, ".commitment.digests");
+        address[] memory assigned = vm.parseJsonAddressArray(json, ".miners");
         uint256 taskId = vm.parseJsonUint(json, ".taskId");
-        for (uint256 i = 0; i < served.length; ++i) {
-            assertEq(registry.commitmentDigest(taskId, c, served[i]), digests[i]);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            assertEq(registry.commitmentDigest(taskId, c, assigned[i]), digests[i]);
         }
     }
 

@@ -101,8 +101,8 @@ contract RefutationReviewTest is BaseTest {
         c.servedRoots = ResultTree.servedRoots(leaves, tasks.minersOf(id));
         assertEq(c.servedRoots[2], bytes32(0));
         bytes[] memory sigs = new bytes[](3);
-        sigs[0] = _signDigest(signerKeys[0], _digest(id, c, c.servedRoots[0]));
-        sigs[1] = _signDigest(signerKeys[1], _digest(id, c, c.servedRoots[1]));
+        sigs[0] = _signDigest(signerKeys[0], _digest(id, c, miners[0]));
+        sigs[1] = _signDigest(signerKeys[1], _digest(id, c, miners[1]));
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
 
@@ -151,7 +151,7 @@ contract RefutationReviewTest is BaseTest {
         c.servedRoots = new bytes32[](2);
         c.servedRoots[0] = hs[0];
         bytes[] memory sigs = new bytes[](2);
-        sigs[0] = _signDigest(signerKeys[0], _digest(id, c, hs[0]));
+        sigs[0] = _signDigest(signerKeys[0], _digest(id, c, miners[0]));
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
     }

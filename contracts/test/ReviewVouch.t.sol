@@ -64,7 +64,7 @@ contract ReviewVouchTest is BaseTest {
         returns (bytes[] memory sigs)
     {
         sigs = new bytes[](c.minerAmounts.length);
-        sigs[0] = _signDigest(_keyOf(miners[0]), _digest(id, c, c.servedRoots[0]));
+        sigs[0] = _signDigest(_keyOf(miners[0]), _digest(id, c, miners[0]));
     }
 
     /// @dev After the challenge window: every miner its honest share (the literal amounts), the coordinator its
@@ -240,8 +240,9 @@ contract ReviewVouchTest is BaseTest {
     // ============================================================================== attacks that FAIL
 
     /// @dev After every miner vouched, a stranger (or a miner) tries to commit a variant: shares shifted, served
-    /// roots swapped, a served root dropped, usage changed. Each slot's vouch is the digest over the whole split
-    /// and its own served root, so every variant is refused; the honest commitment then pays exactly.
+    /// roots swapped, a served root dropped, usage changed. Each slot's vouch is the digest over the whole
+    /// commitment, every served root included, so every variant is refused at the first slot; the honest
+    /// commitment then pays exactly.
     function test_poc_strangerCannotCommitVariantOfFullyVouched() public {
         uint256 id = _assignedTask(alice, 3);
         IT.Commitment memory c = _signedWork(id);
@@ -257,13 +258,13 @@ contract ReviewVouchTest is BaseTest {
         IT.Commitment memory swapped = _copy(c);
         (swapped.servedRoots[1], swapped.servedRoots[2]) = (c.servedRoots[2], c.servedRoots[1]);
         vm.prank(stranger);
-        vm.expectRevert(abi.encodeWithSelector(IT.VouchedOtherResults.selector, miners[1]));
+        vm.expectRevert(abi.encodeWithSelector(IT.VouchedOtherResults.selector, miners[0]));
         tasks.commitResults(id, swapped, new bytes[](3));
 
         IT.Commitment memory dropped = _copy(c);
         dropped.servedRoots[2] = bytes32(0);
         vm.prank(miners[0]);
-        vm.expectRevert(abi.encodeWithSelector(IT.VouchedOtherResults.selector, miners[2]));
+        vm.expectRevert(abi.encodeWithSelector(IT.VouchedOtherResults.selector, miners[0]));
         tasks.commitResults(id, dropped, new bytes[](3));
 
         IT.Commitment memory inflated = _copy(c);
@@ -300,8 +301,8 @@ contract ReviewVouchTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[0]));
         tasks.commitResults(id2, c, new bytes[](3));
 
-        (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(miners[0]), _digest(id1, c, c.servedRoots[0]));
-        address recovered = ecrecover(_digest(id2, c, c.servedRoots[0]), v, r, s);
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(miners[0]), _digest(id1, c, miners[0]));
+        address recovered = ecrecover(_digest(id2, c, miners[0]), v, r, s);
         vm.prank(coordinator);
         vm.expectRevert(abi.encodeWithSelector(IT.InvalidSignature.selector, miners[0], recovered));
         tasks.commitResults(id2, c, sigs1);
@@ -346,7 +347,7 @@ contract ReviewVouchTest is BaseTest {
             servedRoots: ResultTree.servedRoots(leaves, tasks.minersOf(id))
         });
         assertEq(c.servedRoots[0], c.servedRoots[1], "same lines, same served root");
-        assertEq(_digest(id, c, c.servedRoots[0]), _digest(id, c, c.servedRoots[1]), "same digest");
+        assertTrue(_digest(id, c, miners[0]) != _digest(id, c, miners[1]), "the digest names the miner");
 
         address signer0 = _signer(0);
         vm.prank(miners[1]);
@@ -364,16 +365,16 @@ contract ReviewVouchTest is BaseTest {
         vm.prank(_signer(2)); // the key miner 2 accepted with still speaks for it
         tasks.vouchResults(id, c);
         bytes32[] memory vouches = tasks.vouchesOf(id);
-        assertEq(vouches[0], _digest(id, c, c.servedRoots[0]));
+        assertEq(vouches[0], _digest(id, c, miners[0]));
         assertEq(vouches[1], bytes32(0), "miner 1's slot stays empty");
-        assertEq(vouches[2], _digest(id, c, c.servedRoots[2]));
+        assertEq(vouches[2], _digest(id, c, miners[2]));
 
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IT.UnpaidShareRequired.selector, miners[1]));
         tasks.commitResults(id, c, new bytes[](3));
         // Miner 0's key cannot sign for miner 1 either, though it is now miner 1's registered signer.
         bytes[] memory sigs = new bytes[](3);
-        sigs[1] = _signDigest(signerKeys[0], _digest(id, c, c.servedRoots[1]));
+        sigs[1] = _signDigest(signerKeys[0], _digest(id, c, miners[1]));
         vm.prank(stranger);
         vm.expectRevert(abi.encodeWithSelector(IT.InvalidSignature.selector, miners[1], signer0));
         tasks.commitResults(id, c, sigs);

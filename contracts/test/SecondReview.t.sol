@@ -38,7 +38,7 @@ contract SecondReviewTest is BaseTest {
             }
         }
         for (uint256 i = 0; i < signers; ++i) {
-            sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, c.servedRoots[i]));
+            sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, miners[i]));
         }
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
@@ -180,12 +180,10 @@ contract SecondReviewTest is BaseTest {
         tasks.requestRelease(id);
 
         vm.expectEmit(address(tasks));
-        emit IT.ResultsVouched(
-            id, miners[0], tasks.commitmentDigest(id, c, c.servedRoots[0]), c.servedRoots[0]
-        );
+        emit IT.ResultsVouched(id, miners[0], tasks.commitmentDigest(id, c, miners[0]), c.servedRoots[0]);
         vm.prank(miners[0]);
         tasks.vouchResults(id, c);
-        assertEq(tasks.vouchesOf(id)[0], _digest(id, c, c.servedRoots[0]), "the digest its signature signs");
+        assertEq(tasks.vouchesOf(id)[0], _digest(id, c, miners[0]), "the digest its signature signs");
         assertEq(tasks.vouchesOf(id)[1], bytes32(0));
 
         _commit(id, c);
@@ -236,7 +234,7 @@ contract SecondReviewTest is BaseTest {
         bytes[] memory sigs = _signatures(id, c); // the accepting signers' keys
         (, uint256 verifierKey) = makeAddrAndKey("a verifier's key");
         bytes[] memory forged = _signatures(id, c);
-        forged[0] = _signDigest(verifierKey, _digest(id, c, c.servedRoots[0]));
+        forged[0] = _signDigest(verifierKey, _digest(id, c, miners[0]));
         vm.startPrank(coordinator);
         vm.expectRevert(abi.encodeWithSelector(IT.InvalidSignature.selector, miners[0], vm.addr(verifierKey)));
         tasks.commitResults(id, c, forged);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {BaseTest} from "./BaseTest.sol";
@@ -493,28 +494,36 @@ contract TaskRegistryTest is BaseTest {
     function test_commitmentDigest_matchesEip712Spec() public {
         uint256 id = _assignedTask(alice, 3);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 3);
-        assertEq(tasks.commitmentDigest(id, c, bytes32(0)), _digest(id, c, bytes32(0)));
-        assertTrue(tasks.commitmentDigest(id + 1, c, bytes32(0)) != _digest(id, c, bytes32(0)));
+        assertEq(tasks.commitmentDigest(id, c, miners[0]), _digest(id, c, miners[0]));
+        assertTrue(tasks.commitmentDigest(id + 1, c, miners[0]) != _digest(id, c, miners[0]));
+        assertTrue(tasks.commitmentDigest(id, c, miners[1]) != _digest(id, c, miners[0]), "names the miner");
         assertEq(tasks.RESULT_COMMITMENT_TYPEHASH(), COMMITMENT_TYPEHASH);
-        bytes32 served = keccak256("served");
-        assertEq(tasks.commitmentDigest(id, c, served), _digest(id, c, served));
-        assertTrue(tasks.commitmentDigest(id, c, served) != _digest(id, c, bytes32(0)));
+        bytes32 before = _digest(id, c, miners[0]);
+        c.servedRoots[2] = keccak256("served by miner 2");
+        assertEq(tasks.commitmentDigest(id, c, miners[0]), _digest(id, c, miners[0]));
+        assertTrue(_digest(id, c, miners[0]) != before, "covers every miner's served root");
     }
 
-    /// @dev A miner's signature covers its own served root: moved to another miner's slot, or with the root
-    /// changed after signing, it no longer verifies.
-    function test_commitResults_bindsEachSignatureToItsServedRoot() public {
+    /// @dev A miner's signature names it and covers every served root: moved to another miner's slot, or with any
+    /// miner's root changed after signing, it no longer verifies (a co-signer cannot swap in another served root).
+    function test_commitResults_bindsEachSignatureToItsMinerAndEveryServedRoot() public {
         uint256 id = _assignedTask(alice, 2);
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
         c.servedRoots[0] = keccak256("served by miner 0");
         c.servedRoots[1] = keccak256("served by miner 1");
         bytes[] memory sigs = _signatures(id, c);
-        c.servedRoots[0] = c.servedRoots[1];
-        bytes32 digest = _digest(id, c, c.servedRoots[0]);
-        (uint8 v, bytes32 r, bytes32 s) =
-            vm.sign(signerKeys[0], _digest(id, c, keccak256("served by miner 0")));
-        _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], ecrecover(digest, v, r, s)));
-        c.servedRoots[0] = keccak256("served by miner 0");
+        c.servedRoots[1] = keccak256("another root for miner 1");
+        sigs[1] = _signatures(id, c)[1]; // miner 1 signs its new root; miner 0 never saw it
+        _expectCommitRevert(
+            id, c, sigs, _invalidSig(miners[0], _recovered(sigs[0], _digest(id, c, miners[0])))
+        );
+        c.servedRoots[1] = keccak256("served by miner 1");
+        sigs = _signatures(id, c);
+        (sigs[0], sigs[1]) = (sigs[1], sigs[0]);
+        _expectCommitRevert(
+            id, c, sigs, _invalidSig(miners[0], _recovered(sigs[0], _digest(id, c, miners[0])))
+        );
+        sigs = _signatures(id, c);
         vm.prank(coordinator);
         tasks.commitResults(id, c, sigs);
         assertEq(tasks.servedRootsOf(id), c.servedRoots);
@@ -547,7 +556,7 @@ contract TaskRegistryTest is BaseTest {
         oneSigned.minerAmounts[0] = PAYMENT - _fee(PAYMENT);
         oneSigned.servedRoots = new bytes32[](2);
         bytes[] memory one = new bytes[](2);
-        one[0] = _signDigest(_keyOf(miners[0]), _digest(id, oneSigned, bytes32(0)));
+        one[0] = _signDigest(_keyOf(miners[0]), _digest(id, oneSigned, miners[0]));
         vm.prank(miners[0]);
         vm.expectRevert(_err(IT.NotFullySigned.selector, id, 1));
         tasks.commitResults(id, oneSigned, one);
@@ -596,6 +605,11 @@ contract TaskRegistryTest is BaseTest {
         _expectCommitRevert(id, c, sigs, abi.encodeWithSelector(Pausable.EnforcedPause.selector));
     }
 
+    /// @dev Who `sig` recovers to over `digest` (a signature over another digest recovers some other address).
+    function _recovered(bytes memory sig, bytes32 digest) internal pure returns (address) {
+        return ECDSA.recover(digest, sig);
+    }
+
     function _invalidSig(address miner, address recovered) internal pure returns (bytes memory) {
         return abi.encodeWithSelector(IT.InvalidSignature.selector, miner, recovered);
     }
@@ -605,9 +619,11 @@ contract TaskRegistryTest is BaseTest {
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 2);
         bytes[] memory sigs = _signatures(id, c);
         (sigs[0], sigs[1]) = (sigs[1], sigs[0]);
-        _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], _signer(1)));
+        _expectCommitRevert(
+            id, c, sigs, _invalidSig(miners[0], _recovered(sigs[0], _digest(id, c, miners[0])))
+        );
         sigs = _signatures(id, c);
-        sigs[1] = _signDigest(signerKeys[3], _digest(id, c, bytes32(0)));
+        sigs[1] = _signDigest(signerKeys[3], _digest(id, c, miners[1]));
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[1], _signer(3)));
     }
 
@@ -618,19 +634,19 @@ contract TaskRegistryTest is BaseTest {
         IT.Commitment memory c = _commitment(ROOT, PAYMENT, 1);
         IT.Commitment memory altered = _commitment(ROOT, PAYMENT, 1);
         altered.resultsRoot = keccak256("another root"); // changed after the miner signed
-        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, bytes32(0)));
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, miners[0]));
         bytes[] memory sigs = new bytes[](1);
         sigs[0] = abi.encodePacked(r, s, v);
 
         _expectCommitRevert(
-            id, altered, sigs, _invalidSig(miners[0], ecrecover(_digest(id, altered, bytes32(0)), v, r, s))
+            id, altered, sigs, _invalidSig(miners[0], ecrecover(_digest(id, altered, miners[0]), v, r, s))
         );
         _expectCommitRevert(
-            other, c, sigs, _invalidSig(miners[0], ecrecover(_digest(other, c, bytes32(0)), v, r, s))
+            other, c, sigs, _invalidSig(miners[0], ecrecover(_digest(other, c, miners[0]), v, r, s))
         );
         vm.chainId(block.chainid + 1);
         _expectCommitRevert(
-            id, c, sigs, _invalidSig(miners[0], ecrecover(_digest(id, c, bytes32(0)), v, r, s))
+            id, c, sigs, _invalidSig(miners[0], ecrecover(_digest(id, c, miners[0]), v, r, s))
         );
     }
 
@@ -643,7 +659,7 @@ contract TaskRegistryTest is BaseTest {
         sigs[0] = new bytes(65);
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], address(0)));
         // Same key, high s: plain ecrecover accepts it, the contract does not.
-        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, bytes32(0)));
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(signerKeys[0], _digest(id, c, miners[0]));
         sigs[0] = abi.encodePacked(r, bytes32(SECP256K1_N - uint256(s)), v == 27 ? uint8(28) : uint8(27));
         _expectCommitRevert(id, c, sigs, _invalidSig(miners[0], address(0)));
     }
@@ -657,7 +673,7 @@ contract TaskRegistryTest is BaseTest {
         vm.prank(miners[0]);
         registry.setSigner(newSigner);
         bytes[] memory withNewKey = new bytes[](1);
-        withNewKey[0] = _signDigest(newKey, _digest(id, c, bytes32(0)));
+        withNewKey[0] = _signDigest(newKey, _digest(id, c, miners[0]));
         _expectCommitRevert(id, c, withNewKey, _invalidSig(miners[0], newSigner));
 
         vm.prank(coordinator);

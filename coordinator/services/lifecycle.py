@@ -320,7 +320,7 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
     if missing:
         _await_signers(session, ctx, batch, missing, now)
         return
-    if _drop_stale(session, ctx, commitment, miners, signatures):
+    if _drop_stale(session, ctx, commitment, signatures):
         return  # the next step waits for their miners to sign this commitment
     if task.status == TaskStatus.ASSIGNED:
         # an empty signature stands for a miner paid nothing that vouches for nothing (the contract's rule)
@@ -335,7 +335,6 @@ def _drop_stale(
     session: Session,
     ctx: Context,
     commitment: ResultCommitment,
-    miners: list[str],
     signatures: dict[str, Signature],
 ) -> bool:
     """Deletes, right before the commit, every signature that is not its miner's over this commitment (one
@@ -344,9 +343,7 @@ def _drop_stale(
     stale = [
         s
         for s in signatures.values()
-        if not ctx.chain.check_signature(
-            s.miner, hex_bytes(s.signature), commitment, commitment.served_roots[miners.index(s.miner)]
-        )
+        if not ctx.chain.check_signature(s.miner, hex_bytes(s.signature), commitment)
     ]
     for signature in stale:
         session.delete(signature)

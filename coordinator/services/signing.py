@@ -71,8 +71,7 @@ def accept(
         raise InvalidInput("signature must be hex", "signature") from exc
     assert batch.commitment is not None  # _signing checked it
     commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
-    served_root = commitment.served_roots[(batch.miners or []).index(miner)]
-    if len(raw) != 65 or not chain.check_signature(miner, raw, commitment, served_root):
+    if len(raw) != 65 or not chain.check_signature(miner, raw, commitment):
         raise InvalidInput(
             "the signature is not over this commitment by the signer you accepted the task with", "signature"
         )

@@ -109,8 +109,8 @@ def check_and_sign(
     chain_id: int,
     task_registry: str,
 ) -> bytes:
-    """The EIP-712 signature over the commitment and our served root, after every line we served checks
-    out. `raw` is the coordinator's signing request, as JSON."""
+    """The EIP-712 signature over the whole commitment, after every line we served checks out and the
+    commitment carries our served root. `raw` is the coordinator's signing request, as JSON."""
     try:
         request = SigningRequest.from_json(raw)
     except ValueError as exc:
@@ -129,7 +129,11 @@ def check_and_sign(
     check_share(request, account.address, _work(request, served), reader.config.num_layers)
     tree = served_tree(hashes)
     served_root = tree.root if tree is not None else ZERO_ROOT
-    return sign_commitment(account, commitment, served_root, chain_id, task_registry)
+    # the signature covers every miner's served root: ours must be the root of exactly what we served
+    slots = [i for i, m in enumerate(request.miners) if m.lower() == account.address.lower()]
+    if len(slots) != 1 or commitment.served_roots[slots[0]] != served_root:
+        raise RefusedToSign(f"task {task_id}: the commitment does not carry the root of the lines we served")
+    return sign_commitment(account, commitment, account.address, chain_id, task_registry)
 
 
 def _work(request: SigningRequest, served: Mapping[tuple[int, int], Served]) -> int | None:

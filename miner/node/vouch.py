@@ -87,9 +87,10 @@ class Voucher:
     def _everyone_vouched(self, commitment: ResultCommitment) -> bool:
         vouches = self.tasks.vouches_of(commitment.task_id)
         registry = self.tasks.contract.address
-        return len(vouches) == len(commitment.served_roots) and all(
-            vouch == digest(commitment, root, self.chain_id, registry)
-            for vouch, root in zip(vouches, commitment.served_roots, strict=True)
+        miners = self.tasks.miners_of(commitment.task_id)
+        return len(vouches) == len(miners) and all(
+            vouch == digest(commitment, miner, self.chain_id, registry)
+            for vouch, miner in zip(vouches, miners, strict=True)
         )
 
     def _commit(self, commitment: ResultCommitment) -> None:

@@ -70,10 +70,7 @@ def dispute_line_1(
         line[PROOF_KEY] = LineProof.of(trees, i).to_json()
     commitment = price_results(admin_market, task_id, leaves, list(pipeline), DemoConfig(requests=3))
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [
-        sign_commitment(m, commitment, served, chain_id, registry)
-        for m, served in zip(miners, commitment.served_roots, strict=True)
-    ]
+    signatures = [sign_commitment(m, commitment, m.address, chain_id, registry) for m in miners]
     admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
     owner = admin_market.as_account(user)
     bond = owner.arbitration.config_of(task_id).dispute_bond

@@ -3,6 +3,7 @@ miner registered on-chain, over exactly this batch's commitment (so neither a fo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,9 @@ def signature_for(account: LocalAccount, market: Market, database: Database, bat
         batch = session.get(Batch, batch_id)
         assert batch is not None
         commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
-        (served_root,) = commitment.served_roots  # the batch's one miner
+        (miner,) = batch.miners or []  # the batch's one miner
     chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
-    signed = sign_commitment(account, commitment, served_root, chain_id, registry)
+    signed = sign_commitment(account, commitment, miner, chain_id, registry)
     return "0x" + signed.hex()
 
 
@@ -85,7 +86,8 @@ def test_only_this_batchs_commitment_signed_by_the_accepting_signer_counts(
         commitment = ResultCommitment.from_json(batch_a.task_id, batch_a.commitment)
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
     # the miner's signature over a served root other than the one the coordinator computed for it
-    other_root = "0x" + sign_commitment(miner, commitment, bytes(32), chain_id, registry).hex()
+    other = replace(commitment, served_roots=(bytes(32),))
+    other_root = "0x" + sign_commitment(miner, other, miner.address, chain_id, registry).hex()
     for bad in (forged, replayed, other_root):
         with (
             pytest.raises(InvalidInput, match="not over this commitment by the signer you accepted the task"),

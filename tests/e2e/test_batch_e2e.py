@@ -113,8 +113,9 @@ def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done)
     )
     c = ResultCommitment.from_json(done.batch.task_id, commitment)
     impostor = Account.create()
+    miner = system.market.tasks.miners_of(done.batch.task_id)[0]
     forged = sign_commitment(
-        impostor, c, c.served_roots[0], system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
+        impostor, c, miner, system.anvil.w3.eth.chain_id, system.market.deployment.task_registry
     )
     bad = [dict(signatures[0], signature="0x" + forged.hex()), *signatures[1:]]
     with pytest.raises(ResultsRejected, match="signature is not by the signer it accepted the task with"):

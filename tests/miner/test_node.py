@@ -419,9 +419,20 @@ def test_each_stage_signs_after_checking_its_lines(reader: Reader, two_stage_run
     request = signing_request(reader, served)
     signature = check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
-    served_root = commitment.served_roots[1]  # the second stage's, as the coordinator computed it
-    assert served_root != bytes(32)
-    assert recover_signer(signature, commitment, served_root, CHAIN_ID, REGISTRY) == SECOND.address
+    assert commitment.served_roots[1] != bytes(32)  # the second stage's, as the coordinator computed it
+    assert recover_signer(signature, commitment, SECOND.address, CHAIN_ID, REGISTRY) == SECOND.address
+
+
+def test_a_stage_refuses_a_commitment_that_does_not_carry_its_served_root(
+    reader: Reader, two_stage_run: Any
+) -> None:
+    """The signature covers every miner's served root: a stage signs only a commitment whose root for it is
+    the root of exactly the lines it served."""
+    served, journal = two_stage_run
+    request = signing_request(reader, served)
+    request["commitment"]["served_roots"][1] = "0x" + "11" * 32
+    with pytest.raises(RefusedToSign, match="does not carry the root of the lines we served"):
+        check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: Any) -> None:
@@ -481,7 +492,7 @@ def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_sta
     request = signing_request(reader, served, spare=spare.address) | {"lines": []}
     signature = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
-    assert recover_signer(signature, commitment, bytes(32), CHAIN_ID, REGISTRY) == spare.address
+    assert recover_signer(signature, commitment, spare.address, CHAIN_ID, REGISTRY) == spare.address
 
 
 def test_no_miner_signs_a_split_that_shorts_it(reader: Reader, two_stage_run: Any) -> None:

@@ -106,10 +106,7 @@ def test_results_the_coordinator_commits_are_only_forgotten(
     coordinator, _, miners = parties
     task_id, commitment, clock, [voucher, _] = signed_by_both(admin_market, parties)
     chain_id, registry = admin_market.w3.eth.chain_id, admin_market.deployment.task_registry
-    signatures = [
-        sign_commitment(miner, commitment, root, chain_id, registry)
-        for miner, root in zip(miners, commitment.served_roots, strict=True)
-    ]
+    signatures = [sign_commitment(miner, commitment, miner.address, chain_id, registry) for miner in miners]
     admin_market.as_account(coordinator).tasks.commit_results(commitment, signatures)
     clock.now += GRACE_S
     voucher.check()

@@ -237,8 +237,8 @@ interface ITaskRegistry {
     function minersOf(uint256 taskId) external view returns (address[] memory);
     /// @notice What each assigned miner is paid at finalization, as committed.
     function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
-    /// @notice The EIP-712 digest the assigned miner whose served root is `servedRoot` signs.
-    function commitmentDigest(uint256 taskId, Commitment calldata commitment, bytes32 servedRoot)
+    /// @notice The EIP-712 digest assigned miner `miner` signs: the whole commitment, every served root included.
+    function commitmentDigest(uint256 taskId, Commitment calldata commitment, address miner)
         external
         view
         returns (bytes32);

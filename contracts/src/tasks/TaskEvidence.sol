@@ -17,9 +17,11 @@ import {TaskRecords} from "./TaskRecords.sol";
 abstract contract TaskEvidence is TaskRecords, EIP712 {
     using AddressList for address[];
 
-    /// @notice EIP-712 type of the message every assigned miner signs before results are committed.
+    /// @notice EIP-712 type of the message every assigned miner signs before results are committed: it names the
+    /// miner, and covers every miner's served root, so a signer vouches for the whole commitment it checked
+    /// (no co-signer can swap in a served root that leaves a billed line unanswerable).
     bytes32 public constant RESULT_COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32 servedRoot)"
+        "ResultCommitment(uint256 taskId,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
     );
 
     /// @notice EIP-712 type of a miner's consent to one task's stake lock.
@@ -41,7 +43,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     }
 
     /// @inheritdoc ITaskRegistry
-    function commitmentDigest(uint256 taskId, Commitment calldata c, bytes32 servedRoot)
+    function commitmentDigest(uint256 taskId, Commitment calldata c, address miner)
         public
         view
         returns (bytes32)
@@ -51,12 +53,13 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
                 abi.encode(
                     RESULT_COMMITMENT_TYPEHASH,
                     taskId,
+                    miner,
                     c.resultsRoot,
                     c.inputTokens,
                     c.outputTokens,
                     c.payment,
                     keccak256(abi.encodePacked(c.minerAmounts)),
-                    servedRoot
+                    keccak256(abi.encodePacked(c.servedRoots))
                 )
             )
         );
@@ -117,7 +120,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     }
 
     /// @dev Every assigned miner's signer (the one it accepted the task with) must have signed exactly this
-    /// commitment with its own served root, or the miner vouched for exactly that on-chain (`vouchResults`),
+    /// commitment naming that miner, or the miner vouched for exactly that on-chain (`vouchResults`),
     /// except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a spare
     /// that served no line, or a miner gone for good whose lines were served again by others), and never for a
     /// miner that vouched on-chain for other results. At least one miner must sign: no commitment stands on the
@@ -132,7 +135,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
         bytes32[] storage vouches = _vouches[taskId];
         for (uint256 i = 0; i < count; ++i) {
-            bytes32 digest = commitmentDigest(taskId, c, c.servedRoots[i]);
+            bytes32 digest = commitmentDigest(taskId, c, miners[i]);
             if (signatures[i].length == 0) {
                 bytes32 vouch = vouches.length != 0 ? vouches[i] : bytes32(0);
                 if (vouch == digest) {

@@ -9,6 +9,8 @@ import {PaymentEscrow} from "../../src/PaymentEscrow.sol";
 import {TaskRegistry} from "../../src/TaskRegistry.sol";
 import {Arbitration} from "../../src/Arbitration.sol";
 import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
+import {LineChallenges} from "../../src/LineChallenges.sol";
+import {ILineChallenges as IL} from "../../src/interfaces/ILineChallenges.sol";
 import {IGPURegistry as IG} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
 import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
@@ -30,6 +32,7 @@ contract Handler is Consent {
         TaskRegistry tasks;
         Arbitration arbitration;
         VerifierRegistry verifierRegistry;
+        LineChallenges challenges;
         address admin;
         address coordinator;
         address feeRecipient;
@@ -46,6 +49,7 @@ contract Handler is Consent {
     TaskRegistry internal tasks;
     Arbitration internal arbitration;
     VerifierRegistry internal verifierRegistry;
+    LineChallenges internal challenges;
     address internal admin;
     address internal coordinator;
     address internal feeRecipient;
@@ -67,6 +71,18 @@ contract Handler is Consent {
     mapping(uint256 taskId => bool) public usageInflated;
     /// @notice Tasks an assigned miner vouched for on-chain (its coordinator withheld the commit).
     mapping(uint256 taskId => bool) public ghostVouched;
+    /// @notice Tasks a coordinator and one colluding miner committed with a billed line no signer answers for
+    /// (its position + 1; the colluder alone signs), and whether the owner challenged that line.
+    mapping(uint256 taskId => uint256) public unaccountableLine;
+    mapping(uint256 taskId => bool) public ghostUnaccountableChallenged;
+    /// @dev Line challenges that were open at some point: answerers look at these.
+    uint256[] internal _challenged;
+    /// @dev A challenge of an honest commitment went unanswered although its miners are always online.
+    bool public ghostHonestChallengeUnanswered;
+    /// @dev An unanswered challenge took stake from a miner whose signature the commitment did not carry.
+    bool public ghostChallengeSlashedNonSigner;
+    uint256 public challengesAnswered;
+    uint256 public challengesUnanswered;
 
     // Ghost state, read from events.
     mapping(uint256 taskId => uint256) public ghostDeposited;
@@ -127,8 +143,8 @@ contract Handler is Consent {
     uint256 internal _resolvingStakeLock;
 
     constructor(Deployment memory d, address[] memory miners_, uint256[] memory keys) {
-        (token, registry, escrow, tasks, arbitration, verifierRegistry) =
-        (d.token, d.registry, d.escrow, d.tasks, d.arbitration, d.verifierRegistry);
+        (token, registry, escrow, tasks, arbitration, verifierRegistry, challenges) =
+        (d.token, d.registry, d.escrow, d.tasks, d.arbitration, d.verifierRegistry, d.challenges);
         (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
         miners = miners_;
         signerKeys = keys;
@@ -245,6 +261,7 @@ contract Handler is Consent {
     function _warpTo(uint256 target) internal {
         for (uint256 guard = 0; guard < 64; ++guard) {
             _jurorsAct();
+            _answerersAct();
             uint256 next = target;
             for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
                 if (arbitration.getDispute(id).status != IA.DisputeStatus.Open) continue;
@@ -558,20 +575,33 @@ contract Handler is Consent {
         return uint256(keccak256(abi.encode(leafSeedOf[taskId], j, "corrupt"))) % 4 == 0;
     }
 
-    /// @dev Leaves of a committed task: pipelines are random picks (repeats allowed) of its assigned miners.
+    /// @dev Leaves of a committed task: pipelines are random picks (repeats allowed) of its assigned miners, never of
+    /// one the commitment leaves out (gone for good: its lines were served again by others); a line served by no
+    /// one bills nothing. A coordinator and miner that colluded bill one more line that no signer answers for.
     function _leaves(uint256 taskId) internal view returns (ResultLeaf.Leaf[] memory ls) {
         address[] memory assigned = tasks.minersOf(taskId);
+        uint256 seed = leafSeedOf[taskId];
+        uint256 servers = assigned.length > 1 && seed % 3 == 0 ? assigned.length - 1 : assigned.length;
         ls = new ResultLeaf.Leaf[](leafCountOf[taskId]);
         for (uint256 j = 0; j < ls.length; ++j) {
-            uint256 r = uint256(keccak256(abi.encode(leafSeedOf[taskId], j)));
-            address[] memory pipeline = new address[](r % (assigned.length + 1));
+            uint256 r = uint256(keccak256(abi.encode(seed, j)));
+            address[] memory pipeline = new address[](r % (servers + 1));
             for (uint256 k = 0; k < pipeline.length; ++k) {
-                pipeline[k] = assigned[(r >> (8 * (k + 1))) % assigned.length];
+                pipeline[k] = assigned[(r >> (8 * (k + 1))) % servers];
             }
             bytes32 h = bytes32(r);
+            uint32 inputTokens = pipeline.length == 0 ? 0 : SafeCast.toUint32(r >> 224);
+            uint32 outputTokens = pipeline.length == 0 ? 0 : 7;
             ls[j] = ResultLeaf.Leaf(
-                taskId, SafeCast.toUint32(j), h, ~h, h ^ bytes32(j), SafeCast.toUint32(r >> 224), 7, pipeline
+                taskId, SafeCast.toUint32(j), h, ~h, h ^ bytes32(j), inputTokens, outputTokens, pipeline
             );
+        }
+        uint256 unaccountable = unaccountableLine[taskId];
+        if (unaccountable != 0) {
+            ResultLeaf.Leaf memory line = ls[unaccountable - 1];
+            line.outputTokens = 2_000_000;
+            line.pipeline = new address[](1);
+            line.pipeline[0] = assigned[assigned.length - 1]; // never the colluder, who alone signs
         }
     }
 
@@ -623,6 +653,105 @@ contract Handler is Consent {
         }
     }
 
+    /// @notice A coordinator and its first assigned miner collude: they bill one more line of 2,000,000 output
+    /// tokens that names, if anyone, only another miner, whose signature they leave out; the colluder alone signs
+    /// (its served root holds only the lines that name it). The owner may challenge that line: nobody can answer.
+    function commitUnaccountable(uint256 taskSeed, uint256 seed) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        address[] memory assigned = tasks.minersOf(id);
+        if (assigned.length < 2) return;
+        IT.Task memory t = tasks.getTask(id);
+        leafSeedOf[id] = seed - seed % 3 + 1; // no miner left out of the leaves: the colluders leave one out below
+        leafCountOf[id] = t.requestCount;
+        unaccountableLine[id] = 1 + seed % t.requestCount;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(ls);
+        uint128 payment = tasks.priceOf(id, inputTokens, outputTokens);
+        IT.Commitment memory c = IT.Commitment(
+            ResultTree.root(ls),
+            inputTokens,
+            outputTokens,
+            payment,
+            new uint256[](assigned.length),
+            new bytes32[](assigned.length)
+        );
+        c.minerAmounts[0] = payment - payment * tasks.coordinatorFeeBps() / 10_000;
+        c.servedRoots[0] = ResultTree.servedRoots(ls, assigned)[0];
+        bytes[] memory sigs = _signFirst(id, c, assigned, 1);
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+        ++inflatedCommits;
+    }
+
+    // ---- line challenges
+
+    /// @notice An owner challenges a line of its committed task: one time in two the colluders' unaccountable
+    /// line where there is one, else any position (also of tasks in any state, which must revert).
+    function challengeLine(uint256 taskSeed, uint256 indexSeed) external track {
+        uint256 id = taskSeed % 4 == 0
+            ? _pickTask(taskSeed >> 2)
+            : _pickLiveTask(taskSeed >> 2, IT.TaskStatus.ResultsCommitted);
+        if (id == 0) return;
+        IT.Task memory t = tasks.getTask(id);
+        uint256 unaccountable = unaccountableLine[id];
+        uint256 index =
+            unaccountable != 0 && indexSeed % 2 == 0 ? unaccountable - 1 : indexSeed % (t.requestCount + 1);
+        vm.prank(t.owner);
+        try challenges.challengeLine(id, index) {
+            _challenged.push(id << 32 | index);
+            if (unaccountable == index + 1) ghostUnaccountableChallenged[id] = true;
+        } catch {}
+    }
+
+    /// @dev The miners and coordinator, always online, answer every open challenge they can (with the leaves they
+    /// committed) before time moves on.
+    function _answerersAct() internal {
+        for (uint256 i = 0; i < _challenged.length; ++i) {
+            uint256 id = _challenged[i] >> 32;
+            uint256 index = _challenged[i] & type(uint32).max;
+            IL.Challenge memory ch = challenges.challengeOf(id, index);
+            if (ch.status != IL.ChallengeStatus.Open || block.timestamp > ch.answerBy) continue;
+            ResultLeaf.Leaf[] memory ls = _leaves(id);
+            try challenges.answerLine(
+                id, ls[index], ResultTree.proof(ls, index), ResultTree.servedProofs(ls, index)
+            ) {
+                ++challengesAnswered;
+            } catch {}
+        }
+    }
+
+    /// @notice Anyone settles an open challenge once its answer period is over (waiting for it one time in two;
+    /// the answerers act first). Only the commitment's signers lose stake, and only over an unanswerable line.
+    function settleUnanswered(uint256 pick, uint8 wait) external track {
+        if (_challenged.length == 0) return;
+        uint256 entry = _challenged[pick % _challenged.length];
+        (uint256 id, uint256 index) = (entry >> 32, entry & type(uint32).max);
+        IL.Challenge memory ch = challenges.challengeOf(id, index);
+        if (wait % 2 == 0 && ch.answerBy >= block.timestamp) _warpTo(uint256(ch.answerBy) + 1);
+        _settleChallenge(id, index);
+    }
+
+    function _settleChallenge(uint256 id, uint256 index) internal {
+        _resolvingStakeLock = tasks.getTask(id).stakeLock;
+        address[] memory assigned = tasks.minersOf(id);
+        uint256[] memory before = new uint256[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            before[i] = _stakeOf(assigned[i]);
+        }
+        uint256 signed = tasks.signedMaskOf(id);
+        try challenges.settleUnanswered(id, index) {
+            ++challengesUnanswered;
+            // only a colluders' commitment holds lines nobody can answer for
+            if (unaccountableLine[id] == 0) ghostHonestChallengeUnanswered = true;
+            for (uint256 i = 0; i < assigned.length; ++i) {
+                if (signed & (1 << i) == 0 && _stakeOf(assigned[i]) != before[i]) {
+                    ghostChallengeSlashedNonSigner = true;
+                }
+            }
+        } catch {}
+    }
+
     /// @dev The signatures of the first `count` of `assigned` over `c` by the signers they accepted the task with,
     /// empty ones for the rest.
     function _signFirst(uint256 id, IT.Commitment memory c, address[] memory assigned, uint256 count)
@@ -632,7 +761,7 @@ contract Handler is Consent {
     {
         sigs = new bytes[](assigned.length);
         for (uint256 i = 0; i < count; ++i) {
-            bytes32 digest = tasks.commitmentDigest(id, c, c.servedRoots[i]);
+            bytes32 digest = tasks.commitmentDigest(id, c, assigned[i]);
             (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOfSigner[tasks.signersOf(id)[i]], digest);
             sigs[i] = abi.encodePacked(r, s, v);
         }
@@ -1153,6 +1282,7 @@ contract Handler is Consent {
     /// a task and its disputes can run, resolves every dispute, finalizes or expires every task. Reads the events
     /// like every action, so slashes here are checked too.
     function endEverything() external {
+        _answerersAct();
         vm.warp(block.timestamp + ENDS_WITHIN);
         vm.roll(block.number + 300);
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
@@ -1170,6 +1300,15 @@ contract Handler is Consent {
         }
         // An audit that found nothing gave its task back the window time it ran for.
         vm.warp(block.timestamp + ENDS_WITHIN);
+        for (uint256 i = 0; i < _challenged.length; ++i) {
+            uint256 id = _challenged[i] >> 32;
+            uint256 index = _challenged[i] & type(uint32).max;
+            if (challenges.challengeOf(id, index).status != IL.ChallengeStatus.Open) continue;
+            _snapshotLocks();
+            vm.recordLogs();
+            _settleChallenge(id, index);
+            _readLogs(vm.getRecordedLogs());
+        }
         _snapshotLocks();
         vm.recordLogs();
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {

@@ -32,6 +32,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
                 tasks,
                 arbitration,
                 verifierRegistry,
+                challenges,
                 admin,
                 coordinator,
                 feeRecipient
@@ -69,7 +70,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[50] memory s = [
+        bytes4[54] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -119,7 +120,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.refuteUsage.selector,
             Handler.setSigner.selector,
             Handler.releaseTask.selector,
-            Handler.vouchAndCommit.selector
+            Handler.vouchAndCommit.selector,
+            Handler.commitUnaccountable.selector,
+            Handler.challengeLine.selector,
+            Handler.challengeLine.selector,
+            Handler.settleUnanswered.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -149,6 +154,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         auditsOnlyOnSelectedLines();
         onlyFalseUsageIsRefuted();
         refutationSlashesOnlySigners();
+        billedLinesAreAccountable();
         tokensConserved();
     }
 
@@ -366,6 +372,21 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertFalse(handler.ghostNonSignerSlashed(), "a refutation slashed a miner that did not sign");
     }
 
+    /// @dev Every billed line is answered for: a challenge of an honest commitment is always answered (its miners
+    /// are online), an unanswered one takes stake only from the commitment's signers, and an owner that challenged
+    /// the line colluders billed without a signer answering for it never pays for the task.
+    function billedLinesAreAccountable() public view {
+        assertFalse(
+            handler.ghostHonestChallengeUnanswered(), "a challenge of an honest commitment went unanswered"
+        );
+        assertFalse(handler.ghostChallengeSlashedNonSigner(), "an unanswered challenge slashed a non-signer");
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            if (handler.ghostUnaccountableChallenged(id)) {
+                assertEq(handler.ghostPaidOut(id), 0, "paid a line no one answers for");
+            }
+        }
+    }
+
     /// @dev No token is created or destroyed by the market.
     function tokensConserved() public view {
         uint256 held = token.balanceOf(address(registry)) + token.balanceOf(address(escrow))
@@ -467,6 +488,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         honestMinerNeverLosesStake();
         statusesOnlyMoveForward();
         taskSettlesAtMostOnce();
+        billedLinesAreAccountable();
         handler.withdrawAll();
         assertEq(token.balanceOf(address(escrow)), escrow.auditPool(), "only the audit pool is left");
         address[] memory all = handler.allVerifiers();
