@@ -14,6 +14,7 @@ from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
 from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
 from client_sdk.protocol.task import Task, TaskTerms
+from client_sdk.results import ResultLeaf
 from coordinator.leases import leased_lock
 
 SEND_LOCK_WAIT_S = 120  # a sender waits this long for another to broadcast (each holds it for seconds)
@@ -81,6 +82,15 @@ class CoordinatorChain:
 
     def expire(self, task_id: int) -> None:
         self.market.tasks.expire_task(task_id)
+
+    def open_challenges(self, task_id: int) -> list[int]:
+        """The lines of task `task_id` its owner challenged that wait for an answer."""
+        return self.market.challenges.open_challenges(task_id)
+
+    def answer_line(
+        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+    ) -> None:
+        self.market.challenges.answer_line(leaf, proof, served_proofs)
 
     def release(self, task_id: int) -> None:
         """Refunds an Open task nothing was served for, now (a cancel through the API); an Assigned one only

@@ -9,7 +9,7 @@ cancelling -> finalizing with the results so far (or cancelled when there are no
 finalizing -> (output and error files, results tree, the signature of every miner paid) -> commit on-chain
            -> in_progress again when a miner that must sign is gone for good (its lines are served again)
            -> completed (or cancelled)
-completed/cancelled -> finalizeTask once the challenge window has passed
+completed/cancelled -> the owner's line challenges answered -> finalizeTask once the challenge window passed
 any active batch past its task's deadline -> expireTask (full refund) -> expired
 """
 
@@ -45,7 +45,7 @@ from coordinator.db.models import (
     Signature,
     WorkUnit,
 )
-from coordinator.services import acceptances, dispatch
+from coordinator.services import acceptances, challenges, dispatch
 from coordinator.services.batches import task_mismatches
 from coordinator.services.ids import new_id
 from coordinator.services.live import LiveMembership
@@ -97,6 +97,10 @@ def advance(session: Session, ctx: Context, batch_id: str) -> str:
         elif task.status != TaskStatus.ASSIGNED:
             batch.finalized = True
     elif batch.status in SETTLING_BATCH_STATUSES and batch.commitment is not None and not batch.finalized:
+        # a challenge holds the task as a dispute does: answer the owner's before anything else
+        open_lines = ctx.chain.open_challenges(batch.task_id) if task.status == TaskStatus.DISPUTED else []
+        if open_lines:
+            challenges.answer(ctx.chain, batch.task_id, open_lines, result_trees(session, batch)[1])
         if task.status == TaskStatus.RESULTS_COMMITTED and chain_now >= ctx.chain.challenge_ends_at(
             batch.task_id
         ):

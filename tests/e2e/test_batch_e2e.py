@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 from eth_account import Account
 
+from client_sdk.chain.types import ChallengeStatus
 from client_sdk.client import Batch
 from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.protocol.task import TaskStatus
@@ -127,6 +128,25 @@ def test_a_forged_signature_or_root_is_rejected(system: LocalSystem, done: Done)
     if swapped != commitment:
         with pytest.raises(ResultsRejected, match="served roots differ from the ones on-chain"):
             check_commitment(system.market, done.batch.task_id, swapped, signatures)
+
+
+def test_the_owners_challenges_of_lines_are_answered_by_the_coordinator(
+    system: LocalSystem, done: Done
+) -> None:
+    """The owner challenges a line that billed tokens and the last one; the worker answers both with their
+    leaves and proofs, the task is no longer held, and its window is extended by the wait."""
+    market, task_id = system.market, done.batch.task_id
+    owner = market.as_account(system.user).challenges
+    window_ends = market.tasks.challenge_ends_at(task_id)
+    for index in (0, REQUESTS - 1):
+        owner.challenge_line(task_id, index)
+    assert market.tasks.get_task(task_id).status == TaskStatus.DISPUTED
+
+    wait_for(lambda: not market.challenges.open_challenges(task_id))
+    for index in (0, REQUESTS - 1):
+        assert market.challenges.challenge_of(task_id, index).status == ChallengeStatus.ANSWERED
+    assert market.tasks.get_task(task_id).status == TaskStatus.RESULTS_COMMITTED
+    assert market.tasks.challenge_ends_at(task_id) >= window_ends
 
 
 def test_after_the_window_everyone_is_paid_exactly(system: LocalSystem, done: Done) -> None:
