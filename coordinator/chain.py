@@ -14,7 +14,7 @@ from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
 from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
 from client_sdk.protocol.task import Task, TaskTerms
-from client_sdk.results import ResultLeaf
+from client_sdk.results import ResultTrees
 from coordinator.leases import leased_lock
 
 SEND_LOCK_WAIT_S = 120  # a sender waits this long for another to broadcast (each holds it for seconds)
@@ -87,10 +87,10 @@ class CoordinatorChain:
         """The lines of task `task_id` its owner challenged that wait for an answer."""
         return self.market.challenges.open_challenges(task_id)
 
-    def answer_line(
-        self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
-    ) -> None:
-        self.market.challenges.answer_line(leaf, proof, served_proofs)
+    def answer_lines(self, trees: ResultTrees, lines: Sequence[int]) -> dict[int, str | None]:
+        """Answers the challenges of `lines` from the task's results `trees`: None where answered, else why
+        not."""
+        return self.market.challenges.answer_from(trees, lines)
 
     def release(self, task_id: int) -> None:
         """Refunds an Open task nothing was served for, now (a cancel through the API); an Assigned one only

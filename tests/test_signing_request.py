@@ -1,7 +1,7 @@
 """The signing request (client_sdk/protocol/signing.py) the coordinator sends a miner: its JSON form round
 trips, and what a hostile or broken coordinator could send instead (fields missing or mistyped, too many
-lines or miners, a weight per miner missing, a malformed witness or line) is refused with the field named,
-before the miner checks anything else."""
+lines, leaves or miners, a weight per miner missing, a malformed witness, line or leaf) is refused with the
+field named, before the miner checks anything else."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def requests(draw: st.DrawFn) -> SigningRequest:
         commitment=commitment,
         request_count=draw(st.integers(min_value=1, max_value=2**32 - 1)),
         lines=draw(st.lists(st.just(line), max_size=3).map(tuple)),
+        leaves=draw(st.lists(st.just(witness), max_size=3).map(tuple)),
         witness=witness,
         witness_proof=tuple(draw(st.lists(WORDS, max_size=4))),
         miners=miners,
@@ -71,6 +72,15 @@ BREAKS = {
         f"lines must be at most {MAX_BATCH_LINES}",
     ),
     "line": (lambda r: r | {"lines": [{"index": -1}]}, r"lines\[0\]'s index must be an integer"),
+    "leaves": (
+        lambda r: r | {"leaves": [{}] * (MAX_BATCH_LINES + 1)},
+        f"leaves must be at most {MAX_BATCH_LINES}",
+    ),
+    "leaf": (lambda r: r | {"leaves": [7]}, r"leaves\[0\] must be an object"),
+    "leaf field": (
+        lambda r: r | {"leaves": [r["usage_witness"] | {"input_hash": "0x00"}]},
+        "the leaf's input_hash must be a 32-byte hex word",
+    ),
     "witness": (
         lambda r: r | {"usage_witness": r["usage_witness"] | {"output_hash": "0x00"}},
         "the leaf's output_hash must be a 32-byte hex word",

@@ -34,10 +34,10 @@ from client_sdk.chain.types import (
     Vote,
 )
 from client_sdk.eip712 import Acceptance, ResultCommitment
-from client_sdk.errors import ChainError, UserError
+from client_sdk.errors import ChainError, ContractRevert, UserError
 from client_sdk.protocol.structs import from_abi, to_abi
 from client_sdk.protocol.task import Task, TaskPrices, TaskTerms
-from client_sdk.results import ResultLeaf
+from client_sdk.results import ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
 
 
@@ -504,6 +504,23 @@ class LineChallenges(_Bound):
             leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
         )
         return self._send(call)
+
+    def answer_from(self, trees: ResultTrees, lines: Sequence[int]) -> dict[int, str | None]:
+        """Answers the challenges of `lines` with the leaves and proofs of `trees` (a task's whole results
+        tree); for each line, None if answered, else why not (no such line, or the contract's refusal:
+        someone answered first, the period ran out)."""
+        outcome: dict[int, str | None] = {}
+        for index in lines:
+            if index >= len(trees.leaves):
+                outcome[index] = f"the results have no line {index}"
+                continue
+            try:
+                self.answer_line(trees.leaves[index], trees.proof(index), trees.served_proofs(index))
+            except ContractRevert as exc:
+                outcome[index] = str(exc)
+            else:
+                outcome[index] = None
+        return outcome
 
     def settle_unanswered(self, task_id: int, index: int) -> TxReceipt:
         """Anyone, after the answer period of an open challenge: refunds the owner, slashes the signers."""

@@ -1,8 +1,9 @@
 """The signing request: what the coordinator sends a miner (`GET /v1/miners/signing`) so that it can check a
 batch's result commitment before signing it (miner/node/signer.py says what it checks). One per batch waiting
 for that miner: the commitment, every line the miner served (its request line, result line, pipeline and
-positional proof), the usage witness (one leaf with its proof, which yields the tree's usage), and the
-assigned miners with the work weights the miners' part was split by."""
+positional proof), every leaf of the results tree (a signer vouches for the whole tree and answers the owner's
+challenges of any of its lines), the usage witness (one leaf with its proof, which yields the tree's usage),
+and the assigned miners with the work weights the miners' part was split by."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class SigningRequest:
     commitment: ResultCommitment  # its task id is the request's
     request_count: int
     lines: tuple[SigningLine, ...]
+    leaves: tuple[ResultLeaf, ...]  # every leaf of the results tree, in request order
     witness: ResultLeaf
     witness_proof: tuple[bytes, ...]
     miners: tuple[str, ...]
@@ -71,6 +73,7 @@ class SigningRequest:
             "request_count": self.request_count,
             "commitment": self.commitment.to_json(),
             "lines": [line.to_json() for line in self.lines],
+            "leaves": [leaf.to_json() for leaf in self.leaves],
             "usage_witness": self.witness.to_json() | {"proof": ["0x" + p.hex() for p in self.witness_proof]},
             "miners": list(self.miners),
             "weights": list(self.weights),
@@ -79,11 +82,13 @@ class SigningRequest:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SigningRequest:
         """The inverse of `to_json`, checked (ValueError naming the field): at most MAX_BATCH_LINES lines and
-        MAX_MINERS_PER_TASK miners, one work weight per miner."""
+        leaves and MAX_MINERS_PER_TASK miners, one work weight per miner."""
         task_id = uint(field(data, "task_id", int, WHAT), 256, "task_id", WHAT)
         lines = field(data, "lines", list, WHAT)
-        if len(lines) > MAX_BATCH_LINES:
-            raise ValueError(f"{WHAT}'s lines must be at most {MAX_BATCH_LINES}, not {len(lines)}")
+        leaves = field(data, "leaves", list, WHAT)
+        for name, items in (("lines", lines), ("leaves", leaves)):
+            if len(items) > MAX_BATCH_LINES:
+                raise ValueError(f"{WHAT}'s {name} must be at most {MAX_BATCH_LINES}, not {len(items)}")
         witness = field(data, "usage_witness", dict, WHAT)
         miners = addresses(field(data, "miners", list, WHAT), "miners", WHAT, MAX_MINERS_PER_TASK)
         weights = field(data, "weights", list, WHAT)
@@ -94,6 +99,7 @@ class SigningRequest:
             commitment=ResultCommitment.from_json(task_id, field(data, "commitment", dict, WHAT)),
             request_count=uint(field(data, "request_count", int, WHAT), 32, "request_count", WHAT),
             lines=tuple(SigningLine.from_json(line, f"{WHAT}'s lines[{i}]") for i, line in enumerate(lines)),
+            leaves=tuple(ResultLeaf.from_json(task_id, _mapping(leaf, i)) for i, leaf in enumerate(leaves)),
             witness=ResultLeaf.from_json(task_id, witness),
             witness_proof=words(
                 field(witness, "proof", list, "the usage witness"),
@@ -104,3 +110,9 @@ class SigningRequest:
             miners=miners,
             weights=tuple(uint(w, 256, f"weights[{i}]", WHAT) for i, w in enumerate(weights)),
         )
+
+
+def _mapping(value: Any, index: int) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{WHAT}'s leaves[{index}] must be an object")
+    return value

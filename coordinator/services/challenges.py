@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from client_sdk.errors import ContractRevert
 from client_sdk.results import ResultTrees
 from coordinator.chain import CoordinatorChain
 
@@ -19,15 +18,10 @@ def answer(chain: CoordinatorChain, task_id: int, open_lines: Sequence[int], tre
     """Answers the challenges of `open_lines` of task `task_id` from `trees`; returns the lines answered. A
     refused answer (someone answered first, or the period ran out) is logged and left."""
     answered = []
-    for index in open_lines:
-        if index >= len(trees.leaves):
-            log.error("task %d: line %d was challenged but the batch has no such line", task_id, index)
-            continue
-        try:
-            chain.answer_line(trees.leaves[index], trees.proof(index), trees.served_proofs(index))
-        except ContractRevert as exc:
-            log.warning("task %d: answering the challenge of line %d: %s", task_id, index, exc)
-            continue
-        log.info("task %d: answered the owner's challenge of line %d", task_id, index)
-        answered.append(index)
+    for index, refusal in chain.answer_lines(trees, open_lines).items():
+        if refusal is None:
+            log.info("task %d: answered the owner's challenge of line %d", task_id, index)
+            answered.append(index)
+        else:
+            log.warning("task %d: answering the challenge of line %d: %s", task_id, index, refusal)
     return answered

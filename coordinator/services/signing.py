@@ -52,6 +52,7 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
             commitment=ResultCommitment.from_json(batch.task_id, batch.commitment),
             request_count=len(results),
             lines=lines,
+            leaves=tuple(trees.leaves),
             witness=trees.leaves[0],  # any leaf's proof yields the tree's usage
             witness_proof=tuple(trees.proof(0)),
             miners=tuple(batch.miners or []),

@@ -32,6 +32,7 @@ from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe, model_hash
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
+from miner.node.challenges import Answerer
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient
 from miner.node.executor import HeadExecutor
@@ -184,6 +185,7 @@ def serve(
         journal,
         Consenter(account, market, checkpoint),
         Voucher(market.tasks, config.chain_id),
+        Answerer(market.challenges, market.tasks),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -18,8 +18,8 @@ from eth_account.signers.local import LocalAccount
 from client_sdk.device import DeviceProfile
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.endpoint import tcp_connect_ms
-from client_sdk.protocol.signing import SigningRequest
 from client_sdk.throttled_log import ThrottledLog
+from miner.node.challenges import Answerer
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
@@ -76,11 +76,14 @@ class Node:
         journal: Journal,
         consenter: Consenter | None = None,
         voucher: Voucher | None = None,
+        answerer: Answerer | None = None,
     ) -> None:
         self.config = config
         self.consenter = consenter  # None: this node accepts no new task (it only finishes what it has)
         # None: this node leaves committing to its coordinator (without a chain connection it cannot vouch)
         self.voucher = voucher
+        # None: this node leaves answering the owner's line challenges to its coordinator (no chain access)
+        self.answerer = answerer
         self._vouch_checked = 0.0
         self.account = account
         self.client = client
@@ -132,15 +135,19 @@ class Node:
 
     def _follow_signed_work(self) -> None:
         """Once a heartbeat interval: the voucher's look at the tasks this node signed and the coordinator has
-        not committed yet (here, in the loop that sends this miner's other transactions)."""
+        not committed yet, and the answerer's at the owner's challenges of the lines of those it signed (here,
+        in the loop that sends this miner's other transactions)."""
         now = time.monotonic()
-        if self.voucher is None or now - self._vouch_checked < self.config.heartbeat_s:
+        if now - self._vouch_checked < self.config.heartbeat_s:
             return
         self._vouch_checked = now
-        try:
-            self.voucher.check()
-        except (ContractRevert, OSError, ValueError) as exc:  # the chain is away or refused: next time
-            self._warn.warning("vouch", "following signed results on-chain: %s", exc)
+        for name, follower in (("vouch", self.voucher), ("answer", self.answerer)):
+            if follower is None:
+                continue
+            try:
+                follower.check()
+            except (ContractRevert, OSError, ValueError) as exc:  # the chain is away or refused: next time
+                self._warn.warning(name, "following signed results on-chain: %s", exc)
 
     def _join(self, stop: threading.Event) -> bool:
         """Joins, listening on this node's address meanwhile unless it is behind a relay, so the coordinator's
@@ -395,7 +402,7 @@ class Node:
             if request["batch_id"] in self.refused:
                 continue
             try:
-                signature = check_and_sign(
+                checked = check_and_sign(
                     self.account,
                     request,
                     self.journal.served,
@@ -417,13 +424,15 @@ class Node:
                 continue
             if self.voucher is not None:
                 try:
-                    self.voucher.signed(SigningRequest.from_json(request).commitment)
+                    self.voucher.signed(checked.commitment)
                 except (ContractRevert, OSError) as exc:  # not handed over before the vouch lands: next poll
                     self._warn.warning(
                         "vouch", "batch %s: vouching on-chain first: %s", request["batch_id"], exc
                     )
                     continue
-            self.client.sign(request["batch_id"], signature)
+            if self.answerer is not None:
+                self.answerer.signed(checked.commitment.task_id, checked.trees)
+            self.client.sign(request["batch_id"], checked.signature)
             log.info("signed the results of batch %s", request["batch_id"])
             signed = True
         return signed

@@ -1,31 +1,46 @@
 """Before signing a batch's result commitment, a miner checks every line it helped produce: the request must
-tokenize to the prompt it was fed, the result line must be exactly what its own record of the output makes,
-and the line's leaf must be at its position in the committed root. It also checks the committed usage: every
-proof in the results sum tree yields the tokens the whole tree adds up to, so its own lines' proofs and the
-usage witness (one leaf the coordinator sends everyone) must yield exactly the committed counts; every signer
-is slashed if anyone refutes them. And it checks its share: the miners' part must be split by the work weights
-the coordinator sends, which must add up to the task's tokens times the model's layers, and its own weight
-must be the work its journal records. Only then does it sign, together with its served root: the root of the
-tree over exactly its lines' leaves, the only ones it vouches for (a miner that served no line of the batch
-signs the zero root and cannot be disputed over any of them)."""
+tokenize to the prompt it was fed, the result line must be exactly what its own record of the output
+makes, and the line's leaf must be at its position in the committed root. It also checks the committed
+usage: every proof in the results sum tree yields the tokens the whole tree adds up to, so its own lines'
+proofs and the usage witness (one leaf the coordinator sends everyone) must yield exactly the committed
+counts; every signer is slashed if anyone refutes them. And it checks its share: the miners' part must be
+split by the work weights the coordinator sends, which must add up to the task's tokens times the model's
+layers, and its own weight must be the work its journal records. And it checks the whole tree, from every
+leaf the coordinator sends: it has exactly one leaf per request and adds up to the committed root and
+usage, each miner's served root is the root of the leaves naming it (or zero for a miner left out), and
+every line that bills tokens names a miner whose served root holds it, so any line the owner challenges
+can be answered and disputed (a signer answers for the whole tree). Only then does it sign the commitment,
+which carries its served root: the root of the tree over exactly its lines' leaves, the only ones it can
+be disputed over (a miner that served no line of the batch has the zero root)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
-from client_sdk.eip712 import sign_commitment
+from client_sdk.eip712 import ResultCommitment, sign_commitment
 from client_sdk.errors import UserError
 from client_sdk.inputs import canonical_json, custom_id_hash, line_hash
 from client_sdk.merkle import Usage, root_at
 from client_sdk.protocol.settlement import split
 from client_sdk.protocol.signing import SigningLine, SigningRequest
-from client_sdk.results import ZERO_ROOT, ResultLeaf, output_hash, served_tree
+from client_sdk.results import ZERO_ROOT, ResultLeaf, ResultTrees, output_hash, served_tree
 from miner.node.journal import Served
 from miner.node.requests import Reader
+
+
+@dataclass(frozen=True)
+class Signed:
+    """A signature over a checked commitment, with the whole results tree it vouches for (kept to answer the
+    owner's challenges of its lines)."""
+
+    signature: bytes
+    commitment: ResultCommitment
+    trees: ResultTrees
 
 
 class RefusedToSign(Exception):
@@ -108,9 +123,10 @@ def check_and_sign(
     reader: Reader,
     chain_id: int,
     task_registry: str,
-) -> bytes:
-    """The EIP-712 signature over the whole commitment, after every line we served checks out and the
-    commitment carries our served root. `raw` is the coordinator's signing request, as JSON."""
+) -> Signed:
+    """The EIP-712 signature over the whole commitment, after every line we served checks out, the whole tree
+    checks out (`check_tree`) and the commitment carries our served root. `raw` is the coordinator's signing
+    request, as JSON."""
     try:
         request = SigningRequest.from_json(raw)
     except ValueError as exc:
@@ -118,6 +134,7 @@ def check_and_sign(
     task_id, count, commitment = request.task_id, request.request_count, request.commitment
     committed = (commitment.results_root, Usage(commitment.input_tokens, commitment.output_tokens))
     check_proof(task_id, request.witness, request.witness_proof, committed, count)
+    trees = check_tree(request)
     unrecorded = [item.index for item in request.lines if (task_id, item.index) not in served]
     if unrecorded:
         raise Unrecorded(task_id, unrecorded)
@@ -133,7 +150,42 @@ def check_and_sign(
     slots = [i for i, m in enumerate(request.miners) if m.lower() == account.address.lower()]
     if len(slots) != 1 or commitment.served_roots[slots[0]] != served_root:
         raise RefusedToSign(f"task {task_id}: the commitment does not carry the root of the lines we served")
-    return sign_commitment(account, commitment, account.address, chain_id, task_registry)
+    return Signed(
+        sign_commitment(account, commitment, account.address, chain_id, task_registry), commitment, trees
+    )
+
+
+def check_tree(request: SigningRequest) -> ResultTrees:
+    """The results trees of every leaf of the request; raises RefusedToSign unless they are one leaf per
+    request adding up to the committed root and usage, each miner's served root in the commitment is the
+    root of the leaves naming it or zero (a miner left out, paid nothing), and every line that bills tokens
+    names a miner whose committed served root holds it."""
+    commitment, task_id = request.commitment, request.task_id
+    if len(request.leaves) != request.request_count:
+        raise RefusedToSign(
+            f"task {task_id}: {len(request.leaves)} leaves for {request.request_count} requests"
+        )
+    try:
+        trees = ResultTrees(request.leaves, request.miners)
+    except ValueError as exc:
+        raise RefusedToSign(f"task {task_id}: {exc}") from None
+    if trees.root != commitment.results_root:
+        raise RefusedToSign(f"task {task_id}: the leaves do not make the committed results root")
+    if trees.usage != Usage(commitment.input_tokens, commitment.output_tokens):
+        raise RefusedToSign(f"task {task_id}: the leaves do not add up to the committed usage")
+    vouching = set()
+    for miner, root in zip(request.miners, commitment.served_roots, strict=True):
+        if root == ZERO_ROOT:
+            continue
+        if root != trees.served_root(miner):
+            raise RefusedToSign(f"task {task_id}: miner {miner}'s served root is not the root of its lines")
+        vouching.add(miner)
+    for leaf in trees.leaves:
+        if leaf.usage != Usage(0, 0) and not vouching.intersection(leaf.pipeline):
+            raise RefusedToSign(
+                f"task {task_id} line {leaf.request_index}: it bills tokens no signing miner answers for"
+            )
+    return trees
 
 
 def _work(request: SigningRequest, served: Mapping[tuple[int, int], Served]) -> int | None:

@@ -27,7 +27,7 @@ from client_sdk.protocol.endpoint import tcp_connect_ms
 from client_sdk.protocol.sampling import SamplingParams
 from client_sdk.protocol.settlement import split
 from client_sdk.protocol.signing import SigningLine, SigningRequest
-from client_sdk.results import ResultLeaf, ResultTrees, output_hash
+from client_sdk.results import ResultLeaf, ResultTrees, output_hash, served_tree
 from miner.model.shard import StageShard
 from miner.node import serve as serve_module
 from miner.node.coordinator_client import CoordinatorError
@@ -36,7 +36,7 @@ from miner.node.journal import Journal, Served
 from miner.node.links import listening
 from miner.node.requests import Reader, request_id, task_and_line
 from miner.node.serve import Node, NodeConfig
-from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign
+from miner.node.signer import RefusedToSign, Unrecorded, check_and_sign, check_tree
 from miner.node.stage_host import HostSettings, StageAssignment, in_flight_cache
 from miner.pipeline.driver import PipelineDriver
 from miner.pipeline.ledger import RequestRecord
@@ -404,6 +404,7 @@ def signing_request(
         commitment=commitment,
         request_count=len(leaves),
         lines=tuple(SigningLine(i, row, result, pipeline, tuple(trees.proof(i))) for i, row, result in lines),
+        leaves=tuple(trees.leaves),
         witness=trees.leaves[0],
         witness_proof=tuple(trees.proof(0)),
         miners=miners,
@@ -417,10 +418,12 @@ def signing_request(
 def test_each_stage_signs_after_checking_its_lines(reader: Reader, two_stage_run: Any) -> None:
     served, journal = two_stage_run
     request = signing_request(reader, served)
-    signature = check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    signed = check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
     assert commitment.served_roots[1] != bytes(32)  # the second stage's, as the coordinator computed it
-    assert recover_signer(signature, commitment, SECOND.address, CHAIN_ID, REGISTRY) == SECOND.address
+    assert recover_signer(signed.signature, commitment, SECOND.address, CHAIN_ID, REGISTRY) == SECOND.address
+    assert signed.commitment == commitment
+    assert signed.trees.root == commitment.results_root  # kept to answer the owner's challenges
 
 
 def test_a_stage_refuses_a_commitment_that_does_not_carry_its_served_root(
@@ -431,8 +434,59 @@ def test_a_stage_refuses_a_commitment_that_does_not_carry_its_served_root(
     served, journal = two_stage_run
     request = signing_request(reader, served)
     request["commitment"]["served_roots"][1] = "0x" + "11" * 32
+    with pytest.raises(RefusedToSign, match=f"miner {SECOND.address}'s served root is not the root of its"):
+        check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    request["commitment"]["served_roots"][1] = "0x" + "00" * 32  # left out: the head answers for the lines
     with pytest.raises(RefusedToSign, match="does not carry the root of the lines we served"):
         check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+
+
+def _retreed(
+    request: SigningRequest, leaves: list[ResultLeaf], roots: tuple[bytes, ...] | None = None
+) -> SigningRequest:
+    """`request` with its leaves replaced by `leaves` and its commitment made from them (served roots `roots`
+    where given), as a coordinator would send it."""
+    trees = ResultTrees(leaves, request.miners)
+    commitment = dataclasses.replace(
+        request.commitment,
+        results_root=trees.root,
+        input_tokens=trees.usage.input_tokens,
+        output_tokens=trees.usage.output_tokens,
+        served_roots=trees.served_roots() if roots is None else roots,
+    )
+    return dataclasses.replace(request, commitment=commitment, leaves=tuple(leaves))
+
+
+def test_no_miner_signs_a_tree_with_a_billed_line_no_signer_answers_for(
+    reader: Reader, two_stage_run: Any
+) -> None:
+    """A signer answers the owner's challenge of any line of the tree: it checks every leaf, not only its own
+    (a coordinator with one colluding miner could otherwise bill a line nobody can be held to)."""
+    served, _ = two_stage_run
+    spare = Account.create().address
+    honest = SigningRequest.from_json(signing_request(reader, served, spare=spare))
+    assert check_tree(honest).root == honest.commitment.results_root
+    leaves = list(honest.leaves)
+
+    billed = leaves.copy()  # a line of many tokens credited to the spare alone, which is left out
+    billed[3] = dataclasses.replace(billed[3], output_tokens=2_000_000, pipeline=(spare,))
+    roots = (*ResultTrees(billed, honest.miners).served_roots()[:2], bytes(32))
+    with pytest.raises(RefusedToSign, match=f"task {TASK} line 3: it bills tokens no signing miner answers"):
+        check_tree(_retreed(honest, billed, roots))
+    short = served_tree({leaf.request_index: leaf.hash() for leaf in leaves[1:]})  # one of the head's lines
+    assert short is not None
+    shrunk = short.root
+    with pytest.raises(RefusedToSign, match=f"miner {HEAD.address}'s served root is not the root of its"):
+        check_tree(_retreed(honest, leaves, (shrunk, *honest.commitment.served_roots[1:])))
+    with pytest.raises(
+        RefusedToSign, match=f"task {TASK}: {len(leaves) - 1} leaves for {len(leaves)} requests"
+    ):
+        check_tree(dataclasses.replace(honest, leaves=tuple(leaves[:-1])))
+    with pytest.raises(RefusedToSign, match="one leaf per request, in request order"):
+        check_tree(dataclasses.replace(honest, leaves=(leaves[1], leaves[0], *leaves[2:])))
+    altered = [*leaves[:-1], dataclasses.replace(leaves[-1], output_tokens=leaves[-1].output_tokens + 1)]
+    with pytest.raises(RefusedToSign, match="the leaves do not make the committed results root"):
+        check_tree(dataclasses.replace(honest, leaves=tuple(altered)))
 
 
 def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: Any) -> None:
@@ -490,9 +544,9 @@ def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_sta
     served, _ = two_stage_run
     spare = Account.create()
     request = signing_request(reader, served, spare=spare.address) | {"lines": []}
-    signature = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
+    signed = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
-    assert recover_signer(signature, commitment, spare.address, CHAIN_ID, REGISTRY) == spare.address
+    assert recover_signer(signed.signature, commitment, spare.address, CHAIN_ID, REGISTRY) == spare.address
 
 
 def test_no_miner_signs_a_split_that_shorts_it(reader: Reader, two_stage_run: Any) -> None:
