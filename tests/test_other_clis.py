@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -17,10 +18,11 @@ from client_sdk.chain.deployment import Deployment
 from client_sdk.cli.arbitration import app as arbitration_app
 from client_sdk.cli.market import app as market_app
 from client_sdk.protocol.model_identity import KNOWN_MODELS
+from client_sdk.protocol.task import TaskStatus
 from coordinator.cli.app import app as coordinator_app
 from demo.lifecycle import DemoConfig, create_task
 from miner.cli.app import app as miner_app
-from tests.helpers import assigned_task
+from tests.helpers import assigned_task, committed_task
 
 
 @pytest.mark.parametrize("app", [market_app, miner_app, coordinator_app, arbitration_app])
@@ -149,6 +151,50 @@ def test_market_faucet_mints_test_tokens_and_gas_on_a_devnet(
     )
     bad = CliRunner().invoke(market_app, ["faucet", "5", "--to", "0x12"], env=admin)
     assert bad.exit_code == 1 and bad.stderr.strip() == "error: '0x12' is not an address"
+
+
+def test_arbitration_line_challenge_show_and_settle(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """The owner challenges two lines of its committed task; a signing miner answers one; the other is settled
+    once its answer period is over: the owner gets its escrow back and both miners' stake locks. Settling
+    early, or an answered line, or challenging another's task, is refused in one line."""
+    coordinator, user, miners = accounts[1], accounts[2], [accounts[3], accounts[4]]
+    done = committed_task(admin_market, coordinator, user, miners)
+    task_id, config = done.task_id, DemoConfig()
+    chain_args = ["--rpc-url", chain.rpc_url, "--deployment", str(deployment_file)]
+    owner = {"BATCHMARKET_PRIVATE_KEY": user.key.to_0x_hex()}
+    stranger = {"BATCHMARKET_PRIVATE_KEY": accounts[8].key.to_0x_hex()}
+
+    def run(args: list[str], env: dict[str, str]) -> Any:
+        return CliRunner().invoke(arbitration_app, ["line", *args, *chain_args], env=env, terminal_width=200)
+
+    other = run(["challenge", str(task_id), "0"], stranger)
+    assert other.exit_code == 1
+    assert (
+        other.stderr.strip()
+        == f"error: task {task_id} is {user.address}'s: only its owner challenges its lines"
+    )
+    challenged = run(["challenge", str(task_id), "0", "1"], owner)
+    assert challenged.exit_code == 0, challenged.output
+    assert f"task {task_id} line 1: challenged; to be answered by " in challenged.stdout
+    assert admin_market.as_account(miners[0]).challenges.answer_from(done.trees, [0]) == {0: None}
+    early = run(["settle", str(task_id), "1"], stranger)
+    assert early.exit_code == 1 and f"task {task_id} line 1 may still be answered until " in early.stderr
+    shown = run(["show", str(task_id), "--json"], stranger)
+    assert [(c["line"], c["status"]) for c in json.loads(shown.stdout)] == [(0, "answered"), (1, "open")]
+
+    chain.advance_time(admin_market.challenges.answer_period() + 1)
+    answered = run(["settle", str(task_id), "0"], stranger)
+    assert answered.exit_code == 1 and "line 0 is not waiting for an answer: answered" in answered.stderr
+    before = admin_market.escrow.balance_of(user.address)
+    settled = run(["settle", str(task_id), "1"], stranger)
+    assert settled.exit_code == 0, settled.output
+    assert admin_market.escrow.balance_of(user.address) == before + config.max_price + 2 * config.stake_lock
+    for miner in miners:
+        stake = admin_market.registry.stake_of(miner.address)
+        assert (stake.locked, stake.free) == (0, config.miner_stake - config.stake_lock)
+    assert admin_market.tasks.get_task(task_id).status == TaskStatus.FINALIZED
 
 
 def test_the_installed_arbitration_command_has_every_command_of_the_sdks() -> None:

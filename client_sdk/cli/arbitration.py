@@ -1,6 +1,7 @@
 """`arbitration dispute open | show | list | draw | appeal | resolve`: challenge one committed result line
 with a bond, follow its rounds on-chain (jury drawn, votes committed then revealed), appeal a round you lost,
-and resolve it once its last phase is over."""
+and resolve it once its last phase is over. `arbitration line` (client_sdk/cli/challenges.py): have lines of
+your task's results shown to you."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round
+from client_sdk.cli import challenges
 from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
@@ -37,6 +39,7 @@ from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
 app = command_group("Dispute results and verify disputes.")
 dispute_app = command_group("Disputes over single result lines.")
 app.add_typer(dispute_app, name="dispute")
+app.add_typer(challenges.app, name="line")
 
 MAX_SCAN = 1_000  # `list` reads at most this many of the newest disputes
 LAST_ROUND = 2
