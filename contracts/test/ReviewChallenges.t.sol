@@ -231,7 +231,7 @@ contract ReviewChallengesTest is BaseTest {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         _challenge(id, 1);
 
-        ResultLeaf.Leaf memory moved = leaves[3]; // bills nothing, needs no served proof
+        ResultLeaf.Leaf memory moved = _standardLeaves(id)[3]; // a copy: bills nothing, needs no served proof
         moved.requestIndex = 1;
         vm.expectRevert();
         challenges.answerLine(id, moved, _proofOf(leaves, 3), new bytes32[][](0));
