@@ -3,8 +3,8 @@
 A miner signs an acceptance before any of its stake is locked for a task: `AcceptTask(taskId, stakeLock,
 expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's whole
 commitment, every miner's served root included (the root of the leaves that miner served, zero if none),
-and the miner's own address, so a signer vouches for exactly what it checked and for no other miner. The
-digests match
+with the task's request count, its assigned miners in order and the miner's own address, so a signer vouches
+for exactly what it checked and for no other miner. The digests match
 TaskRegistry.acceptanceDigest and TaskRegistry.commitmentDigest byte for byte; the domain binds them to one
 chain and one contract.
 """
@@ -21,7 +21,7 @@ from eth_account.signers.local import LocalAccount
 from eth_utils.crypto import keccak
 
 from client_sdk.protocol.constants import MAX_MINERS_PER_TASK
-from client_sdk.protocol.fields import field, uint, word, words
+from client_sdk.protocol.fields import addresses, field, uint, word, words
 from client_sdk.protocol.structs import to_abi
 
 DOMAIN_NAME = "BatchMarket TaskRegistry"
@@ -30,6 +30,8 @@ DOMAIN_VERSION = "1"
 RESULT_COMMITMENT_TYPES: dict[str, list[dict[str, str]]] = {
     "ResultCommitment": [
         {"name": "taskId", "type": "uint256"},
+        {"name": "requestCount", "type": "uint32"},
+        {"name": "miners", "type": "address[]"},
         {"name": "miner", "type": "address"},
         {"name": "resultsRoot", "type": "bytes32"},
         {"name": "inputTokens", "type": "uint64"},
@@ -44,7 +46,8 @@ RESULT_COMMITMENT_TYPES: dict[str, list[dict[str, str]]] = {
 @dataclass(frozen=True)
 class ResultCommitment:
     """A task's results root, usage, payment split and served roots (one amount and one served root per
-    assigned miner, in assignment order)."""
+    assigned miner, in assignment order), with the task's assigned miners and request count that every
+    signature covers (the contract reads those two from the task, so they are not part of the commit call)."""
 
     task_id: int
     results_root: bytes
@@ -53,6 +56,8 @@ class ResultCommitment:
     payment: int
     miner_amounts: tuple[int, ...]
     served_roots: tuple[bytes, ...]
+    miners: tuple[str, ...]
+    request_count: int
 
     @classmethod
     def from_json(cls, task_id: int, c: Mapping[str, Any]) -> ResultCommitment:
@@ -61,10 +66,11 @@ class ResultCommitment:
         range, or when amounts and served roots are not one each for at most MAX_MINERS_PER_TASK miners."""
         what = "the commitment"
         amounts, roots = field(c, "miner_amounts", list, what), field(c, "served_roots", list, what)
-        if len(amounts) != len(roots) or not 0 < len(amounts) <= MAX_MINERS_PER_TASK:
+        miners = addresses(field(c, "miners", list, what), "miners", what, MAX_MINERS_PER_TASK)
+        if not len(amounts) == len(roots) == len(miners) or not 0 < len(amounts) <= MAX_MINERS_PER_TASK:
             raise ValueError(
-                f"the commitment's miner_amounts and served_roots must hold one entry per assigned miner "
-                f"(1 to {MAX_MINERS_PER_TASK}), not {len(amounts)} and {len(roots)}"
+                f"the commitment's miners, miner_amounts and served_roots must hold one entry per assigned "
+                f"miner (1 to {MAX_MINERS_PER_TASK}), not {len(miners)}, {len(amounts)} and {len(roots)}"
             )
         return cls(
             task_id=task_id,
@@ -74,6 +80,8 @@ class ResultCommitment:
             payment=uint(field(c, "payment", int, what), 128, "payment", what),
             miner_amounts=tuple(uint(a, 256, f"miner_amounts[{i}]", what) for i, a in enumerate(amounts)),
             served_roots=words(roots, "served_roots", what, MAX_MINERS_PER_TASK),
+            miners=miners,
+            request_count=uint(field(c, "request_count", int, what), 32, "request_count", what),
         )
 
     def needs_signature(self, index: int) -> bool:
@@ -91,12 +99,16 @@ class ResultCommitment:
             "payment": self.payment,
             "miner_amounts": list(self.miner_amounts),
             "served_roots": ["0x" + root.hex() for root in self.served_roots],
+            "miners": list(self.miners),
+            "request_count": self.request_count,
         }
 
     def message(self, miner: str) -> dict[str, Any]:
         """What assigned miner `miner` signs."""
         return {
             "taskId": self.task_id,
+            "requestCount": self.request_count,
+            "miners": list(self.miners),
             "miner": miner,
             "resultsRoot": self.results_root,
             "inputTokens": self.input_tokens,
@@ -107,8 +119,9 @@ class ResultCommitment:
         }
 
     def as_tuple(self) -> tuple[Any, ...]:
-        """The ITaskRegistry.Commitment struct: every field but the task id, which travels beside it."""
-        return to_abi(self)[1:]
+        """The ITaskRegistry.Commitment struct: every field but the task id, which travels beside it, and the
+        miners and request count, which the contract reads from the task."""
+        return to_abi(self)[1:-2]
 
 
 def domain(chain_id: int, task_registry: str) -> dict[str, Any]:

@@ -133,6 +133,8 @@ def check_commitment(
     by_miner = {s["miner"].lower(): s["signature"] for s in signatures}
     chain_id = market.w3.eth.chain_id
     miners = market.tasks.miners_of(task_id)
+    if list(claimed.miners) != miners or claimed.request_count != task.request_count:
+        raise ResultsRejected(f"task {task_id}: the commitment names other miners or another request count")
     signers = market.tasks.signers_of(task_id)  # each as it accepted the task: the key the chain checked
     for index, miner in enumerate(miners):
         signature = by_miner.get(miner.lower())

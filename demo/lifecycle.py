@@ -233,6 +233,8 @@ def price_results(
         payment=payment,
         miner_amounts=(first, to_miners - first),
         served_roots=trees.served_roots(),
+        miners=tuple(miners),
+        request_count=len(leaves),
     )
 
 

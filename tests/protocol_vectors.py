@@ -69,6 +69,8 @@ def build() -> dict[str, Any]:
         payment=1_234_567,
         miner_amounts=(600_000, 572_839, 0),
         served_roots=trees.served_roots(),
+        miners=MINERS,
+        request_count=len(result_leaves),
     )
     return {
         "taskId": TASK_ID,

@@ -24,9 +24,11 @@ from client_sdk.eip712 import (
 )
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
+from demo.lifecycle import DemoConfig
 from tests.helpers import assigned_task
 
 MINER_COUNTS = st.integers(min_value=1, max_value=6)
+ADDRESSES = st.binary(min_size=20, max_size=20).map(Web3.to_checksum_address)
 COMMITMENTS = MINER_COUNTS.flatmap(
     lambda miners: st.builds(
         ResultCommitment,
@@ -41,6 +43,8 @@ COMMITMENTS = MINER_COUNTS.flatmap(
         served_roots=st.lists(st.binary(min_size=32, max_size=32), min_size=miners, max_size=miners).map(
             tuple
         ),
+        miners=st.lists(ADDRESSES, min_size=miners, max_size=miners).map(tuple),
+        request_count=st.integers(min_value=0, max_value=2**32 - 1),
     )
 )
 WORDS = st.binary(min_size=32, max_size=32)
@@ -51,10 +55,11 @@ WORDS = st.binary(min_size=32, max_size=32)
 def test_python_digest_equals_contract_digest(
     admin_market: Market, commitment: ResultCommitment, miner: str
 ) -> None:
+    """The contract reads the miners and request count from the task: none for a task it does not have (the
+    shared vectors cover a stored task's)."""
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
-    assert digest(commitment, miner, chain_id, registry) == admin_market.tasks.commitment_digest(
-        commitment, miner
-    )
+    unknown = replace(commitment, task_id=2**255 + commitment.task_id % 2**64, miners=(), request_count=0)
+    assert digest(unknown, miner, chain_id, registry) == admin_market.tasks.commitment_digest(unknown, miner)
 
 
 @given(commitment=COMMITMENTS)
@@ -75,6 +80,8 @@ BAD_VALUES = {
     "payment": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**128), st.just("20")),
     "miner_amounts": st.one_of(st.integers(), st.text(), st.just([-1]), st.just([2**256])),
     "served_roots": st.one_of(st.integers(), st.just([1]), NOT_A_WORD.map(lambda word: [word])),
+    "miners": st.one_of(st.integers(), st.just(["0x12"]), st.just([7])),
+    "request_count": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32), st.text()),
 }
 
 
@@ -96,10 +103,10 @@ def test_a_missing_field_is_named(commitment: ResultCommitment, field: str) -> N
 
 @pytest.mark.parametrize(("amounts", "roots"), [(0, 0), (2, 1), (33, 33)])
 def test_amounts_and_served_roots_must_be_one_per_miner_for_at_most_32(amounts: int, roots: int) -> None:
-    good = _commitment(1).to_json()
+    good = _commitment(1, MINERS, 5).to_json()
     bad = good | {"miner_amounts": [1] * amounts, "served_roots": ["0x" + "33" * 32] * roots}
     with pytest.raises(
-        ValueError, match=f"one entry per assigned miner \\(1 to 32\\), not {amounts} and {roots}"
+        ValueError, match=f"one entry per assigned miner \\(1 to 32\\), not 2, {amounts} and {roots}"
     ):
         ResultCommitment.from_json(1, bad)
 
@@ -107,11 +114,27 @@ def test_amounts_and_served_roots_must_be_one_per_miner_for_at_most_32(amounts: 
 SERVED = (b"\x33" * 32, b"\x44" * 32)
 
 
-def _commitment(task_id: int) -> ResultCommitment:
+MINERS = ("0x" + "33" * 20, "0x" + "44" * 20)
+
+
+def _commitment(task_id: int, miners: tuple[str, ...], request_count: int) -> ResultCommitment:
     # payment 20 tokens, 5% fee -> 19 tokens to the two miners
     return ResultCommitment(
-        task_id, b"\x11" * 32, 400_000, 600_000, 20_000_000, (11_400_000, 7_600_000), SERVED
+        task_id,
+        b"\x11" * 32,
+        400_000,
+        600_000,
+        20_000_000,
+        (11_400_000, 7_600_000),
+        SERVED,
+        miners,
+        request_count,
     )
+
+
+def _task_commitment(task_id: int, accounts: list[LocalAccount]) -> ResultCommitment:
+    """The commitment of the `task` fixture's task: its two miners, the demo's request count."""
+    return _commitment(task_id, (accounts[3].address, accounts[4].address), DemoConfig().requests)
 
 
 @pytest.fixture
@@ -123,7 +146,7 @@ def test_python_signatures_are_accepted_on_chain(
     admin_market: Market, accounts: list[LocalAccount], task: int
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
-    commitment = _commitment(task)
+    commitment = _task_commitment(task, accounts)
     signatures = [
         sign_commitment(m, commitment, m.address, chain_id, registry) for m in (accounts[3], accounts[4])
     ]
@@ -147,6 +170,8 @@ def test_python_signatures_are_accepted_on_chain(
         "other_root",
         "other_served_root",
         "other_miner",
+        "other_order",
+        "other_count",
         "wrong_key",
         "other_chain",
         "flipped_byte",
@@ -156,7 +181,7 @@ def test_tampered_signatures_are_rejected(
     admin_market: Market, accounts: list[LocalAccount], task: int, tamper: str
 ) -> None:
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
-    commitment = _commitment(task)
+    commitment = _task_commitment(task, accounts)
     honest = sign_commitment(accounts[3], commitment, accounts[3].address, chain_id, registry)
     mine = accounts[4].address
     second = {
@@ -170,6 +195,16 @@ def test_tampered_signatures_are_rejected(
             accounts[4], replace(commitment, served_roots=SERVED[::-1]), mine, chain_id, registry
         ),
         "other_miner": sign_commitment(accounts[4], commitment, accounts[3].address, chain_id, registry),
+        "other_order": sign_commitment(
+            accounts[4], replace(commitment, miners=commitment.miners[::-1]), mine, chain_id, registry
+        ),
+        "other_count": sign_commitment(
+            accounts[4],
+            replace(commitment, request_count=commitment.request_count - 1),
+            mine,
+            chain_id,
+            registry,
+        ),
         "wrong_key": sign_commitment(accounts[5], commitment, mine, chain_id, registry),
         "other_chain": sign_commitment(accounts[4], commitment, mine, chain_id + 1, registry),
         "flipped_byte": _flip(sign_commitment(accounts[4], commitment, mine, chain_id, registry)),

@@ -32,6 +32,8 @@ def requests(draw: st.DrawFn) -> SigningRequest:
         draw(st.integers(min_value=0, max_value=2**128 - 1)),
         tuple(draw(st.integers(min_value=0, max_value=2**64)) for _ in miners),
         tuple(draw(WORDS) for _ in miners),
+        miners,
+        draw(UINT32),
     )
     line = SigningLine(
         draw(UINT32),

@@ -31,6 +31,9 @@ contract LineChallenges is ILineChallenges {
 
     mapping(uint256 taskId => mapping(uint256 index => Challenge)) private _challenges;
     mapping(uint256 taskId => uint32[]) private _challengedLines;
+    /// @dev Per task: how many challenges are open, and since when one has been (the task is held from then).
+    mapping(uint256 taskId => uint256) private _openCount;
+    mapping(uint256 taskId => uint256) private _heldSince;
 
     constructor(ITaskRegistry taskRegistry_, IPaymentEscrow escrow_, uint256 answerPeriod_) {
         taskRegistry = taskRegistry_;
@@ -57,12 +60,14 @@ contract LineChallenges is ILineChallenges {
         challenge.status = ChallengeStatus.Open;
         challenge.openedAt = block.timestamp.toUint64();
         challenge.answerBy = answerBy.toUint64();
+        if (_openCount[taskId]++ == 0) _heldSince[taskId] = block.timestamp;
         taskRegistry.markDisputed(taskId);
         emit LineChallenged(taskId, index, answerBy);
     }
 
     /// @inheritdoc ILineChallenges
-    /// @dev The owner keeps the time the challenge was open to dispute in: the task's window is extended by it.
+    /// @dev The owner keeps the time the task was held to dispute in: once no challenge of it is open, its window
+    /// is extended by the time since the first of the open ones was made (overlapping challenges hold it once).
     function answerLine(
         uint256 taskId,
         ResultLeaf.Leaf calldata leaf,
@@ -82,7 +87,9 @@ contract LineChallenges is ILineChallenges {
             (leafHash,) = taskRegistry.accountableFor(taskId, leaf, proof, servedProofs);
         }
         challenge.status = ChallengeStatus.Answered;
-        taskRegistry.extendChallenge(taskId, block.timestamp - challenge.openedAt);
+        if (--_openCount[taskId] == 0) {
+            taskRegistry.extendChallenge(taskId, block.timestamp - _heldSince[taskId]);
+        }
         taskRegistry.resolveDispute(taskId, false, new address[](0), false);
         emit LineAnswered(taskId, leaf.requestIndex, msg.sender, leafHash);
     }
@@ -94,6 +101,7 @@ contract LineChallenges is ILineChallenges {
             revert AnswerPeriodNotOver(taskId, index, challenge.answerBy);
         }
         challenge.status = ChallengeStatus.Unanswered;
+        --_openCount[taskId];
         uint256 slashed = taskRegistry.resolveDispute(taskId, true, _signers(taskId), false);
         // What the slashes sent to the escrow goes to the owner (nothing when an earlier verdict settled the task).
         uint256 received = escrow.absorbReceived();

@@ -79,7 +79,7 @@ abstract contract BaseTest is Consent {
     bytes32 internal constant DOMAIN_TYPEHASH =
         keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
     bytes32 internal constant COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
+        "ResultCommitment(uint256 taskId,uint32 requestCount,address[] miners,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
     );
 
     address internal admin = makeAddr("admin");
@@ -352,35 +352,49 @@ abstract contract BaseTest is Consent {
         });
     }
 
-    /// @dev The EIP-712 digest, computed from the spec, not read from the contract.
+    /// @dev The EIP-712 digest, computed from the spec, not read from the contract (the task's request count and
+    /// assigned miners are read from its record).
     function _digest(uint256 taskId, ITaskRegistry.Commitment memory c, address miner)
         internal
         view
         returns (bytes32)
     {
+        return _digestFor(
+            address(tasks), taskId, tasks.getTask(taskId).requestCount, tasks.minersOf(taskId), c, miner
+        );
+    }
+
+    /// @dev The digest of `c` signed by `miner` for task `taskId` of `requestCount` requests assigned to
+    /// `assigned`, at `registry`.
+    function _digestFor(
+        address registry,
+        uint256 taskId,
+        uint32 requestCount,
+        address[] memory assigned,
+        ITaskRegistry.Commitment memory c,
+        address miner
+    ) internal view returns (bytes32) {
         bytes32 domain = keccak256(
             abi.encode(
                 DOMAIN_TYPEHASH,
                 keccak256("BatchMarket TaskRegistry"),
                 keccak256("1"),
                 block.chainid,
-                address(tasks)
+                registry
             )
         );
-        bytes32 structHash = keccak256(
-            abi.encode(
-                COMMITMENT_TYPEHASH,
-                taskId,
-                miner,
-                c.resultsRoot,
-                c.inputTokens,
-                c.outputTokens,
-                c.payment,
-                keccak256(abi.encodePacked(c.minerAmounts)),
-                keccak256(abi.encodePacked(c.servedRoots))
-            )
+        bytes memory head = abi.encode(
+            COMMITMENT_TYPEHASH, taskId, requestCount, keccak256(abi.encodePacked(assigned)), miner
         );
-        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
+        bytes memory tail = abi.encode(
+            c.resultsRoot,
+            c.inputTokens,
+            c.outputTokens,
+            c.payment,
+            keccak256(abi.encodePacked(c.minerAmounts)),
+            keccak256(abi.encodePacked(c.servedRoots))
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domain, keccak256(bytes.concat(head, tail))));
     }
 
     function _signDigest(uint256 key, bytes32 digest) internal pure returns (bytes memory) {

@@ -30,7 +30,6 @@ contract GasTest is BaseTest {
         uint256 id = tasks.taskCount() + 1;
         address[] memory assigned = _miners(3);
         ITaskRegistry.Commitment memory c = _commitment(keccak256("results"), PAYMENT, 3);
-        bytes[] memory sigs = _signaturesOf(id, c, assigned);
 
         vm.prank(alice);
         vm.resumeGasMetering();
@@ -45,6 +44,7 @@ contract GasTest is BaseTest {
         tasks.assignTask(id, assigned, STAKE_LOCK, _acceptances(tasks, id, assigned, STAKE_LOCK));
         used += g - gasleft();
         vm.pauseGasMetering();
+        bytes[] memory sigs = _signaturesOf(id, c, assigned); // over the task as assigned
 
         vm.prank(coordinator);
         vm.resumeGasMetering();

@@ -10,6 +10,23 @@ import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
 import {PositionalMerkle} from "../src/libraries/PositionalMerkle.sol";
 
+/// @notice The registry's commitment digest for a task it does not store (the vectors' request count and miners).
+contract DigestRegistry is TaskRegistry {
+    constructor(IGPURegistry gpuRegistry_, IPaymentEscrow escrow_, address admin, Config memory config)
+        TaskRegistry(gpuRegistry_, escrow_, admin, config)
+    {}
+
+    function commitmentDigestFor(
+        uint256 taskId,
+        uint32 requestCount,
+        address[] calldata assigned,
+        Commitment calldata c,
+        address miner
+    ) external view returns (bytes32) {
+        return _commitmentDigest(taskId, requestCount, keccak256(abi.encodePacked(assigned)), c, miner);
+    }
+}
+
 /// @notice The contracts' own library code, reached with calldata arguments as the contracts reach it.
 contract ProtocolHarness {
     function leafHash(ResultLeaf.Leaf calldata leaf) external pure returns (bytes32) {
@@ -117,7 +134,7 @@ contract ProtocolVectorsTest is Test {
     }
 
     /// @dev A TaskRegistry at the vectors' verifying contract, on the vectors' chain.
-    function _registry() internal returns (TaskRegistry) {
+    function _registry() internal returns (DigestRegistry) {
         address at = vm.parseJsonAddress(json, ".commitment.verifyingContract");
         ITaskRegistry.Config memory config = ITaskRegistry.Config({
             challengeWindow: 1 days,
@@ -127,17 +144,17 @@ contract ProtocolVectorsTest is Test {
             maxValueAtRisk: 1
         });
         deployCodeTo(
-            "TaskRegistry.sol:TaskRegistry",
+            "ProtocolVectors.t.sol:DigestRegistry",
             abi.encode(IGPURegistry(address(1)), IPaymentEscrow(address(2)), address(3), config),
             at
         );
         vm.chainId(vm.parseJsonUint(json, ".commitment.chainId"));
-        return TaskRegistry(at);
+        return DigestRegistry(at);
     }
 
     /// @dev Each miner's commitment digest.
     function test_vectors_commitmentDigests() public {
-        TaskRegistry registry = _registry();
+        DigestRegistry registry = _registry();
         bytes32[] memory served = vm.parseJsonBytes32Array(json, ".servedRoots");
         ITaskRegistry.Commitment memory c = ITaskRegistry.Commitment({
             resultsRoot: vm.parseJsonBytes32(json, ".resultsRoot"),
@@ -150,8 +167,9 @@ contract ProtocolVectorsTest is Test {
         bytes32[] memory digests = vm.parseJsonBytes32Array(json, ".commitment.digests");
         address[] memory assigned = vm.parseJsonAddressArray(json, ".miners");
         uint256 taskId = vm.parseJsonUint(json, ".taskId");
+        uint32 count = uint32(vm.parseJsonUint(json, ".requestCount"));
         for (uint256 i = 0; i < assigned.length; ++i) {
-            assertEq(registry.commitmentDigest(taskId, c, assigned[i]), digests[i]);
+            assertEq(registry.commitmentDigestFor(taskId, count, assigned, c, assigned[i]), digests[i]);
         }
     }
 

@@ -333,7 +333,8 @@ contract ReviewChallengesTest is BaseTest {
             uint256 id = _taskOf(n);
             ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](n);
             for (uint32 i = 0; i < n; ++i) {
-                leaves[i] = i == 4 ? _leaf(id, i, new address[](0)) : _leaf(id, i, _pair(miners[0], miners[1]));
+                leaves[i] =
+                    i == 4 ? _leaf(id, i, new address[](0)) : _leaf(id, i, _pair(miners[0], miners[1]));
             }
             _commitLeaves(id, leaves);
             uint256 payment = tasks.getTask(id).payment;
@@ -408,7 +409,9 @@ contract ReviewChallengesTest is BaseTest {
         challenges.settleUnanswered(id, 3);
         assertEq(escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK);
         _decide(d, AT_FAULT);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK + DISPUTE_BOND, "only the bond comes back");
+        assertEq(
+            escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK + DISPUTE_BOND, "only the bond comes back"
+        );
         for (uint256 i = 0; i < 3; ++i) {
             assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK, "slashed once");
             assertEq(_locked(miners[i]), 0);
@@ -509,14 +512,38 @@ contract ReviewChallengesTest is BaseTest {
 
     // ------------------------------------------------------------------------- honest signers framed
 
-    /// @dev The typed message names the signing miner but not its slot: a coordinator (with the owner) shows the
-    /// honest miners a signing request listing the assigned miners in another order than on-chain (miners 0 and
-    /// 1 swapped). Each honest miner finds its own served root and amount at its slot in that list, and every
-    /// miner's served root is the root of the leaves naming it in that list; each signs. On-chain the served
-    /// roots pair with other miners: miner 0's slot holds miner 1's root, so line 0 (served by miner 0 alone)
-    /// cannot be answered by anyone holding every leaf and served tree. The owner challenges it: every honest
-    /// signer is slashed to the owner, who is refunded in full.
-    function test_poc_minerOrderNotBoundBySignature_honestSignersSlashed() public {
+    /// @dev Honest miners sign what a coordinator shows them: a signing request whose assigned miners are in
+    /// `shown` order and whose task has `shownCount` requests. The signed message names both (the contract reads
+    /// them from the task), so a view that is not the task's makes every signature over it invalid at commit:
+    /// nothing is committed, nothing slashed, nothing paid out of order.
+    function _commitSignedOverAView(
+        uint256 id,
+        IT.Commitment memory c,
+        address[] memory shown,
+        uint32 shownCount
+    ) internal {
+        address[] memory assigned = tasks.minersOf(id);
+        bytes[] memory sigs = new bytes[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            sigs[i] = _signDigest(
+                _keyOf(assigned[i]), _digestFor(address(tasks), id, shownCount, shown, c, assigned[i])
+            );
+        }
+        vm.prank(coordinator);
+        vm.expectPartialRevert(IT.InvalidSignature.selector);
+        tasks.commitResults(id, c, sigs);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Assigned), "nothing committed");
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            assertEq(_free(assigned[i]) + _locked(assigned[i]), MINER_STAKE, "nobody slashed");
+        }
+        _assertEscrowSolvent();
+    }
+
+    /// @dev The review's first finding, fixed: a coordinator (with the owner) shows the honest miners the
+    /// assigned miners in another order than on-chain (miners 0 and 1 swapped), so that each finds its own
+    /// served root at its slot of that list while on-chain miner 0's slot would hold miner 1's root and line 0
+    /// could not be answered. The signatures name the shown order: the commit is refused.
+    function test_poc_minerOrderBoundBySignature_noCommitOverAnotherOrder() public {
         uint256 id = _assignedTask(alice, 3);
         ResultLeaf.Leaf[] memory leaves = new ResultLeaf.Leaf[](4);
         leaves[0] = _leaf(id, 0, _one(miners[0]));
@@ -527,35 +554,21 @@ contract ReviewChallengesTest is BaseTest {
         (view_[0], view_[1], view_[2]) = (miners[1], miners[0], miners[2]);
         IT.Commitment memory c = _honestCommitment(id, leaves);
         c.servedRoots = ResultTree.servedRoots(leaves, view_); // what the honest miners were shown and checked
-        _commit(id, c); // each honest miner signs the digest naming itself
-
-        _challenge(id, 0);
-        bool answered = _tryAnswer(id, leaves, 0); // every leaf and served tree as the signers checked them
-        if (!answered) {
-            skip(ANSWER_PERIOD + 1);
-            challenges.settleUnanswered(id, 0);
-        }
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(_free(miners[i]), MINER_STAKE, "an honest signer holding all the data was slashed");
-        }
+        _commitSignedOverAView(id, c, view_, REQUESTS);
     }
 
-    /// @dev The same gap used to take pay: miners 0 and 1 serve the same lines (so their served roots are equal
-    /// and swapping them changes no answer), but miner 0 ran most of the layers. The coordinator, colluding
-    /// with miner 1, lists them swapped in the signing request: miner 0 checks its (large) share at its slot in
-    /// that list and signs; on-chain the amounts are paid by slot, so miner 1 gets miner 0's share. Every
-    /// challenge is answered; the task finalizes.
-    function test_poc_minerOrderNotBoundBySignature_honestMinerUnderpaid() public {
-        uint256 id = _committedTaskWithSwappedShares();
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        for (uint256 i = 0; i < REQUESTS; ++i) {
-            _challenge(id, i);
-            _answer(id, leaves, i);
-        }
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
-        (uint256 big,,) = _shares();
-        assertEq(escrow.balanceOf(miners[0]), big, "miner 0 is paid the share it checked and signed for");
+    /// @dev The same gap used to take pay: miners 0 and 1 serve the same lines (equal served roots), but miner 0
+    /// ran most of the layers; shown the two swapped, miner 0 would find its large share at its slot of the shown
+    /// list while on-chain it sits at miner 1's. The signatures name the shown order: the commit is refused.
+    function test_poc_minerOrderBoundBySignature_noShareMovedByOrder() public {
+        uint256 id = _assignedTask(alice, 3);
+        IT.Commitment memory c = _honestCommitment(id, _standardLeaves(id));
+        (uint256 big, uint256 small, uint256 rest) = _shares();
+        assertEq(c.servedRoots[0], c.servedRoots[1]);
+        (c.minerAmounts[0], c.minerAmounts[1], c.minerAmounts[2]) = (small, big, rest);
+        address[] memory view_ = new address[](3);
+        (view_[0], view_[1], view_[2]) = (miners[1], miners[0], miners[2]);
+        _commitSignedOverAView(id, c, view_, REQUESTS);
     }
 
     /// @dev Shares of the miners' part by work: miner 0 (most layers), miner 1 (few), miner 2 (the rest).
@@ -566,38 +579,16 @@ contract ReviewChallengesTest is BaseTest {
         rest = part - big - small;
     }
 
-    function _committedTaskWithSwappedShares() internal returns (uint256 id) {
-        id = _assignedTask(alice, 3);
-        IT.Commitment memory c = _honestCommitment(id, _standardLeaves(id));
-        (uint256 big, uint256 small, uint256 rest) = _shares();
-        // the honest view lists [miner 1, miner 0, miner 2] with amounts [small, big, rest]: each miner's own
-        // amount sits at its own slot of that list; the served roots of miners 0 and 1 are equal
-        assertEq(c.servedRoots[0], c.servedRoots[1]);
-        c.minerAmounts[0] = small;
-        c.minerAmounts[1] = big;
-        c.minerAmounts[2] = rest;
-        _commit(id, c);
-    }
-
-    /// @dev The typed message does not bind the request count either: shown a request count of 3 (and a tree of
-    /// 3 leaves that holds all of their lines) for a task created with 4, the honest miners sign; no position of
-    /// the committed tree opens at the task's size, and the owner's first challenge slashes them all.
-    function test_poc_requestCountNotBoundBySignature_honestSignersSlashed() public {
+    /// @dev Shown a request count of 3 (and a tree of 3 leaves that holds all of their lines) for a task created
+    /// with 4, the honest miners sign a message naming 3: the commit is refused, so no tree no position of
+    /// which opens at the task's size can be committed with their signatures.
+    function test_poc_requestCountBoundBySignature_noCommitOverAnotherCount() public {
         uint256 id = _assignedTask(alice, 3);
         ResultLeaf.Leaf[] memory standard = _standardLeaves(id);
         ResultLeaf.Leaf[] memory shown = new ResultLeaf.Leaf[](3);
         for (uint256 i = 0; i < 3; ++i) {
             shown[i] = standard[i];
         }
-        _commit(id, _honestCommitment(id, shown));
-        _challenge(id, 0);
-        bool answered = _tryAnswer(id, shown, 0);
-        if (!answered) {
-            skip(ANSWER_PERIOD + 1);
-            challenges.settleUnanswered(id, 0);
-        }
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(_free(miners[i]), MINER_STAKE, "an honest signer holding all the data was slashed");
-        }
+        _commitSignedOverAView(id, _honestCommitment(id, shown), tasks.minersOf(id), 3);
     }
 }

@@ -504,7 +504,15 @@ def _write_outputs(session: Session, ctx: Context, batch: Batch, task: Task, now
     fee_bps = ctx.chain.terms(batch.task_id).coordinator_fee_bps
     amounts = settlement.split(pay - settlement.fee(pay, fee_bps), miner_weights(results, batch.miners or []))
     commitment = ResultCommitment(
-        batch.task_id, trees.root, input_tokens, output_tokens, pay, tuple(amounts), trees.served_roots()
+        batch.task_id,
+        trees.root,
+        input_tokens,
+        output_tokens,
+        pay,
+        tuple(amounts),
+        trees.served_roots(),
+        tuple(batch.miners or []),
+        len(results),
     )
     batch.results_root = "0x" + trees.root.hex()
     batch.commitment = commitment.to_json()

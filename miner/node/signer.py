@@ -161,6 +161,9 @@ def check_tree(request: SigningRequest) -> ResultTrees:
     root of the leaves naming it or zero (a miner left out, paid nothing), and every line that bills tokens
     names a miner whose committed served root holds it."""
     commitment, task_id = request.commitment, request.task_id
+    # the signature covers the commitment's miners and request count, which the contract reads from the task
+    if request.miners != commitment.miners or request.request_count != commitment.request_count:
+        raise RefusedToSign(f"task {task_id}: the commitment is for other miners or another request count")
     if len(request.leaves) != request.request_count:
         raise RefusedToSign(
             f"task {task_id}: {len(request.leaves)} leaves for {request.request_count} requests"

@@ -18,6 +18,7 @@ from coordinator.db.models import Batch, File, Signature
 from coordinator.db.session import Database
 from coordinator.services import signing
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
+from demo.lifecycle import DemoConfig
 from tests.helpers import assigned_task
 
 COMMITMENT = {
@@ -50,7 +51,8 @@ def add_batch(
             Batch(
                 id=batch_id, owner=miner, input_file_id=file_id, endpoint="/v1/chat/completions", model="m",
                 completion_window="24h", task_id=task_id, status=status, created_at=0, expires_at=1,
-                request_total=1, miners=[miner], commitment=COMMITMENT,
+                request_total=1, miners=[miner],
+                commitment=COMMITMENT | {"miners": [miner], "request_count": DemoConfig().requests},
             )
         )  # fmt: skip
 

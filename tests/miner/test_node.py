@@ -398,6 +398,8 @@ def signing_request(
         1000,
         tuple(split(1000, list(weights))),
         trees.served_roots(),
+        miners,
+        len(leaves),
     )
     request = SigningRequest(
         batch_id="batch_x",
@@ -478,9 +480,16 @@ def test_no_miner_signs_a_tree_with_a_billed_line_no_signer_answers_for(
     shrunk = short.root
     with pytest.raises(RefusedToSign, match=f"miner {HEAD.address}'s served root is not the root of its"):
         check_tree(_retreed(honest, leaves, (shrunk, *honest.commitment.served_roots[1:])))
-    with pytest.raises(
-        RefusedToSign, match=f"task {TASK}: {len(leaves) - 1} leaves for {len(leaves)} requests"
-    ):
+    count = len(leaves)
+    for other in (
+        dataclasses.replace(honest, miners=honest.miners[::-1]),
+        dataclasses.replace(honest, request_count=count - 1),
+    ):  # what the coordinator shows must be what the signature names (and the contract reads from the task)
+        with pytest.raises(
+            RefusedToSign, match="the commitment is for other miners or another request count"
+        ):
+            check_tree(other)
+    with pytest.raises(RefusedToSign, match=f"task {TASK}: {count - 1} leaves for {count} requests"):
         check_tree(dataclasses.replace(honest, leaves=tuple(leaves[:-1])))
     with pytest.raises(RefusedToSign, match="one leaf per request, in request order"):
         check_tree(dataclasses.replace(honest, leaves=(leaves[1], leaves[0], *leaves[2:])))

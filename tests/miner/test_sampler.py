@@ -107,14 +107,19 @@ def test_a_draw_is_the_argmax_of_perturbed_scores_over_the_top_p_set(
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**16), top_p=st.floats(0.01, 0.999), spread=st.sampled_from([0.1, 1.0, 8.0]))
 def test_top_p_sets_are_the_sorted_prefixes_reaching_top_p(seed: int, top_p: float, spread: float) -> None:
-    """A partial sort finds the prefix where it is short; flat rows (long prefixes) are sorted whole."""
+    """A partial sort finds the prefix where it is short; flat rows (long prefixes) are sorted whole. A token
+    whose mass before it is within float32 rounding of top_p may fall either side (a cumulative sum over a
+    partial sort rounds differently from one over the whole row): only the others are compared."""
     scaled = logits(4, seed, vocab=2000) * spread
     sorted_probs, order = scaled.softmax(-1).sort(-1, descending=True)
-    keep = sorted_probs.cumsum(-1) - sorted_probs < top_p
-    expected = torch.zeros_like(keep).scatter(-1, order, keep)
-    assert torch.equal(top_p_sets(scaled, [top_p] * 4), expected)
+    before = sorted_probs.cumsum(-1) - sorted_probs
+    expected = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before < top_p)
+    settled = ~torch.zeros_like(expected).scatter(-1, order, (before - top_p).abs() < 1e-5)
+    found = top_p_sets(scaled, [top_p] * 4)
+    assert found is not None and torch.equal(found & settled, expected & settled)
     mixed = top_p_sets(scaled, [top_p, 1.0, top_p, 1.0])
-    assert mixed is not None and mixed[[1, 3]].all() and torch.equal(mixed[[0, 2]], expected[[0, 2]])
+    assert mixed is not None and mixed[[1, 3]].all()
+    assert torch.equal(mixed[[0, 2]] & settled[[0, 2]], expected[[0, 2]] & settled[[0, 2]])
 
 
 def test_draws_follow_the_distribution() -> None:

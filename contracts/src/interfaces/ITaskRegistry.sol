@@ -237,7 +237,8 @@ interface ITaskRegistry {
     function minersOf(uint256 taskId) external view returns (address[] memory);
     /// @notice What each assigned miner is paid at finalization, as committed.
     function minerAmountsOf(uint256 taskId) external view returns (uint256[] memory);
-    /// @notice The EIP-712 digest assigned miner `miner` signs: the whole commitment, every served root included.
+    /// @notice The EIP-712 digest assigned miner `miner` signs: the whole commitment, every served root included,
+    /// with the task's request count and assigned miners.
     function commitmentDigest(uint256 taskId, Commitment calldata commitment, address miner)
         external
         view

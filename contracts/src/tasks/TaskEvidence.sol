@@ -18,10 +18,11 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     using AddressList for address[];
 
     /// @notice EIP-712 type of the message every assigned miner signs before results are committed: it names the
-    /// miner, and covers every miner's served root, so a signer vouches for the whole commitment it checked
-    /// (no co-signer can swap in a served root that leaves a billed line unanswerable).
+    /// task's request count, its assigned miners in order and the signing miner, and covers every miner's served
+    /// root, so a signer vouches for exactly the commitment it checked (a coordinator cannot show it another
+    /// miner order or request count, and no co-signer can swap in a served root afterwards).
     bytes32 public constant RESULT_COMMITMENT_TYPEHASH = keccak256(
-        "ResultCommitment(uint256 taskId,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
+        "ResultCommitment(uint256 taskId,uint32 requestCount,address[] miners,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
     );
 
     /// @notice EIP-712 type of a miner's consent to one task's stake lock.
@@ -48,21 +49,33 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         view
         returns (bytes32)
     {
-        return _hashTypedDataV4(
-            keccak256(
-                abi.encode(
-                    RESULT_COMMITMENT_TYPEHASH,
-                    taskId,
-                    miner,
-                    c.resultsRoot,
-                    c.inputTokens,
-                    c.outputTokens,
-                    c.payment,
-                    keccak256(abi.encodePacked(c.minerAmounts)),
-                    keccak256(abi.encodePacked(c.servedRoots))
-                )
-            )
+        return _commitmentDigest(taskId, _tasks[taskId].requestCount, _minersHash(taskId), c, miner);
+    }
+
+    /// @dev The EIP-712 encoding of a task's `address[] miners`: the hash of each address as a 32-byte word.
+    function _minersHash(uint256 taskId) internal view returns (bytes32) {
+        return keccak256(abi.encodePacked(_miners[taskId]));
+    }
+
+    /// @dev The digest for a task of `requestCount` requests whose assigned miners hash to `minersHash`; encoded
+    /// in two parts only to stay within the stack (the same bytes as one `abi.encode`).
+    function _commitmentDigest(
+        uint256 taskId,
+        uint32 requestCount,
+        bytes32 minersHash,
+        Commitment calldata c,
+        address miner
+    ) internal view returns (bytes32) {
+        bytes memory head = abi.encode(RESULT_COMMITMENT_TYPEHASH, taskId, requestCount, minersHash, miner);
+        bytes memory tail = abi.encode(
+            c.resultsRoot,
+            c.inputTokens,
+            c.outputTokens,
+            c.payment,
+            keccak256(abi.encodePacked(c.minerAmounts)),
+            keccak256(abi.encodePacked(c.servedRoots))
         );
+        return _hashTypedDataV4(keccak256(bytes.concat(head, tail)));
     }
 
     /// @inheritdoc ITaskRegistry
@@ -134,8 +147,10 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         uint256 count = miners.length;
         if (signatures.length != count) revert LengthMismatch(count, signatures.length);
         bytes32[] storage vouches = _vouches[taskId];
+        uint32 requestCount = _tasks[taskId].requestCount;
+        bytes32 minersHash = _minersHash(taskId);
         for (uint256 i = 0; i < count; ++i) {
-            bytes32 digest = commitmentDigest(taskId, c, miners[i]);
+            bytes32 digest = _commitmentDigest(taskId, requestCount, minersHash, c, miners[i]);
             if (signatures[i].length == 0) {
                 bytes32 vouch = vouches.length != 0 ? vouches[i] : bytes32(0);
                 if (vouch == digest) {
