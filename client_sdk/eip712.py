@@ -1,12 +1,11 @@
 """EIP-712 typed data: miners' acceptances of tasks and result commitments.
 
-A miner signs an acceptance before any of its stake is locked for a task: `AcceptTask(taskId, stakeLock,
-expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's whole
-commitment, every miner's served root included (the root of the leaves that miner served, zero if none),
-with the task's request count, its assigned miners in order and the miner's own address, so a signer vouches
-for exactly what it checked and for no other miner. The digests match
-TaskRegistry.acceptanceDigest and TaskRegistry.commitmentDigest byte for byte; the domain binds them to one
-chain and one contract.
+A miner signs an acceptance before any of its stake is locked for a task: `AcceptTask(taskId, miner,
+stakeLock, expiry)`. Every assigned miner signs a commitment before a results root goes on-chain: the task's
+whole commitment, every miner's served root included (the root of the leaves that miner served, zero if
+none), with the task's request count, its assigned miners in order and the miner's own address, so a signer
+vouches for exactly what it checked and for no other miner. The digests match TaskRegistry.acceptanceDigest
+and TaskRegistry.commitmentDigest byte for byte; the domain binds them to one chain and one contract.
 """
 
 from __future__ import annotations
@@ -172,6 +171,7 @@ def recover_signer(
 ACCEPT_TASK_TYPES: dict[str, list[dict[str, str]]] = {
     "AcceptTask": [
         {"name": "taskId", "type": "uint256"},
+        {"name": "miner", "type": "address"},
         {"name": "stakeLock", "type": "uint128"},
         {"name": "expiry", "type": "uint64"},
     ]
@@ -181,39 +181,49 @@ ACCEPT_TASK_TYPES: dict[str, list[dict[str, str]]] = {
 @dataclass(frozen=True)
 class Acceptance:
     """A miner's consent to one task's stake lock: its registered signer's signature over
-    `AcceptTask(taskId, stakeLock, expiry)`, usable on-chain until `expiry` (ITaskRegistry.Acceptance)."""
+    `AcceptTask(taskId, miner, stakeLock, expiry)`, usable on-chain until `expiry` (ITaskRegistry.Acceptance).
+    It names the miner, so it never counts for another miner that points its signer at the same key."""
 
     expiry: int
     signature: bytes
 
 
 def _acceptance(
-    task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str
+    task_id: int, miner: str, stake_lock: int, expiry: int, chain_id: int, task_registry: str
 ) -> SignableMessage:
     return encode_typed_data(
         domain_data=domain(chain_id, task_registry),
         message_types=ACCEPT_TASK_TYPES,
-        message_data={"taskId": task_id, "stakeLock": stake_lock, "expiry": expiry},
+        message_data={"taskId": task_id, "miner": miner, "stakeLock": stake_lock, "expiry": expiry},
     )
 
 
-def acceptance_digest(task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str) -> bytes:
-    """The acceptance's 32-byte EIP-712 digest (TaskRegistry.acceptanceDigest)."""
-    return _digest_of(_acceptance(task_id, stake_lock, expiry, chain_id, task_registry))
+def acceptance_digest(
+    task_id: int, miner: str, stake_lock: int, expiry: int, chain_id: int, task_registry: str
+) -> bytes:
+    """`miner`'s acceptance's 32-byte EIP-712 digest (TaskRegistry.acceptanceDigest)."""
+    return _digest_of(_acceptance(task_id, miner, stake_lock, expiry, chain_id, task_registry))
 
 
 def sign_acceptance(
-    account: LocalAccount, task_id: int, stake_lock: int, expiry: int, chain_id: int, task_registry: str
+    account: LocalAccount,
+    task_id: int,
+    miner: str,
+    stake_lock: int,
+    expiry: int,
+    chain_id: int,
+    task_registry: str,
 ) -> Acceptance:
-    """The miner's consent to have `stake_lock` of its stake locked for task `task_id`."""
-    signed = account.sign_message(_acceptance(task_id, stake_lock, expiry, chain_id, task_registry))
+    """`miner`'s consent, signed by `account` (its registered signer), to have `stake_lock` of its stake
+    locked for task `task_id`."""
+    signed = account.sign_message(_acceptance(task_id, miner, stake_lock, expiry, chain_id, task_registry))
     return Acceptance(expiry, bytes(signed.signature))
 
 
 def acceptance_signer(
-    acceptance: Acceptance, task_id: int, stake_lock: int, chain_id: int, task_registry: str
+    acceptance: Acceptance, task_id: int, miner: str, stake_lock: int, chain_id: int, task_registry: str
 ) -> str:
-    """The address that signed `acceptance` for this task and lock."""
-    message = _acceptance(task_id, stake_lock, acceptance.expiry, chain_id, task_registry)
+    """The address that signed `acceptance` for `miner`, this task and lock."""
+    message = _acceptance(task_id, miner, stake_lock, acceptance.expiry, chain_id, task_registry)
     recovered: str = Account.recover_message(message, signature=acceptance.signature)
     return recovered

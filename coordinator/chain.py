@@ -115,7 +115,7 @@ class CoordinatorChain:
         """Whether `acceptance` is `miner`'s registered signer's consent to this task and lock."""
         chain_id, registry = self.market.w3.eth.chain_id, self.market.deployment.task_registry
         try:
-            signer = acceptance_signer(acceptance, task_id, stake_lock, chain_id, registry)
+            signer = acceptance_signer(acceptance, task_id, miner, stake_lock, chain_id, registry)
         except ValueError:  # malformed signature bytes
             return False
         return signer.lower() == self.signer_of(miner).lower()

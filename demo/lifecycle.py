@@ -194,7 +194,7 @@ def accept_task(
     """Each miner's signed consent to a lock of `stake_lock` for the task, valid for an hour of chain time."""
     expiry = market.chain_time() + 3_600
     chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
-    return [sign_acceptance(m, task_id, stake_lock, expiry, chain_id, registry) for m in miners]
+    return [sign_acceptance(m, task_id, m.address, stake_lock, expiry, chain_id, registry) for m in miners]
 
 
 def simulate_inference(task_id: int, config: DemoConfig, pipeline: Sequence[str]) -> list[ResultLeaf]:

@@ -108,10 +108,13 @@ def build() -> dict[str, Any]:
             "digests": [_hex(digest(commitment, miner, CHAIN_ID, VERIFYING_CONTRACT)) for miner in MINERS],
         },
         "acceptance": {
+            "miner": MINERS[0],
             "stakeLock": ACCEPTED_LOCK,
             "expiry": ACCEPTED_UNTIL,
             "digest": _hex(
-                acceptance_digest(TASK_ID, ACCEPTED_LOCK, ACCEPTED_UNTIL, CHAIN_ID, VERIFYING_CONTRACT)
+                acceptance_digest(
+                    TASK_ID, MINERS[0], ACCEPTED_LOCK, ACCEPTED_UNTIL, CHAIN_ID, VERIFYING_CONTRACT
+                )
             ),
         },
     }

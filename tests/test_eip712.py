@@ -234,9 +234,11 @@ def test_an_acceptance_signs_the_contracts_digest(
     the contract's digest gives the miner; another task, lock or chain gives someone else."""
     chain_id, registry = admin_market.deployment.chain_id, admin_market.deployment.task_registry
     miner = accounts[3]
-    accepted = sign_acceptance(miner, task_id, lock, expiry, chain_id, registry)
-    on_chain = admin_market.tasks.acceptance_digest(task_id, lock, expiry)
+    accepted = sign_acceptance(miner, task_id, miner.address, lock, expiry, chain_id, registry)
+    on_chain = admin_market.tasks.acceptance_digest(task_id, miner.address, lock, expiry)
     assert Account._recover_hash(on_chain, signature=accepted.signature) == miner.address
-    assert acceptance_signer(accepted, task_id, lock, chain_id, registry) == miner.address
-    assert acceptance_signer(accepted, task_id, lock ^ 1, chain_id, registry) != miner.address
-    assert acceptance_signer(accepted, task_id, lock, chain_id + 1, registry) != miner.address
+    assert acceptance_signer(accepted, task_id, miner.address, lock, chain_id, registry) == miner.address
+    assert acceptance_signer(accepted, task_id, miner.address, lock ^ 1, chain_id, registry) != miner.address
+    assert acceptance_signer(accepted, task_id, miner.address, lock, chain_id + 1, registry) != miner.address
+    other = accounts[4].address  # a signature for one miner names it: it is no other miner's consent
+    assert acceptance_signer(accepted, task_id, other, lock, chain_id, registry) != miner.address

@@ -280,9 +280,9 @@ class TaskRegistry(_Bound):
         )
         return self._send(call)
 
-    def acceptance_digest(self, task_id: int, stake_lock: int, expiry: int) -> bytes:
-        """The digest a miner signs to accept the task (the contract's own computation)."""
-        return bytes(self.contract.functions.acceptanceDigest(task_id, stake_lock, expiry).call())
+    def acceptance_digest(self, task_id: int, miner: str, stake_lock: int, expiry: int) -> bytes:
+        """The digest `miner`'s signer signs to accept the task (the contract's own computation)."""
+        return bytes(self.contract.functions.acceptanceDigest(task_id, miner, stake_lock, expiry).call())
 
     def signers_of(self, task_id: int) -> list[str]:
         """The signer each assigned miner accepted the task with, in assignment order: the key its commitment

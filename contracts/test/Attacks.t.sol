@@ -734,6 +734,26 @@ contract AttacksTest is BaseTest {
         _assertUnlocked(id);
     }
 
+    /// @dev A sybil miner points its signer at an honest operator's key (the signer miner 1 accepts with) and the
+    /// coordinator assigns the sybil with the operator's acceptance of the task: the acceptance names miner 1,
+    /// so it is no consent of the sybil's, and the operator never becomes a party to the sybil's task.
+    function test_attack_acceptanceOfOneMinerIsNoOtherMinersConsent() public {
+        uint256 id = _createTask(alice, MAX_PRICE);
+        address sybil = miners[0];
+        vm.prank(sybil);
+        registry.setSigner(_signer(1));
+        address[] memory operatorOnly = new address[](1);
+        operatorOnly[0] = miners[1];
+        IT.Acceptance[] memory operators = _acceptances(tasks, id, operatorOnly, STAKE_LOCK);
+        address[] memory sybilOnly = new address[](1);
+        sybilOnly[0] = sybil;
+        vm.prank(coordinator);
+        vm.expectPartialRevert(IT.NoConsent.selector);
+        tasks.assignTask(id, sybilOnly, STAKE_LOCK, operators);
+        assertEq(_locked(sybil), 0);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Open));
+    }
+
     /// @dev Consent signed by the miner's own address instead of its registered signer, or used after its expiry,
     /// locks nothing.
     function test_attack_staleOrForeignConsentRefused() public {
@@ -743,7 +763,7 @@ contract AttacksTest is BaseTest {
         IT.Acceptance[] memory a = _acceptances(tasks, id, two, STAKE_LOCK);
         bytes memory honest = a[0].signature;
         (uint8 v, bytes32 r, bytes32 sg) =
-            vm.sign(ownerKey, _acceptanceDigest(address(tasks), id, STAKE_LOCK, a[0].expiry));
+            vm.sign(ownerKey, _acceptanceDigest(address(tasks), id, miners[0], STAKE_LOCK, a[0].expiry));
         a[0].signature = abi.encodePacked(r, sg, v);
         _tryAssign(
             id, two, STAKE_LOCK, a, abi.encodeWithSelector(IT.NoConsent.selector, miners[0], ownerKeyAddress)

@@ -179,6 +179,7 @@ contract ProtocolVectorsTest is Test {
         assertEq(
             registry.acceptanceDigest(
                 vm.parseJsonUint(json, ".taskId"),
+                vm.parseJsonAddress(json, ".acceptance.miner"),
                 uint128(vm.parseJsonUint(json, ".acceptance.stakeLock")),
                 uint64(vm.parseJsonUint(json, ".acceptance.expiry"))
             ),

@@ -98,6 +98,7 @@ class Consenter:
         return sign_acceptance(
             self.account,
             int(proposal["task_id"]),
+            self.account.address,
             int(proposal["stake_lock"]),
             int(proposal["expiry"]),
             market.w3.eth.chain_id,

@@ -40,9 +40,18 @@ def proposed(database: Database, market: Market, miners: list[str]) -> tuple[str
         return batch.id, int(batch.proposal["expiry"])  # type: ignore[index]
 
 
-def signed(market: Market, signer: LocalAccount, expiry: int, task: int = TASK, lock: int = LOCK) -> str:
+def signed(
+    market: Market,
+    signer: LocalAccount,
+    expiry: int,
+    task: int = TASK,
+    lock: int = LOCK,
+    miner: str | None = None,
+) -> str:
+    """`signer`'s acceptance for `miner` (itself unless given)."""
     chain_id, registry = market.w3.eth.chain_id, market.deployment.task_registry
-    return "0x" + sign_acceptance(signer, task, lock, expiry, chain_id, registry).signature.hex()
+    named = signer.address if miner is None else miner
+    return "0x" + sign_acceptance(signer, task, named, lock, expiry, chain_id, registry).signature.hex()
 
 
 def accept(database: Database, market: Market, batch_id: str, miner: str, signature: str) -> None:
@@ -66,6 +75,7 @@ def test_only_each_named_miners_consent_to_this_task_and_lock_counts(
         "another task": signed(admin_market, first, expiry, task=TASK + 1),
         "a larger lock": signed(admin_market, first, expiry, lock=LOCK + 1),
         "another expiry": signed(admin_market, first, expiry + 1),
+        "another miner's": signed(admin_market, first, expiry, miner=second.address),
     }
     for signature in bad.values():
         with pytest.raises(InvalidInput, match="not your registered signer's acceptance"):

@@ -78,7 +78,7 @@ interface ITaskRegistry {
     }
 
     /// @notice A miner's consent to one task's stake lock: its registered signer's EIP-712 signature over
-    /// `AcceptTask(taskId, stakeLock, expiry)`, usable until `expiry`.
+    /// `AcceptTask(taskId, miner, stakeLock, expiry)`, usable until `expiry`.
     struct Acceptance {
         uint64 expiry;
         bytes signature;
@@ -243,8 +243,9 @@ interface ITaskRegistry {
         external
         view
         returns (bytes32);
-    /// @notice The EIP-712 digest a miner signs to accept task `taskId` with a lock of `stakeLock` until `expiry`.
-    function acceptanceDigest(uint256 taskId, uint128 stakeLock, uint64 expiry)
+    /// @notice The EIP-712 digest `miner`'s signer signs to accept task `taskId` with a lock of `stakeLock` until
+    /// `expiry`.
+    function acceptanceDigest(uint256 taskId, address miner, uint128 stakeLock, uint64 expiry)
         external
         view
         returns (bytes32);

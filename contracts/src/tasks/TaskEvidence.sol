@@ -25,9 +25,10 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         "ResultCommitment(uint256 taskId,uint32 requestCount,address[] miners,address miner,bytes32 resultsRoot,uint64 inputTokens,uint64 outputTokens,uint128 payment,uint256[] minerAmounts,bytes32[] servedRoots)"
     );
 
-    /// @notice EIP-712 type of a miner's consent to one task's stake lock.
+    /// @notice EIP-712 type of a miner's consent to one task's stake lock; it names the miner, so one signer's
+    /// consent never counts for another miner that points its signer at the same key.
     bytes32 public constant ACCEPT_TASK_TYPEHASH =
-        keccak256("AcceptTask(uint256 taskId,uint128 stakeLock,uint64 expiry)");
+        keccak256("AcceptTask(uint256 taskId,address miner,uint128 stakeLock,uint64 expiry)");
 
     /// @notice Longest Merkle proof accepted (a tree of 2^64 leaves).
     uint256 public constant MAX_PROOF_LENGTH = 64;
@@ -35,12 +36,12 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     constructor() EIP712("BatchMarket TaskRegistry", "1") {}
 
     /// @inheritdoc ITaskRegistry
-    function acceptanceDigest(uint256 taskId, uint128 stakeLock, uint64 expiry)
+    function acceptanceDigest(uint256 taskId, address miner, uint128 stakeLock, uint64 expiry)
         public
         view
         returns (bytes32)
     {
-        return _hashTypedDataV4(keccak256(abi.encode(ACCEPT_TASK_TYPEHASH, taskId, stakeLock, expiry)));
+        return _hashTypedDataV4(keccak256(abi.encode(ACCEPT_TASK_TYPEHASH, taskId, miner, stakeLock, expiry)));
     }
 
     /// @inheritdoc ITaskRegistry
@@ -126,7 +127,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         returns (address signer)
     {
         if (block.timestamp > a.expiry) revert AcceptanceExpired(miner, a.expiry);
-        bytes32 digest = acceptanceDigest(taskId, stakeLock, a.expiry);
+        bytes32 digest = acceptanceDigest(taskId, miner, stakeLock, a.expiry);
         (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, a.signature);
         signer = gpuRegistry.signerOf(miner);
         if (err != ECDSA.RecoverError.NoError || recovered != signer) revert NoConsent(miner, recovered);

@@ -11,7 +11,7 @@ abstract contract Consent is Test {
 
     /// @dev The EIP-712 digest of `AcceptTask`, computed from the spec (no call to the registry, so a pending
     /// prank is kept for the assignment itself).
-    function _acceptanceDigest(address registry, uint256 taskId, uint128 lock, uint64 expiry)
+    function _acceptanceDigest(address registry, uint256 taskId, address miner, uint128 lock, uint64 expiry)
         internal
         view
         returns (bytes32)
@@ -27,8 +27,9 @@ abstract contract Consent is Test {
                 registry
             )
         );
-        bytes32 typeHash = keccak256("AcceptTask(uint256 taskId,uint128 stakeLock,uint64 expiry)");
-        bytes32 structHash = keccak256(abi.encode(typeHash, taskId, lock, expiry));
+        bytes32 typeHash =
+            keccak256("AcceptTask(uint256 taskId,address miner,uint128 stakeLock,uint64 expiry)");
+        bytes32 structHash = keccak256(abi.encode(typeHash, taskId, miner, lock, expiry));
         return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
     }
 
@@ -39,9 +40,9 @@ abstract contract Consent is Test {
         returns (ITaskRegistry.Acceptance[] memory accepted)
     {
         uint64 expiry = uint64(block.timestamp + 1 hours);
-        bytes32 digest = _acceptanceDigest(address(registry), taskId, lock, expiry);
         accepted = new ITaskRegistry.Acceptance[](list.length);
         for (uint256 i = 0; i < list.length; ++i) {
+            bytes32 digest = _acceptanceDigest(address(registry), taskId, list[i], lock, expiry);
             (uint8 v, bytes32 r, bytes32 s) = vm.sign(_keyOf(list[i]), digest);
             accepted[i] = ITaskRegistry.Acceptance(expiry, abi.encodePacked(r, s, v));
         }
