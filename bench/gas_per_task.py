@@ -10,6 +10,7 @@ per-request work on-chain.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import cast
@@ -59,9 +60,10 @@ def measure(node: Anvil, market: Market, parties: Parties, requests: int) -> dic
     market.as_account(parties.coordinator).tasks.assign_task(task_id, miners, config.stake_lock, acceptances)
     gas["assign"] = last_tx_gas(market)
     # The results tree is built off-chain and the chain sees only its root, so the demo's 8 leaves stand in
-    # for every batch size; that also keeps usage and payment equal across sizes.
+    # for every batch size (the signatures name the task's own request count); that also keeps usage and
+    # payment equal across sizes.
     leaves = simulate_inference(task_id, DemoConfig(), miners)
-    commitment = price_results(market, task_id, leaves, miners, config)
+    commitment = replace(price_results(market, task_id, leaves, miners, config), request_count=requests)
     signatures = [
         sign_commitment(m, commitment, m.address, node.w3.eth.chain_id, market.tasks.address)
         for m in parties.miners
