@@ -140,14 +140,15 @@ def test_a_tuple_of_another_length_is_refused() -> None:
         from_abi(Dispute, (7, "a", "b", 9, True, 0, 9, 120, 1, 1, b"", [0] * 6))
 
 
-# what client_sdk.chain.contracts encodes with to_abi: (contract, function, parameter, struct, fields
-# left out of it)
+# what client_sdk.chain.contracts encodes with to_abi: (contract, function, parameter, struct, fields left
+# out of it at its start and at its end)
 SENT = [
-    ("GPURegistry", "register", "profile", MinerProfile, 0),
-    ("TaskRegistry", "assignTask", "acceptances", Acceptance, 0),
-    ("TaskRegistry", "refuteUsage", "leaf", ResultLeaf, 0),
-    ("TaskRegistry", "commitResults", "c", ResultCommitment, 1),  # the task id travels beside it
-    ("Arbitration", "setConfig", "newConfig", ArbitrationConfig, 0),
+    ("GPURegistry", "register", "profile", MinerProfile, (0, 0)),
+    ("TaskRegistry", "assignTask", "acceptances", Acceptance, (0, 0)),
+    ("TaskRegistry", "refuteUsage", "leaf", ResultLeaf, (0, 0)),
+    # the task id travels beside it; the miners and request count it is signed with are the task's own
+    ("TaskRegistry", "commitResults", "c", ResultCommitment, (1, 2)),
+    ("Arbitration", "setConfig", "newConfig", ArbitrationConfig, (0, 0)),
 ]
 
 
@@ -165,12 +166,13 @@ def element(abi: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("contract", "function", "name", "struct", "left_out"), SENT)
 def test_each_struct_sent_mirrors_its_parameter(
-    contract: str, function: str, name: str, struct: type, left_out: int
+    contract: str, function: str, name: str, struct: type, left_out: tuple[int, int]
 ) -> None:
     abi = parameter(contract, function, name)
     components = (element(abi) if abi["type"].endswith("[]") else abi)["components"]
     hints = typing.get_type_hints(struct)
-    fields = dataclasses.fields(struct)[left_out:]
+    every = dataclasses.fields(struct)
+    fields = every[left_out[0] : len(every) - left_out[1]]
     assert len(fields) == len(components), f"{struct.__name__} drifted from {function}({name})"
     assert all(mirrors(hints[f.name], c) for f, c in zip(fields, components, strict=True))
 
