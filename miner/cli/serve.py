@@ -185,7 +185,7 @@ def serve(
         journal,
         Consenter(account, market, checkpoint),
         Voucher(market.tasks, config.chain_id),
-        Answerer(market.challenges, market.tasks),
+        Answerer(market.challenges, market.tasks, state / "answering"),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -1,15 +1,22 @@
 """A miner that signed a commitment answers for every line of it: an owner's challenge of a line that nobody
 answers in time slashes every signer. So the node keeps the whole results tree of each task it signed
 (every leaf, checked before signing: miner/node/signer.py) and, once a heartbeat interval, answers each
-open challenge of those tasks itself, whatever its coordinator does. It forgets a task once it is settled."""
+open challenge of those tasks itself, whatever its coordinator does. It forgets a task once it is settled.
+With a directory to keep them in, the trees outlive a restart of the node (one JSON file per task)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+from pathlib import Path
 
+from client_sdk import bounded_json
 from client_sdk.chain.contracts import LineChallenges, TaskRegistry
+from client_sdk.protocol.constants import MAX_BATCH_LINES, MAX_MINERS_PER_TASK
+from client_sdk.protocol.fields import addresses, field
 from client_sdk.protocol.task import TaskStatus
-from client_sdk.results import ResultTrees
+from client_sdk.results import ResultLeaf, ResultTrees
 
 log = logging.getLogger("batchmarket.miner")
 
@@ -19,12 +26,17 @@ SETTLED = (TaskStatus.FINALIZED, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
 
 class Answerer:
     """Answers the owner's challenges of the tasks this node signed. `challenges` and `tasks` are bound to
-    this miner's key (it sends the answers)."""
+    this miner's key (it sends the answers); `keep_dir`, if given, holds the trees across restarts."""
 
-    def __init__(self, challenges: LineChallenges, tasks: TaskRegistry) -> None:
+    def __init__(self, challenges: LineChallenges, tasks: TaskRegistry, keep_dir: Path | None = None) -> None:
         self.challenges = challenges
         self.tasks = tasks
+        self.keep_dir = keep_dir
         self._kept: dict[int, ResultTrees] = {}
+        if keep_dir is not None:
+            keep_dir.mkdir(parents=True, exist_ok=True)
+            for path in sorted(keep_dir.glob("*.json")):
+                self._load(path)
 
     @property
     def following(self) -> list[int]:
@@ -32,7 +44,35 @@ class Answerer:
         return list(self._kept)
 
     def signed(self, task_id: int, trees: ResultTrees) -> None:
-        """This node signed task `task_id`'s commitment of `trees` (a later signature replaces it)."""
+        """This node signed task `task_id`'s commitment of `trees` (a later signature replaces it); kept on
+        disk, when it has a directory, before the signature is handed over."""
+        self._kept[task_id] = trees
+        if self.keep_dir is not None:
+            path = self.keep_dir / f"{task_id}.json"
+            scratch = path.with_suffix(".tmp")
+            document = {"miners": list(trees.miners), "leaves": [leaf.to_json() for leaf in trees.leaves]}
+            scratch.write_text(json.dumps(document))
+            os.replace(scratch, path)  # whole or not at all
+
+    def _forget(self, task_id: int) -> None:
+        del self._kept[task_id]
+        if self.keep_dir is not None:
+            (self.keep_dir / f"{task_id}.json").unlink(missing_ok=True)
+
+    def _load(self, path: Path) -> None:
+        """The tree kept in `path` (named by its task id); a file that is not one is logged and left."""
+        what = f"the kept tree {path.name}"
+        try:
+            task_id = int(path.stem)
+            document = bounded_json.loads(path.read_text())
+            leaves = field(document, "leaves", list, what)
+            if len(leaves) > MAX_BATCH_LINES:
+                raise ValueError(f"{what} has more than {MAX_BATCH_LINES} leaves")
+            miners = addresses(field(document, "miners", list, what), "miners", what, MAX_MINERS_PER_TASK)
+            trees = ResultTrees([ResultLeaf.from_json(task_id, leaf) for leaf in leaves], miners)
+        except (OSError, ValueError) as exc:
+            log.error("not answering for %s: %s", path, exc)
+            return
         self._kept[task_id] = trees
 
     def check(self) -> list[tuple[int, int]]:
@@ -42,7 +82,7 @@ class Answerer:
         for task_id, trees in list(self._kept.items()):
             status = self.tasks.get_task(task_id).status
             if status in SETTLED:
-                del self._kept[task_id]
+                self._forget(task_id)
                 continue
             if status != TaskStatus.DISPUTED:
                 continue
