@@ -511,6 +511,49 @@ abstract contract BaseTest is Consent {
         });
     }
 
+    // ---- commits that leave miners out, and line challenges
+
+    /// @dev Commits `c` for task `id` signed by the miners in `signers` (bit i: miner i) only; every other slot is
+    /// left empty (no served root, paid nothing), as only the task's coordinator may. The miners' part is split
+    /// among the signers.
+    function _commitSignedBy(uint256 id, ITaskRegistry.Commitment memory c, uint256 signers) internal {
+        uint256 count = c.minerAmounts.length;
+        uint256 signerCount;
+        for (uint256 i = 0; i < count; ++i) {
+            if (signers & (1 << i) != 0) ++signerCount;
+        }
+        uint256[] memory shares = _split(c.payment - _fee(c.payment), signerCount);
+        uint256 next;
+        for (uint256 i = 0; i < count; ++i) {
+            if (signers & (1 << i) != 0) {
+                c.minerAmounts[i] = shares[next++];
+            } else {
+                c.minerAmounts[i] = 0;
+                c.servedRoots[i] = bytes32(0);
+            }
+        }
+        bytes[] memory sigs = new bytes[](count);
+        for (uint256 i = 0; i < count; ++i) {
+            if (signers & (1 << i) != 0) {
+                sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, miners[i]));
+            }
+        }
+        vm.prank(coordinator);
+        tasks.commitResults(id, c, sigs);
+    }
+
+    /// @dev Owner alice challenges position `index` of task `id` (no external call before the prank, so an
+    /// expectRevert sees the challenge itself).
+    function _challenge(uint256 id, uint256 index) internal {
+        vm.prank(alice);
+        challenges.challengeLine(id, index);
+    }
+
+    function _answer(uint256 id, ResultLeaf.Leaf[] memory leaves, uint256 index) internal {
+        vm.prank(stranger);
+        challenges.answerLine(id, leaves[index], _proofOf(leaves, index), _servedProofs(leaves, index));
+    }
+
     // ---- a coordinator that withholds the commit
 
     /// @dev The honest commitment of task `id`'s standard leaves: what its miners served and signed.

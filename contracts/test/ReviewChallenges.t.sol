@@ -22,17 +22,6 @@ contract ReviewChallengesTest is BaseTest {
 
     // ------------------------------------------------------------------------------------------ helpers
 
-    /// @dev Every task here is alice's (no external call before the prank, so expectRevert sees the challenge).
-    function _challenge(uint256 id, uint256 index) internal {
-        vm.prank(alice);
-        challenges.challengeLine(id, index);
-    }
-
-    function _answer(uint256 id, ResultLeaf.Leaf[] memory leaves, uint256 index) internal {
-        vm.prank(stranger);
-        challenges.answerLine(id, leaves[index], _proofOf(leaves, index), _servedProofs(leaves, index));
-    }
-
     /// @dev An answer attempt that may fail; returns whether it went through.
     function _tryAnswer(uint256 id, ResultLeaf.Leaf[] memory leaves, uint256 index) internal returns (bool) {
         vm.prank(stranger);
@@ -45,34 +34,6 @@ contract ReviewChallengesTest is BaseTest {
 
     function _statusOf(uint256 id, uint256 index) internal view returns (IL.ChallengeStatus) {
         return challenges.challengeOf(id, index).status;
-    }
-
-    /// @dev Commits `c` for task `id` signed by the miners in `signers` (bit i: miner i) only; every other slot is
-    /// left empty (no served root, paid nothing), as only the task's coordinator may.
-    function _commitSignedBy(uint256 id, IT.Commitment memory c, uint256 signers) internal {
-        uint256 count = c.minerAmounts.length;
-        uint256 signerCount;
-        for (uint256 i = 0; i < count; ++i) {
-            if (signers & (1 << i) != 0) ++signerCount;
-        }
-        uint256[] memory shares = _split(c.payment - _fee(c.payment), signerCount);
-        uint256 next;
-        for (uint256 i = 0; i < count; ++i) {
-            if (signers & (1 << i) != 0) {
-                c.minerAmounts[i] = shares[next++];
-            } else {
-                c.minerAmounts[i] = 0;
-                c.servedRoots[i] = bytes32(0);
-            }
-        }
-        bytes[] memory sigs = new bytes[](count);
-        for (uint256 i = 0; i < count; ++i) {
-            if (signers & (1 << i) != 0) {
-                sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, miners[i]));
-            }
-        }
-        vm.prank(coordinator);
-        tasks.commitResults(id, c, sigs);
     }
 
     /// @dev A task of `count` requests for MAX_PRICE assigned to miners 0..2.

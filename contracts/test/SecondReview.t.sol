@@ -26,22 +26,7 @@ contract SecondReviewTest is BaseTest {
         c = _honestCommitment(id, leaves);
         c.outputTokens += 2_000_000;
         c.payment = tasks.priceOf(id, c.inputTokens, c.outputTokens);
-        uint256 count = c.minerAmounts.length;
-        c.minerAmounts = new uint256[](count);
-        uint256[] memory shares = _split(c.payment - _fee(c.payment), signers);
-        bytes[] memory sigs = new bytes[](count);
-        for (uint256 i = 0; i < count; ++i) {
-            if (i < signers) {
-                c.minerAmounts[i] = shares[i];
-            } else {
-                c.servedRoots[i] = bytes32(0);
-            }
-        }
-        for (uint256 i = 0; i < signers; ++i) {
-            sigs[i] = _signDigest(_keyOf(miners[i]), _digest(id, c, miners[i]));
-        }
-        vm.prank(coordinator);
-        tasks.commitResults(id, c, sigs);
+        _commitSignedBy(id, c, (1 << signers) - 1);
     }
 
     /// @dev Coordinator, owner and a sybil miner: the sybil alone signs overstated totals, the victim's signature

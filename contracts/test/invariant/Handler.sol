@@ -346,6 +346,31 @@ contract Handler is Consent {
         token.approve(spender, amount);
     }
 
+    /// @dev Task `id`'s assigned miners and each one's stake now.
+    function _stakesOf(uint256 id)
+        internal
+        view
+        returns (address[] memory assigned, uint256[] memory stakes)
+    {
+        assigned = tasks.minersOf(id);
+        stakes = new uint256[](assigned.length);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            stakes[i] = _stakeOf(assigned[i]);
+        }
+    }
+
+    /// @dev Whether a miner of `assigned` outside the `signed` mask has another stake than `before`.
+    function _nonSignerLostStake(address[] memory assigned, uint256[] memory before, uint256 signed)
+        internal
+        view
+        returns (bool)
+    {
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            if (signed & (1 << i) == 0 && _stakeOf(assigned[i]) != before[i]) return true;
+        }
+        return false;
+    }
+
     function _pickTask(uint256 seed) internal view returns (uint256) {
         uint256 count = tasks.taskCount();
         return count == 0 ? 0 : seed % count + 1;
@@ -734,21 +759,13 @@ contract Handler is Consent {
 
     function _settleChallenge(uint256 id, uint256 index) internal {
         _resolvingStakeLock = tasks.getTask(id).stakeLock;
-        address[] memory assigned = tasks.minersOf(id);
-        uint256[] memory before = new uint256[](assigned.length);
-        for (uint256 i = 0; i < assigned.length; ++i) {
-            before[i] = _stakeOf(assigned[i]);
-        }
+        (address[] memory assigned, uint256[] memory before) = _stakesOf(id);
         uint256 signed = tasks.signedMaskOf(id);
         try challenges.settleUnanswered(id, index) {
             ++challengesUnanswered;
             // only a colluders' commitment holds lines nobody can answer for
             if (unaccountableLine[id] == 0) ghostHonestChallengeUnanswered = true;
-            for (uint256 i = 0; i < assigned.length; ++i) {
-                if (signed & (1 << i) == 0 && _stakeOf(assigned[i]) != before[i]) {
-                    ghostChallengeSlashedNonSigner = true;
-                }
-            }
+            if (_nonSignerLostStake(assigned, before, signed)) ghostChallengeSlashedNonSigner = true;
         } catch {}
     }
 
@@ -817,21 +834,13 @@ contract Handler is Consent {
         ResultLeaf.Leaf[] memory ls = _leaves(id);
         uint256 index = leafSeed % ls.length;
         _resolvingStakeLock = tasks.getTask(id).stakeLock;
-        address[] memory assigned = tasks.minersOf(id);
-        uint256[] memory before = new uint256[](assigned.length);
-        for (uint256 i = 0; i < assigned.length; ++i) {
-            before[i] = _stakeOf(assigned[i]);
-        }
+        (address[] memory assigned, uint256[] memory before) = _stakesOf(id);
         uint256 signed = tasks.signedMaskOf(id);
         vm.prank(owners[leafSeed % owners.length]);
         try tasks.refuteUsage(id, ls[index], ResultTree.proof(ls, index)) {
             ++refutations;
             if (!usageInflated[id]) ghostHonestUsageRefuted = true;
-            for (uint256 i = 0; i < assigned.length; ++i) {
-                if (signed & (1 << i) == 0 && _stakeOf(assigned[i]) != before[i]) {
-                    ghostNonSignerSlashed = true;
-                }
-            }
+            if (_nonSignerLostStake(assigned, before, signed)) ghostNonSignerSlashed = true;
         } catch {}
     }
 
