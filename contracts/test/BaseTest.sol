@@ -582,10 +582,11 @@ abstract contract BaseTest is Consent {
         tasks.releaseTask(id);
     }
 
-    /// @dev After the challenge window, task `id` (miners 0..2, owner alice) finalized: every miner is paid
-    /// exactly its committed amount in `c` and unlocked, the coordinator its fee, the owner the rest.
+    /// @dev At the end of its challenge window (as extended), task `id` (miners 0..2, owner alice) finalized:
+    /// every miner is paid exactly its committed amount in `c` and unlocked, the coordinator its fee, the owner
+    /// the rest.
     function _assertPaid(uint256 id, ITaskRegistry.Commitment memory c) internal {
-        skip(CHALLENGE_WINDOW);
+        vm.warp(tasks.challengeEndsAt(id));
         tasks.finalizeTask(id);
         for (uint256 i = 0; i < 3; ++i) {
             assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i], "each miner its committed amount");

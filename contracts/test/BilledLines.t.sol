@@ -201,17 +201,7 @@ contract BilledLinesTest is BaseTest {
         }
         assertEq(tasks.challengeEndsAt(id), endsBefore + 2 hours, "the task was held once, for 2 hours");
         assertEq(challenges.challengedLinesOf(id).length, REQUESTS);
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(_locked(miners[i]), 0);
-            assertEq(_free(miners[i]), MINER_STAKE);
-        }
-        IT.Commitment memory c = _signedWork(id);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
-        assertEq(escrow.balanceOf(miners[0]), c.minerAmounts[0]);
-        assertEq(escrow.balanceOf(feeRecipient), _fee(PAYMENT));
-        _assertEscrowSolvent();
+        _assertPaid(id, _signedWork(id));
     }
 
     /// @dev Refusals: only the owner challenges, inside the window, inside the tree, once per position, at most

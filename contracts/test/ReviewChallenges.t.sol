@@ -230,14 +230,7 @@ contract ReviewChallengesTest is BaseTest {
         vm.prank(miners[2]);
         challenges.answerLine(id, leaves[2], _proofOf(leaves, 2), mine);
         assertEq(uint8(_statusOf(id, 2)), uint8(IL.ChallengeStatus.Answered));
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
-        IT.Commitment memory c = _signedWork(id);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i]);
-            assertEq(_free(miners[i]), MINER_STAKE);
-        }
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
+        _assertPaid(id, _signedWork(id));
         _assertNoFloat();
     }
 
@@ -255,15 +248,8 @@ contract ReviewChallengesTest is BaseTest {
         for (uint256 i = 0; i < REQUESTS; ++i) {
             _answer(id, leaves, i);
         }
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
+        _assertPaid(id, c);
         assertEq(escrow.balanceOf(miners[1]), 0);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i]);
-            assertEq(_free(miners[i]), MINER_STAKE);
-            assertEq(_locked(miners[i]), 0);
-        }
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
         _assertNoFloat();
     }
 
@@ -398,14 +384,7 @@ contract ReviewChallengesTest is BaseTest {
         uint256 seats = arbitration.roundOf(d, 0).seatsDrawn;
         uint256 reward = DISPUTE_BOND * REWARD_BPS / 10_000;
         assertEq(escrow.auditPool(), pool - reward + reward % seats, "pool: bond back less the reward");
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
-        IT.Commitment memory c = _signedWork(id);
-        for (uint256 i = 0; i < 3; ++i) {
-            assertEq(escrow.balanceOf(miners[i]), c.minerAmounts[i]);
-            assertEq(_free(miners[i]), MINER_STAKE);
-        }
-        assertEq(escrow.balanceOf(alice), MAX_PRICE - PAYMENT);
+        _assertPaid(id, _signedWork(id));
         _assertNoFloat();
     }
 
