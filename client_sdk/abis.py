@@ -18,6 +18,7 @@ CONTRACT_NAMES = (
     "TaskRegistry",
     "VerifierRegistry",
     "Arbitration",
+    "Audits",
     "LineChallenges",
     "TimelockController",
 )

@@ -205,7 +205,7 @@ class LocalSystem:
     def _fund_audit_pool(self) -> None:
         self.market.token.mint(self.admin.address, self.config.audit_pool)
         self.market.token.approve(self.market.escrow.address, self.config.audit_pool)
-        self.market.arbitration.fund_audit_pool(self.config.audit_pool)
+        self.market.audits.fund_audit_pool(self.config.audit_pool)
 
     def client(self, account: LocalAccount | None = None) -> Client:
         return Client(

@@ -47,7 +47,7 @@ VIEWS = [
     ("Arbitration", "getDispute", Dispute),
     ("Arbitration", "roundOf", Round),
     ("Arbitration", "jurorOf", Juror),
-    ("Arbitration", "auditOf", Audit),
+    ("Audits", "auditOf", Audit),
 ]
 
 

@@ -80,7 +80,7 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     admin_market.token.mint(sponsor.address, 2 * bond)
     funder = admin_market.as_account(sponsor)
     funder.token.approve(funder.escrow.address, 2 * bond)
-    funder.arbitration.fund_audit_pool(2 * bond)
+    funder.audits.fund_audit_pool(2 * bond)
     assert admin_market.escrow.audit_pool() == 2 * bond
 
     # A committed task: one leaf per request, served by both miners.
@@ -89,18 +89,18 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     task_id, leaves, trees = task.task_id, task.leaves, task.trees
 
     with pytest.raises(ContractRevert) as caught:
-        auditor.arbitration.open_audit(leaves[0], trees.proof(0), trees.served_proofs(0))
+        auditor.audits.open_audit(leaves[0], trees.proof(0), trees.served_proofs(0))
     assert (caught.value.error_name, caught.value.error_args) == ("AuditNotSealed", {"taskId": task_id})
 
-    admin_market.arbitration.draw_audit(task_id)
-    drawn = admin_market.arbitration.audit_of(task_id)
+    admin_market.audits.draw_audit(task_id)
+    drawn = admin_market.audits.audit_of(task_id)
     assert drawn.draw_block == admin_market.w3.eth.block_number and not drawn.sealed
     with pytest.raises(ContractRevert) as caught:
-        admin_market.arbitration.seal_audit(task_id)
+        admin_market.audits.seal_audit(task_id)
     assert caught.value.error_name == "AuditSeedNotReady"
     # The call is estimated against the latest block, which must come after the draw's: one block on.
     chain.advance_time(1)
-    audit = admin_market.arbitration.seal_audit(task_id)
+    audit = admin_market.audits.seal_audit(task_id)
 
     # The definition, independently: seed = keccak(abi.encode(blockhash(draw block), taskId)).
     draw_hash = bytes(admin_market.w3.eth.get_block(drawn.draw_block)["hash"])
@@ -116,18 +116,18 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
 
     other = (line + 1) % config.requests
     with pytest.raises(ContractRevert) as caught:
-        auditor.arbitration.open_audit(leaves[other], trees.proof(other), trees.served_proofs(other))
+        auditor.audits.open_audit(leaves[other], trees.proof(other), trees.served_proofs(other))
     assert caught.value.error_name == "NotAuditedLine"
     assert caught.value.error_args == {"taskId": task_id, "requestIndex": other, "selectedIndex": line}
 
-    dispute_id = auditor.arbitration.open_audit(leaves[line], trees.proof(line), trees.served_proofs(line))
+    dispute_id = auditor.audits.open_audit(leaves[line], trees.proof(line), trees.served_proofs(line))
     dispute = admin_market.arbitration.get_dispute(dispute_id)
     assert dispute.audit and dispute.challenger == user.address and dispute.request_index == line
     assert dispute.bond == bond and dispute.opened_at_block == admin_market.w3.eth.block_number
     assert admin_market.escrow.audit_pool() == bond
     assert admin_market.tasks.get_task(task_id).status == TaskStatus.DISPUTED
 
-    assert admin_market.arbitration.audit_of(task_id).dispute_id == dispute_id
+    assert admin_market.audits.audit_of(task_id).dispute_id == dispute_id
     assert admin_market.arbitration.dispute_of_task(task_id) == 0, "the owner's own dispute is still free"
 
     drawn_jurors = run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)

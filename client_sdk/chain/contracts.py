@@ -437,7 +437,28 @@ class Arbitration(_Bound):
         (event,) = self.contract.events.DisputeResolved().process_receipt(receipt, errors=DISCARD)
         return DisputeStatus(event["args"]["outcome"])
 
-    # -- random audits
+    def join_dispute(
+        self,
+        dispute_id: int,
+        leaf: ResultLeaf,
+        proof: Sequence[bytes],
+        served_proofs: Sequence[Sequence[bytes]],
+    ) -> list[str]:
+        """Adds to open dispute `dispute_id` every miner of `leaf`'s pipeline that `served_proofs` shows
+        accountable and its opener left out (anyone may); returns the miners added."""
+        call = self.contract.functions.joinDispute(
+            dispute_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+        )
+        receipt = self._send(call)
+        events = self.contract.events.MinerJoined().process_receipt(receipt, errors=DISCARD)
+        return [str(event["args"]["miner"]) for event in events]
+
+
+class Audits(_Bound):
+    """Random audits: anyone draws a committed task's audit and seals it; a verifier opens the selected line's
+    dispute (in Arbitration), staking one seat until the audit is settled."""
+
+    abi_name = "Audits"
 
     def audit_of(self, task_id: int) -> Audit:
         return from_abi(Audit, self.contract.functions.auditOf(task_id).call())
@@ -450,21 +471,29 @@ class Arbitration(_Bound):
         return self._send(self.contract.functions.drawAudit(task_id))
 
     def seal_audit(self, task_id: int) -> Audit:
-        """Seals the drawn audit (from the block after the draw on); returns the final draw."""
+        """Seals the drawn audit (from the block after the draw on); returns the audit as it is then: final,
+        or drawn again (forced selected) when its seed had expired."""
         self._send(self.contract.functions.sealAudit(task_id))
         return self.audit_of(task_id)
 
     def open_audit(
         self, leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
     ) -> int:
-        """Opens the audit of the selected line (as an active verifier that is not a party of the task);
-        returns the dispute id."""
+        """Opens the audit of the selected line (as an active verifier that is not a party of the task, with a
+        free seat of stake); returns the dispute id."""
         call = self.contract.functions.openAudit(
             leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
         )
         receipt = self._send(call)
-        (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
+        (event,) = self.contract.events.AuditOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
+
+    def settle_audit(self, task_id: int) -> int:
+        """Anyone, once the audit's dispute is resolved: frees the opener's seat; returns the penalty it paid
+        to the line's miners (non-zero only when they were found correct)."""
+        receipt = self._send(self.contract.functions.settleAudit(task_id))
+        (event,) = self.contract.events.AuditSettled().process_receipt(receipt, errors=DISCARD)
+        return int(event["args"]["penalty"])
 
 
 class LineChallenges(_Bound):
@@ -571,6 +600,7 @@ class Market:
         self.tasks = TaskRegistry(w3, deployment.task_registry, self.transactor)
         self.verifiers = VerifierRegistry(w3, deployment.verifier_registry, self.transactor)
         self.arbitration = Arbitration(w3, deployment.arbitration, self.transactor)
+        self.audits = Audits(w3, deployment.audits, self.transactor)
         self.challenges = LineChallenges(w3, deployment.line_challenges, self.transactor)
         self.timelock = Timelock(w3, deployment.timelock, self.transactor)
 

@@ -19,6 +19,7 @@ CONTRACT_KEYS = (
     "task_registry",
     "verifier_registry",
     "arbitration",
+    "audits",
     "line_challenges",
 )
 ROLE_KEYS = ("admin", "coordinator", "fee_recipient", "timelock")
@@ -36,6 +37,7 @@ class Deployment:
     task_registry: str
     verifier_registry: str
     arbitration: str
+    audits: str
     line_challenges: str
     admin: str
     coordinator: str

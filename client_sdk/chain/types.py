@@ -176,16 +176,21 @@ class Verifier:
 
 @dataclass(frozen=True)
 class Audit:
-    """A task's random audit draw: drawn at `draw_block` (0: never); once `sealed` it is final; if `selected`,
-    line `request_index` is the one a verifier may audit, and `dispute_id` is the audit's dispute (0:
-    none)."""
+    """A task's random audit: drawn at `draw_block` (0: never; `forced`: its first seed expired unsealed, so
+    it is selected whatever the seed says); once `sealed` it is final; if `selected`, line `request_index` is
+    the one a verifier may audit, and `dispute_id` is the audit's dispute (0: none), opened by `opener`, who
+    locked `deposit` of its verifier stake until the audit is `settled`."""
 
     draw_block: int
+    forced: bool
     sealed: bool
     selected: bool
+    settled: bool
     request_index: int
     seed: bytes
     dispute_id: int
+    opener: str
+    deposit: int
 
 
 class ChallengeStatus(IntEnum):

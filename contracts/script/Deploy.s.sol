@@ -12,12 +12,13 @@ import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {LineChallenges} from "../src/LineChallenges.sol";
+import {Audits} from "../src/Audits.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 
 /// @title Deploy
 /// @notice Deploys the market (mock token unless TOKEN is set, GPU registry, escrow, task registry, verifier
-/// registry, arbitration, line challenges),
+/// registry, arbitration, audits, line challenges),
 /// wires their roles, and writes a deployment file that every other component reads.
 /// Every parameter has a default and can be overridden by an environment variable of the same name.
 ///
@@ -56,6 +57,7 @@ contract Deploy is Script {
         TaskRegistry taskRegistry;
         VerifierRegistry verifierRegistry;
         Arbitration arbitration;
+        Audits audits;
         LineChallenges lineChallenges;
         TimelockController timelock;
     }
@@ -110,6 +112,7 @@ contract Deploy is Script {
                 auditRewardPerDay: p.auditRewardPerDay
             })
         );
+        d.audits = new Audits(d.arbitration, d.taskRegistry, d.verifierRegistry, d.escrow);
         d.lineChallenges = new LineChallenges(d.taskRegistry, d.escrow, p.answerPeriod);
 
         d.gpuRegistry.grantRole(d.gpuRegistry.TASK_MANAGER_ROLE(), address(d.taskRegistry));
@@ -121,6 +124,11 @@ contract Deploy is Script {
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.lineChallenges));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.lineChallenges));
         d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.arbitration));
+        // The audits contract opens audit disputes, funds the audit pool, and locks each opener's seat until the
+        // audit settles, paying its penalty to the miners when they were found correct.
+        d.arbitration.grantRole(d.arbitration.AUDITS_ROLE(), address(d.audits));
+        d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.audits));
+        d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.audits));
         d.taskRegistry.grantRole(d.taskRegistry.COORDINATOR_ROLE(), p.coordinator);
         _handOverToTimelock(p, d);
     }
@@ -179,6 +187,7 @@ contract Deploy is Script {
         vm.serializeAddress(c, "task_registry", address(d.taskRegistry));
         vm.serializeAddress(c, "verifier_registry", address(d.verifierRegistry));
         vm.serializeAddress(c, "arbitration", address(d.arbitration));
+        vm.serializeAddress(c, "audits", address(d.audits));
         string memory contracts = vm.serializeAddress(c, "line_challenges", address(d.lineChallenges));
 
         string memory r = "roles";

@@ -11,18 +11,18 @@ import {AddressList} from "./libraries/AddressList.sol";
 import {PayoutLedger} from "./libraries/PayoutLedger.sol";
 import {ResultLeaf} from "./libraries/ResultLeaf.sol";
 import {ArbitrationBase} from "./arbitration/ArbitrationBase.sol";
-import {Audits} from "./arbitration/Audits.sol";
 import {Juries} from "./arbitration/Juries.sol";
 
 /// @title Arbitration
-/// @notice Disputes over single result leaves, decided by juries (`Juries`), opened by task owners or by random
-/// audits (`Audits`), under the configuration of `ArbitrationBase`.
+/// @notice Disputes over single result leaves, decided by juries (`Juries`), opened by task owners or, for a
+/// random audit, by the audits contract on a verifier's behalf, under the configuration of `ArbitrationBase`.
 ///
 /// Opening: the task owner challenges one leaf of a committed task inside its challenge window (one dispute per
 /// task for the owner), posting a bond and the leaf's proofs; or an active verifier opens the random audit of a
-/// selected task's selected line (bond from the audit pool). The task registry proves the leaf at its position
-/// and names the miners held to account for it: those of its pipeline whose own signed served root holds it
-/// (the dispute's pipeline below).
+/// selected task's selected line through the audits contract (bond from the audit pool). The task registry proves
+/// the leaf at its position and names the miners held to account for it: those of its pipeline whose own signed
+/// served root holds it (the dispute's pipeline below). Whoever opens a dispute chooses which served proofs to
+/// show, so anyone may add the other accountable miners while it is open (`joinDispute`).
 ///
 /// Appeals: after a round's reveal phase, a party on its losing side (the challenger side: owner or opener; the
 /// miner side: the dispute's pipeline) may appeal within the appeal phase for twice the previous bond, to a jury of
@@ -35,11 +35,16 @@ import {Juries} from "./arbitration/Juries.sol";
 /// reward share to the coherent jurors, the rest to the other side; an audit-pool bond's rest back to the pool);
 /// NoDecision keeps a fee from the owner's bond for the miners. Jurors who voted against the outcome or did not
 /// reveal are penalized (`Juries`). What no one can be paid (dust, no coherent juror) goes to the audit pool.
-contract Arbitration is Juries, Audits {
+contract Arbitration is Juries {
     using SafeCast for uint256;
     using AddressList for address[];
     using PayoutLedger for PayoutLedger.Ledger;
 
+    /// @notice Role of the audits contract: opens a dispute over a selected line, its bond from the audit pool.
+    bytes32 public constant AUDITS_ROLE = keccak256("AUDITS_ROLE");
+
+    /// @notice Juror rewards the audit pool has paid on each day (`block.timestamp / 1 days`).
+    mapping(uint256 day => uint256) public auditRewardsPaid;
     /// @notice Number of disputes opened so far; ids start at 1.
     uint256 public disputeCount;
     /// @inheritdoc IArbitration
@@ -70,8 +75,40 @@ contract Arbitration is Juries, Audits {
         uint256 existing = disputeOfTask[taskId];
         if (existing != 0) revert DisputeAlreadyOpen(taskId, existing);
         // Recorded before the calls out, so no callee could see the slot free.
-        disputeOfTask[taskId] = _nextDisputeId();
-        disputeId = _startDispute(taskId, task, leaf, proof, servedProofs, false);
+        disputeOfTask[taskId] = disputeCount + 1;
+        disputeId = _startDispute(taskId, task, msg.sender, leaf, proof, servedProofs);
+    }
+
+    /// @inheritdoc IArbitration
+    /// @dev The audits contract has checked that the task was selected and that this is its line; the auditor is
+    /// never drawn onto the audit's jury.
+    function openAudit(
+        uint256 taskId,
+        address opener,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external onlyRole(AUDITS_ROLE) returns (uint256 disputeId) {
+        if (!verifiers.isVerifier(opener)) revert NotVerifier(opener);
+        ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
+        if (_taskParties(taskId, task.owner, 0).contains(opener)) revert AuditorIsAParty(taskId, opener);
+        disputeId = _startDispute(taskId, task, opener, leaf, proof, servedProofs);
+    }
+
+    /// @inheritdoc IArbitration
+    /// @dev Any time while the dispute is open: the miners it adds are the task's own (already parties), so
+    /// joining never changes who may sit on the jury.
+    function joinDispute(
+        uint256 disputeId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external {
+        Dispute storage dispute = _open(disputeId);
+        (bytes32 leafHash, address[] memory accountable) =
+            taskRegistry.accountableFor(dispute.taskId, leaf, proof, servedProofs);
+        if (leafHash != dispute.leafHash) revert NotDisputedLeaf(disputeId, leafHash);
+        _join(disputeId, accountable);
     }
 
     /// @inheritdoc IArbitration
@@ -137,16 +174,18 @@ contract Arbitration is Juries, Audits {
     function _startDispute(
         uint256 taskId,
         ITaskRegistry.Task memory task,
+        address opener,
         ResultLeaf.Leaf calldata leaf,
         bytes32[] calldata proof,
-        bytes32[][] calldata servedProofs,
-        bool audit
-    ) internal override returns (uint256 disputeId) {
+        bytes32[][] calldata servedProofs
+    ) private returns (uint256 disputeId) {
         (bytes32 leafHash, address[] memory accountable) =
             taskRegistry.accountableFor(taskId, leaf, proof, servedProofs);
 
         disputeId = ++disputeCount;
-        Dispute storage dispute = _record(disputeId, task.owner, leaf, leafHash, audit);
+        // The owner opens its own disputes; an audit's opener is a verifier, never a party such as the owner.
+        bool audit = opener != task.owner;
+        Dispute storage dispute = _record(disputeId, task.owner, opener, leaf, leafHash, audit);
         _pipelines[disputeId] = accountable;
         taskRegistry.markDisputed(taskId);
         address payer = audit ? address(0) : task.owner;
@@ -156,10 +195,6 @@ contract Arbitration is Juries, Audits {
         emit DisputeOpened(
             disputeId, taskId, task.owner, leaf.requestIndex, leafHash, dispute.bond, seedBlock
         );
-    }
-
-    function _nextDisputeId() internal view override returns (uint256) {
-        return disputeCount + 1;
     }
 
     function _open(uint256 disputeId) internal view override returns (Dispute storage dispute) {
@@ -188,6 +223,7 @@ contract Arbitration is Juries, Audits {
     function _record(
         uint256 disputeId,
         address owner,
+        address opener,
         ResultLeaf.Leaf calldata leaf,
         bytes32 leafHash,
         bool audit
@@ -196,7 +232,7 @@ contract Arbitration is Juries, Audits {
         dispute = _disputes[disputeId];
         dispute.taskId = leaf.taskId;
         dispute.challenger = owner;
-        dispute.opener = msg.sender;
+        dispute.opener = opener;
         dispute.status = DisputeStatus.Open;
         dispute.audit = audit;
         dispute.requestIndex = leaf.requestIndex;
@@ -303,6 +339,27 @@ contract Arbitration is Juries, Audits {
             address miner = pipeline[i];
             ledger.pay(miner == address(0) ? feeRecipient : miner, part);
         }
+    }
+
+    /// @dev Adds to the dispute's pipeline each of `accountable` not in it yet. `accountable` names each miner
+    /// once, so the pipeline as it was is all there is to check against.
+    function _join(uint256 disputeId, address[] memory accountable) private {
+        address[] storage pipeline = _pipelines[disputeId];
+        address[] memory before = pipeline;
+        for (uint256 i = 0; i < accountable.length; ++i) {
+            if (before.contains(accountable[i])) continue;
+            pipeline.push(accountable[i]);
+            emit MinerJoined(disputeId, accountable[i], msg.sender);
+        }
+    }
+
+    /// @dev What is left of today's audit reward budget, up to `wanted`; records it as spent.
+    function _takeAuditBudget(uint256 wanted) private returns (uint256 granted) {
+        uint256 day = block.timestamp / 1 days;
+        uint256 spent = auditRewardsPaid[day];
+        uint256 cap = config().auditRewardPerDay;
+        granted = spent >= cap ? 0 : (cap - spent < wanted ? cap - spent : wanted);
+        auditRewardsPaid[day] = spent + granted;
     }
 
     /// @dev Bond ids in the escrow: one per dispute round.

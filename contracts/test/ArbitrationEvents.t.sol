@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {BaseTest} from "./BaseTest.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
+import {IAudits} from "../src/interfaces/IAudits.sol";
 import {IPaymentEscrow} from "../src/interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry} from "../src/interfaces/IVerifierRegistry.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
@@ -111,28 +112,28 @@ contract ArbitrationEventsTest is BaseTest {
         vm.expectEmit(address(escrow));
         emit IPaymentEscrow.AuditPoolFunded(bob, DISPUTE_BOND);
         vm.prank(bob);
-        arbitration.fundAuditPool(DISPUTE_BOND);
+        audits.fundAuditPool(DISPUTE_BOND);
         uint256 taskId = _committedTask(alice);
 
-        vm.expectEmit(address(arbitration));
-        emit IArbitration.AuditDrawn(taskId, block.number);
-        arbitration.drawAudit(taskId);
+        vm.expectEmit(address(audits));
+        emit IAudits.AuditDrawn(taskId, block.number, false);
+        audits.drawAudit(taskId);
         vm.roll(block.number + 1);
         bytes32 hash = keccak256("the draw's block");
         vm.setBlockhash(block.number - 1, hash);
         bytes32 seed = keccak256(abi.encode(hash, taskId));
         uint32 line = uint32(uint256(keccak256(abi.encode(seed, uint256(1)))) % 4);
-        vm.expectEmit(address(arbitration));
-        emit IArbitration.AuditSealed(taskId, seed, true, line);
-        arbitration.sealAudit(taskId);
+        vm.expectEmit(address(audits));
+        emit IAudits.AuditSealed(taskId, seed, true, line);
+        audits.sealAudit(taskId);
 
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(taskId);
         assertGt(leaves[line].pipeline.length, 0, "this seed selects a line some miner served");
         uint256 disputeId = arbitration.disputeCount() + 1;
-        vm.expectEmit(address(arbitration));
-        emit IArbitration.AuditOpened(disputeId, taskId, verifiers[0]);
+        vm.expectEmit(address(audits));
+        emit IAudits.AuditOpened(disputeId, taskId, verifiers[0], uint128(MIN_VERIFIER_STAKE));
         vm.prank(verifiers[0]);
-        arbitration.openAudit(taskId, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+        audits.openAudit(taskId, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
     }
 
     function test_aNewConfiguration_isAnnounced() public {

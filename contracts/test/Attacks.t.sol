@@ -9,6 +9,7 @@ import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {GPURegistry} from "../src/GPURegistry.sol";
 import {IGPURegistry as IG} from "../src/interfaces/IGPURegistry.sol";
 import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
+import {IAudits as IAu} from "../src/interfaces/IAudits.sol";
 import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
 import {IPaymentEscrow as IE} from "../src/interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry as IV} from "../src/interfaces/IVerifierRegistry.sol";
@@ -234,25 +235,6 @@ contract AttacksTest is BaseTest {
 
     // ---- audits
 
-    /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf.
-    function _auditableTask() internal returns (uint256 id) {
-        _setAuditRate(10_000);
-        IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
-        p.requestCount = 4;
-        _fund(alice, address(escrow), MAX_PRICE);
-        vm.prank(alice);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
-    }
-
-    function _openAudit(uint256 id, address auditor) internal returns (uint256) {
-        uint256 line = arbitration.auditOf(id).requestIndex;
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        vm.prank(auditor);
-        return arbitration.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
-    }
-
     /// @dev A heavily staked auditor opens an audit and is never drawn onto its jury; a task's miner cannot
     /// audit the task at all.
     function test_attack_auditorCannotJudgeOwnAudit() public {
@@ -343,26 +325,56 @@ contract AttacksTest is BaseTest {
         _assertEscrowSolvent();
     }
 
-    /// @dev Withholding the seal until the seed's block hash is gone buys no redraw: the audit seals as not
-    /// selected and can never be drawn again.
-    function test_attack_withheldSealFailsClosed() public {
-        _setAuditRate(10_000);
+    /// @dev Class 10(a): the party an audit would catch draws it (or waits for someone to) and lets the seed's
+    /// block hash expire unsealed, once or again and again, at an audit rate that would almost never select the
+    /// task. Every expiry draws the audit again and forces it selected: the last seal selects a line, an honest
+    /// verifier opens the audit, and the task's window is still open for it.
+    function test_attack_withheldSealForcesTheAudit() public {
+        _setAuditRate(1);
         uint256 id = _committedTask(alice);
-        arbitration.drawAudit(id);
-        uint256 drawBlock = block.number;
-        vm.roll(block.number + 300);
-        assertFalse(arbitration.sealAudit(id));
-        IA.Audit memory a = arbitration.auditOf(id);
-        assertTrue(a.isSealed);
-        assertFalse(a.selected);
-        vm.expectRevert(abi.encodeWithSelector(IA.AuditAlreadyDrawn.selector, id, drawBlock));
-        arbitration.drawAudit(id);
-        vm.expectRevert(abi.encodeWithSelector(IA.AuditAlreadySealed.selector, id));
-        arbitration.sealAudit(id);
+        audits.drawAudit(id);
+        for (uint256 expiry = 0; expiry < 3; ++expiry) {
+            vm.roll(block.number + 257);
+            assertFalse(audits.sealAudit(id), "an expired seed seals nothing");
+            IAu.Audit memory redrawn = audits.auditOf(id);
+            assertEq(redrawn.drawBlock, block.number, "drawn again from the block that found it expired");
+            assertTrue(redrawn.forced);
+            assertFalse(redrawn.isSealed);
+        }
+        vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadyDrawn.selector, id, block.number));
+        audits.drawAudit(id);
+        vm.roll(block.number + 1);
+        // A seed that alone would not select the task at 1 bps.
+        bytes32 hash = keccak256("an unlucky seed");
+        vm.setBlockhash(block.number - 1, hash);
+        assertGe(uint256(keccak256(abi.encode(hash, id))) % 10_000, 1, "the rate alone would skip it");
+        assertTrue(audits.sealAudit(id), "forced: selected whatever the seed says");
+        vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadySealed.selector, id));
+        audits.sealAudit(id);
+        uint256 line = audits.auditOf(id).requestIndex;
+        _fund(bob, address(escrow), DISPUTE_BOND);
+        vm.prank(bob);
+        audits.fundAuditPool(DISPUTE_BOND);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(verifiers[0]);
-        vm.expectRevert(abi.encodeWithSelector(IA.TaskNotSelected.selector, id));
-        arbitration.openAudit(id, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
+        uint256 d = audits.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+        assertTrue(arbitration.getDispute(d).audit);
+        assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Disputed));
+    }
+
+    /// @dev A task the seed does not select stays unselected: no one can open its audit.
+    function test_anUnselectedAudit_cannotBeOpened() public {
+        _setAuditRate(1);
+        uint256 id = _committedTask(alice);
+        audits.drawAudit(id);
+        vm.roll(block.number + 1);
+        vm.setBlockhash(block.number - 1, keccak256("an unlucky seed"));
+        assertFalse(audits.sealAudit(id));
+        assertTrue(audits.auditOf(id).isSealed);
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        vm.prank(verifiers[0]);
+        vm.expectRevert(abi.encodeWithSelector(IAu.TaskNotSelected.selector, id));
+        audits.openAudit(id, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
     }
 
     // ---- framing a miner

@@ -9,6 +9,7 @@ import {TaskRegistry} from "../src/TaskRegistry.sol";
 import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {LineChallenges} from "../src/LineChallenges.sol";
+import {Audits} from "../src/Audits.sol";
 import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
@@ -101,6 +102,7 @@ abstract contract BaseTest is Consent {
     VerifierRegistry internal verifierRegistry;
     Arbitration internal arbitration;
     LineChallenges internal challenges;
+    Audits internal audits;
 
     address[] internal miners;
     uint256[] internal signerKeys;
@@ -117,6 +119,7 @@ abstract contract BaseTest is Consent {
         tasks = d.taskRegistry;
         arbitration = d.arbitration;
         challenges = d.lineChallenges;
+        audits = d.audits;
         verifierRegistry = d.verifierRegistry;
         governor = address(d.timelock);
         vm.label(address(verifierRegistry), "VerifierRegistry");
@@ -126,6 +129,7 @@ abstract contract BaseTest is Consent {
         vm.label(address(tasks), "TaskRegistry");
         vm.label(address(arbitration), "Arbitration");
         vm.label(address(challenges), "LineChallenges");
+        vm.label(address(audits), "Audits");
 
         for (uint256 i = 0; i < MINER_COUNT; ++i) {
             miners.push(makeAddr(string.concat("miner", vm.toString(i))));
@@ -221,12 +225,31 @@ abstract contract BaseTest is Consent {
     function _selectedAudit(uint256 id) internal returns (uint256 line) {
         _fund(bob, address(escrow), 10 * DISPUTE_BOND);
         vm.prank(bob);
-        arbitration.fundAuditPool(10 * DISPUTE_BOND);
-        arbitration.drawAudit(id);
+        audits.fundAuditPool(10 * DISPUTE_BOND);
+        audits.drawAudit(id);
         vm.roll(block.number + 1);
         _setSeed(block.number - 1, keccak256("audit draw"));
-        assertTrue(arbitration.sealAudit(id));
-        line = arbitration.auditOf(id).requestIndex;
+        assertTrue(audits.sealAudit(id));
+        line = audits.auditOf(id).requestIndex;
+    }
+
+    /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf.
+    function _auditableTask() internal returns (uint256 id) {
+        _setAuditRate(10_000);
+        ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
+        p.requestCount = 4;
+        _fund(alice, address(escrow), MAX_PRICE);
+        vm.prank(alice);
+        id = tasks.createTask(p);
+        _assign(id, _miners(3));
+        _commitLeaves(id, _standardLeaves(id));
+    }
+
+    function _openAudit(uint256 id, address auditor) internal returns (uint256) {
+        uint256 line = audits.auditOf(id).requestIndex;
+        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
+        vm.prank(auditor);
+        return audits.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
     }
 
     // ---- miners

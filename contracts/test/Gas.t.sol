@@ -92,18 +92,11 @@ contract GasTest is BaseTest {
 
     /// @dev A committed task of four requests, one standard leaf each, selected for an audit (rate 100%), with the
     /// pool able to post its bond. Metering stays paused.
-    function _auditableTask() internal returns (uint256 id) {
-        _setAuditRate(10_000);
+    function _fundedAuditableTask() internal returns (uint256 id) {
         _fund(bob, address(escrow), DISPUTE_BOND);
         vm.prank(bob);
-        arbitration.fundAuditPool(DISPUTE_BOND);
-        ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
-        p.requestCount = 4;
-        _fund(alice, address(escrow), MAX_PRICE);
-        vm.prank(alice);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
+        audits.fundAuditPool(DISPUTE_BOND);
+        id = _auditableTask();
     }
 
     /// @dev Storage the preparation touched is cold again, as for a call in a transaction of its own.
@@ -117,7 +110,7 @@ contract GasTest is BaseTest {
     }
 
     function _drawn(uint256 id) internal {
-        arbitration.drawAudit(id);
+        audits.drawAudit(id);
         vm.roll(block.number + 1);
         vm.setBlockhash(block.number - 1, keccak256("the draw's block"));
     }
@@ -136,33 +129,33 @@ contract GasTest is BaseTest {
     }
 
     function drawAuditGas() external returns (uint256 used) {
-        uint256 id = _auditableTask();
+        uint256 id = _fundedAuditableTask();
         _cool();
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.drawAudit(id);
+        audits.drawAudit(id);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertEq(arbitration.auditOf(id).drawBlock, block.number);
+        assertEq(audits.auditOf(id).drawBlock, block.number);
     }
 
     function sealAuditGas() external returns (uint256 used) {
-        uint256 id = _auditableTask();
+        uint256 id = _fundedAuditableTask();
         _drawn(id);
         _cool();
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.sealAudit(id);
+        audits.sealAudit(id);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertTrue(arbitration.auditOf(id).selected);
+        assertTrue(audits.auditOf(id).selected);
     }
 
     function openAuditGas() external returns (uint256 used) {
-        uint256 id = _auditableTask();
+        uint256 id = _fundedAuditableTask();
         _drawn(id);
-        arbitration.sealAudit(id);
-        uint256 line = arbitration.auditOf(id).requestIndex;
+        audits.sealAudit(id);
+        uint256 line = audits.auditOf(id).requestIndex;
         ResultLeaf.Leaf[] memory ls = _standardLeaves(id);
         bytes32[] memory proof = _proofOf(ls, line);
         bytes32[][] memory served = _servedProofs(ls, line);
@@ -170,10 +163,10 @@ contract GasTest is BaseTest {
         vm.prank(verifiers[0]);
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        arbitration.openAudit(id, ls[line], proof, served);
+        audits.openAudit(id, ls[line], proof, served);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertTrue(arbitration.getDispute(arbitration.auditOf(id).disputeId).audit);
+        assertTrue(arbitration.getDispute(audits.auditOf(id).disputeId).audit);
     }
 
     // ---- disputes

@@ -56,19 +56,6 @@ contract ReviewChallengesTest is BaseTest {
         _assertEscrowSolvent();
     }
 
-    function _auditableTask() internal returns (uint256 id) {
-        _setAuditRate(10_000);
-        id = _taskOf(REQUESTS);
-        _commitLeaves(id, _standardLeaves(id));
-    }
-
-    function _openAudit(uint256 id, address auditor) internal returns (uint256) {
-        uint256 line = arbitration.auditOf(id).requestIndex;
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        vm.prank(auditor);
-        return arbitration.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
-    }
-
     // ------------------------------------------------------------------ double refunds and settlement order
 
     /// @dev Two positions go unanswered: the second settlement moves nothing (the task is refunded and its

@@ -254,8 +254,7 @@ contract SecondReviewTest is BaseTest {
         registry.setSigner(auditor);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(auditor);
-        uint256 d =
-            arbitration.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+        uint256 d = audits.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
         assertTrue(arbitration.getDispute(d).audit);
     }
 }

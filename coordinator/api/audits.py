@@ -21,4 +21,4 @@ TaskId = Annotated[int, Path(ge=1, lt=2**63, description="On-chain task id.")]
     summary="The request and result line (with its proof) a sealed, selected audit draw points at",
 )
 def audited_line(task_id: TaskId, _reader: Caller, db: DbSession, chain: Chain) -> dict[str, Any]:
-    return audits.audited_line(db, chain.market.arbitration, task_id)
+    return audits.audited_line(db, chain.market.audits, task_id)

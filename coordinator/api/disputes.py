@@ -1,5 +1,5 @@
-"""/v1/disputes/{id}/evidence: the lines a dispute is about, published by its challenger, read by
-verifiers."""
+"""/v1/disputes/{id}/evidence: the lines a dispute is about, published by anyone who has them (checked against
+the chain), read by verifiers."""
 
 from __future__ import annotations
 
@@ -34,17 +34,15 @@ class EvidenceBody(BaseModel):
 
 @router.post(
     "/{dispute_id}/evidence",
-    summary="Publish a dispute's evidence (challenger only; checked against the leaf on-chain; stored once)",
+    summary="Publish a dispute's evidence (anyone; checked against the leaf on-chain; stored once)",
 )
 def publish(
-    dispute_id: DisputeId, body: EvidenceBody, challenger: Caller, db: DbSession, chain: Chain
+    dispute_id: DisputeId, body: EvidenceBody, _publisher: Caller, db: DbSession, chain: Chain
 ) -> dict[str, Any]:
     proof = tuple(bytes.fromhex(word[2:]) for word in body.input_proof)
     evidence = disputes.Evidence(body.request_line, body.result_line, body.reason, proof)
     market = chain.market
-    stored = disputes.publish(
-        db, market.arbitration, market.tasks, challenger, dispute_id, evidence, int(time.time())
-    )
+    stored = disputes.publish(db, market.arbitration, market.tasks, dispute_id, evidence, int(time.time()))
     return disputes.evidence_object(stored)
 
 

@@ -20,7 +20,7 @@ from coordinator.services.lifecycle import proven_line, result_trees
 
 
 class AuditReader(Protocol):
-    """The on-chain audit draws (client_sdk's Arbitration binding)."""
+    """The on-chain audit draws (client_sdk's Audits binding)."""
 
     def audit_of(self, task_id: int) -> Audit: ...
 

@@ -1,8 +1,10 @@
-"""Dispute evidence: the request line and the result line a dispute is about, published by its challenger so
-that verifiers can re-score them. The chain holds only the disputed leaf's hash and the task's input root, so
-evidence is stored only if the result line hashes back to the leaf and the request line is proven to be the
-input line at the leaf's position: nobody, the challenger included, can swap a line afterwards. The request
-line need not be the one the leaf claims to answer: a leaf bound to another request is itself the fault."""
+"""Dispute evidence: the request line and the result line a dispute is about, published so that verifiers can
+re-score them. Anyone may publish it (the owner, the opener, a verifier following an audit): whoever opened a
+dispute must not be able to keep the jurors blind by keeping quiet. The chain holds only the disputed leaf's
+hash and the task's input root, so evidence is stored only if the result line hashes back to the leaf and the
+request line is proven to be the input line at the leaf's position: nobody can swap a line afterwards. The
+request line need not be the one the leaf claims to answer: a leaf bound to another request is itself the
+fault."""
 
 from __future__ import annotations
 
@@ -72,13 +74,12 @@ def publish(
     session: Session,
     disputes: DisputeReader,
     tasks: TaskReader,
-    caller: str,
     dispute_id: int,
     evidence: Evidence,
     now: int,
 ) -> DisputeEvidence:
-    """Stores the evidence of an open dispute, sent by its challenger or its opener (for an audit, the
-    verifier that opened it), once (the same again is a no-op)."""
+    """Stores the evidence of an open dispute, sent by anyone, once: the lines are checked against the chain,
+    so they can only be the disputed ones; the same lines again (whatever their reason) are a no-op."""
     record = disputes.get_dispute(dispute_id)
     if record.status == DisputeStatus.NONE:
         raise NotFound("dispute", str(dispute_id))
@@ -87,20 +88,15 @@ def publish(
             f"dispute {dispute_id} is {record.status.name.lower()}: evidence is taken only while it is open",
             "dispute_not_open",
         )
-    # an audit's challenger is the task owner, who did not open it: the verifier that did publishes
-    if caller not in (record.challenger, record.opener):
-        who = f"its opener {record.opener}" if record.audit else f"its challenger {record.challenger}"
-        raise Conflict(f"only {who} can publish dispute {dispute_id}'s evidence", "not_challenger")
     check_evidence(dispute_id, record, evidence, tasks.get_task(record.task_id).input_root)
     request_text = canonical_json(evidence.request_line).decode()
     result_text = canonical_json(evidence.result_line).decode()
     input_proof = ["0x" + p.hex() for p in evidence.input_proof]
     stored = session.get(DisputeEvidence, dispute_id)
     if stored is not None:
-        if (stored.request_line, stored.result_line, stored.reason, stored.input_proof) != (
+        if (stored.request_line, stored.result_line, stored.input_proof) != (
             request_text,
             result_text,
-            evidence.reason,
             input_proof,
         ):
             raise Conflict(

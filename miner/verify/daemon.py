@@ -4,8 +4,10 @@ checks that they hash to the leaf the chain holds, re-scores the claimed output 
 one teacher-forced pass, commits its vote, and reveals it in the reveal phase; it resolves disputes whose last
 phase has ended. When a randomly audited line fails, it opens the audit on the owner's behalf; so it does when
 the line passes alone but a miner accountable for it scores as a cheaper copy of the model over its window of
-audited lines (miner_scores), and on an audit's jury it votes by the same rule. Every decision is logged with
-its numbers.
+audited lines (miner_scores), and on an audit's jury it votes by the same rule. An audit someone else opened
+it follows: it adds the accountable miners the opener left out, publishes the line if the opener did not (and
+judges an audit without evidence from the coordinator's audit line), and settles the audit once its dispute is
+resolved. Every decision is logged with its numbers.
 
 Nothing here trusts the coordinator: a line counts only if it hashes to the on-chain leaf (and, for an audit,
 if its proof leads to the committed root). No state is kept on disk: a vote's salt is derived from the
@@ -116,6 +118,8 @@ class Watching:
     next_task: int = 1
     disputes: set[int] = field(default_factory=set)
     tasks: set[int] = field(default_factory=set)
+    judged: set[int] = field(default_factory=set)  # tasks whose audited line this verifier judged
+    followed: set[int] = field(default_factory=set)  # audit disputes this verifier completed
 
 
 class Verifier:
@@ -198,6 +202,8 @@ class Verifier:
         if seat.seats == 0 or any(seat.commitment):
             return
         evidence = self._get(f"/v1/disputes/{dispute_id}/evidence")
+        if evidence is None and record.audit:  # the opener kept quiet: the coordinator has the audited line
+            evidence = self._get(f"/v1/audits/{record.task_id}")
         if evidence is None:
             if now < deadline - record.terms.phase // 2:
                 return
@@ -333,36 +339,87 @@ class Verifier:
     # -- random audits
 
     def _audit_settled(self, task_id: int) -> bool:
-        """Draws, seals and, if selected, re-scores a committed task's audit line; True when done with it (its
-        audit dispute, if any, is followed as a dispute)."""
+        """Draws, seals and, if selected, re-scores a committed task's audit line; follows an audit someone
+        opened (adding the accountable miners its opener left out, publishing the evidence it kept back) and
+        settles it once its dispute is resolved; True when done with it (the dispute itself is followed as a
+        dispute)."""
         task = self.market.tasks.get_task(task_id)
+        audits = self.market.audits
         if task.status in DONE_TASK:
-            return True
+            audit = audits.audit_of(task_id)
+            opened = audit.dispute_id != 0
+            return not opened or self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
         if task.status not in (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED):
             return False  # not committed yet
-        arbitration = self.market.arbitration
-        audit = arbitration.audit_of(task_id)
+        audit = audits.audit_of(task_id)
         if audit.dispute_id:
-            return True
+            return self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
         if audit.draw_block == 0:
             in_window = self.market.chain_time() < self.market.tasks.challenge_ends_at(task_id)
             if task.status != TaskStatus.RESULTS_COMMITTED or not in_window:
                 return not in_window
-            if arbitration.config_of(task_id).audit_rate_bps == 0:
+            if self.market.arbitration.config_of(task_id).audit_rate_bps == 0:
                 return True
-            arbitration.draw_audit(task_id)
+            audits.draw_audit(task_id)
             return False
         if not audit.sealed:
             try:
-                audit = arbitration.seal_audit(task_id)
+                audit = audits.seal_audit(task_id)
             except UserError as exc:  # too early: the seed's block is not mined yet
                 log.debug("task %d: cannot seal its audit yet: %s", task_id, exc)
                 return False
+            if not audit.sealed:  # its seed had expired: drawn again, and selected whatever it says
+                log.info("task %d: its audit seed expired unsealed; drawn again, forced selected", task_id)
+                return False
         if not audit.selected:
             return True
-        return self._audit(task_id)
+        if task_id not in self.watching.judged and self._audit(task_id):
+            self.watching.judged.add(task_id)
+        return False  # watched until its audit is opened and settled, or the task is done
+
+    def _opened_audit_settled(self, task_id: int, dispute_id: int, settled: bool) -> bool:
+        """An opened audit: while its dispute runs, completes it from the coordinator's audit line (once);
+        once resolved, settles it (anyone may: it frees the opener's seat). True when nothing is left."""
+        if settled:
+            return True
+        if self.market.arbitration.get_dispute(dispute_id).status == DisputeStatus.OPEN:
+            if dispute_id not in self.watching.followed:
+                self.watching.followed.add(dispute_id)
+                self._follow(task_id, dispute_id)
+            return False
+        self._attempt(f"settle the audit of task {task_id}", self.market.audits.settle_audit, task_id)
+        return True
+
+    def _follow(self, task_id: int, dispute_id: int) -> None:
+        """Joins the accountable miners the audit's opener did not prove, and publishes the audited line as
+        its evidence if its opener did not: whoever opens an audit first must not decide who answers for the
+        line, nor what the jurors see."""
+        line = self._get(f"/v1/audits/{task_id}")
+        if line is None:
+            return
+        try:
+            leaf, proof, served_proofs = proven_leaf(task_id, line["result_line"])
+            accountable = self.market.tasks.accountable_for(leaf, proof, served_proofs)
+        except (KeyError, TypeError, ValueError, UserError) as exc:
+            log.warning("task %d: cannot follow its audit from the coordinator's line (%s)", task_id, exc)
+            return
+        missing = set(accountable) - set(self.market.arbitration.pipeline_of(dispute_id))
+        if missing:
+            self._attempt(
+                f"join {sorted(missing)} to the audit of task {task_id} (dispute {dispute_id})",
+                self.market.arbitration.join_dispute,
+                dispute_id,
+                leaf,
+                proof,
+                served_proofs,
+            )
+        if self._get(f"/v1/disputes/{dispute_id}/evidence") is None:
+            body = {key: line[key] for key in ("request_line", "result_line", "input_proof")}
+            self._post(f"/v1/disputes/{dispute_id}/evidence", body | {"reason": "audit: the audited line"})
 
     def _audit(self, task_id: int) -> bool:
+        """Judges the audited line and opens its audit if it fails; False while the coordinator cannot serve
+        the line yet."""
         line = self._get(f"/v1/audits/{task_id}")
         if line is None:
             return False
@@ -409,7 +466,7 @@ class Verifier:
 
     def _escalate(self, leaf: ResultLeaf, proofs: tuple[Proof, ServedProofs], body: dict[str, Any]) -> int:
         """Opens the audit dispute on-chain and publishes its evidence."""
-        dispute_id = self.market.arbitration.open_audit(leaf, *proofs)
+        dispute_id = self.market.audits.open_audit(leaf, *proofs)
         self._post(f"/v1/disputes/{dispute_id}/evidence", body)
         return dispute_id
 

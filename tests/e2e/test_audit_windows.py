@@ -65,7 +65,7 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Market]:
         admin = system.market
         admin.token.mint(admin.transactor.account.address, POOL)  # type: ignore[union-attr]
         admin.token.approve(admin.escrow.address, POOL)
-        admin.arbitration.fund_audit_pool(POOL)
+        admin.audits.fund_audit_pool(POOL)
         judge = LineJudge.load(system.model_dir)
         accounts = dev_accounts()[3 + CONFIG.miners : 3 + CONFIG.miners + VERIFIERS]
         clients = [coordinator_client(system.api_url, account, 60) for account in accounts]
@@ -123,11 +123,11 @@ def balances(market: Market) -> dict[str, int]:
 
 
 def test_an_honest_miner_s_audited_line_passes_and_nothing_is_opened(market: Market) -> None:
-    arbitration = market.system.market.arbitration
+    audits = market.system.market.audits
     _, task_id = committed_batch(market.system, "clean")
     auditor = market.verifiers[0]
-    market.step(lambda: auditor.watching.tasks == set(), "the audit of the clean task judged")
-    audit = arbitration.audit_of(task_id)
+    market.step(lambda: task_id in auditor.watching.judged, "the audit of the clean task judged")
+    audit = audits.audit_of(task_id)
     assert audit.selected and audit.dispute_id == 0
     miner = market.system.miner_accounts[0].address
     assert all(v.scores.score(miner) is None for v in market.verifiers)  # 12 tokens: no full window yet
@@ -153,8 +153,9 @@ def test_a_miner_whose_audited_window_strays_is_convicted_on_a_line_that_passes_
     _, task_id = committed_batch(system, "window")
     stake_lock = system.market.tasks.get_task(task_id).stake_lock
 
-    market.step(lambda: arbitration.audit_of(task_id).dispute_id, "the audit opened")
-    dispute_id = arbitration.audit_of(task_id).dispute_id
+    audits = system.market.audits
+    market.step(lambda: audits.audit_of(task_id).dispute_id, "the audit opened")
+    dispute_id = audits.audit_of(task_id).dispute_id
     opened = arbitration.get_dispute(dispute_id)
     assert opened.audit and opened.challenger == system.user.address
     evidence = system.client().http.get(f"/v1/disputes/{dispute_id}/evidence").json()

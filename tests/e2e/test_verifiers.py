@@ -182,7 +182,7 @@ def test_an_audit_catches_a_corrupted_line_nobody_disputed(system: LocalSystem) 
     batch = client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions", max_price=MAX_PRICE)
     done = client.batches.wait(batch.id, poll_s=0.5, timeout_s=240)
     assert done.status == "completed"
-    dispute_id = wait_for(lambda: arbitration.audit_of(done.task_id).dispute_id, timeout=120)
+    dispute_id = wait_for(lambda: system.market.audits.audit_of(done.task_id).dispute_id, timeout=120)
     opened = arbitration.get_dispute(dispute_id)
     assert opened.audit and opened.challenger == system.user.address
     assert before["pool"] - opened.bond == balances(system)["pool"]

@@ -12,7 +12,7 @@ import {IVerifierRegistry} from "../interfaces/IVerifierRegistry.sol";
 /// @title ArbitrationBase
 /// @notice What every part of arbitration shares: the contracts it is wired to, its configuration (every version
 /// ever set, each task living under the one in force when it was created), and who counts as a party to a task.
-/// The parts (juries, audits, disputes) build on it; `Arbitration` puts them together.
+/// The parts (juries, disputes) build on it; `Arbitration` puts them together.
 abstract contract ArbitrationBase is IArbitration, AccessControl {
     using SafeCast for uint256;
 
@@ -65,7 +65,7 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
         return _configs[_configs.length - 1];
     }
 
-    /// @notice The configuration a task lives under: the one in force when it was created.
+    /// @inheritdoc IArbitration
     function configOf(uint256 taskId) external view returns (Config memory) {
         return _configFor(taskId);
     }

@@ -6,7 +6,8 @@ import {ResultLeaf} from "../libraries/ResultLeaf.sol";
 /// @title IArbitration
 /// @notice Disputes over single result leaves, decided by juries drawn at random from the staked verifiers,
 /// weighted by stake. A dispute is opened by the task owner, or by a verifier as the random audit of a task the
-/// chain selected (bond from the audit pool). Each round: a future block's hash is fixed at opening as the seed;
+/// chain selected (through `IAudits`; bond from the audit pool), and anyone may add the miners accountable for its
+/// leaf that its opener left out. Each round: a future block's hash is fixed at opening as the seed;
 /// anyone draws the jury from it; jurors commit, then reveal; the losing side may appeal to a larger jury for a
 /// larger bond. The last round decides; jurors of every round who voted against the final outcome, or did not
 /// reveal, lose part of their seat stake to the coherent ones.
@@ -82,17 +83,6 @@ interface IArbitration {
         bytes32 commitment;
     }
 
-    /// @notice A task's audit draw. `drawBlock`: 0 if never drawn. `isSealed`: the draw is final (selected or
-    /// not; an expired seed seals as not selected). `disputeId`: the audit's dispute, 0 if none was opened.
-    struct Audit {
-        uint64 drawBlock;
-        bool isSealed;
-        bool selected;
-        uint32 requestIndex;
-        bytes32 seed;
-        uint256 disputeId;
-    }
-
     error ZeroAddress();
     error ZeroBond();
     error NotTaskOwner(uint256 taskId, address caller);
@@ -125,16 +115,8 @@ interface IArbitration {
     error NotVerifier(address account);
     error AuditorIsAParty(uint256 taskId, address auditor);
 
-    error AuditsDisabled();
     error AuditRateTooHigh(uint256 bps, uint256 maximum);
-    error AuditAlreadyDrawn(uint256 taskId, uint256 drawBlock);
-    error AuditNotDrawn(uint256 taskId);
-    error AuditAlreadySealed(uint256 taskId);
-    error AuditSeedNotReady(uint256 taskId, uint256 readyAtBlock);
-    error AuditNotSealed(uint256 taskId);
-    error TaskNotSelected(uint256 taskId);
-    error AuditAlreadyOpened(uint256 taskId, uint256 disputeId);
-    error NotAuditedLine(uint256 taskId, uint256 requestIndex, uint256 selectedIndex);
+    error NotDisputedLeaf(uint256 disputeId, bytes32 leafHash);
 
     event DisputeOpened(
         uint256 indexed disputeId,
@@ -163,9 +145,7 @@ interface IArbitration {
     );
     event ConfigChanged(Config config);
 
-    event AuditDrawn(uint256 indexed taskId, uint256 drawBlock);
-    event AuditSealed(uint256 indexed taskId, bytes32 seed, bool selected, uint32 requestIndex);
-    event AuditOpened(uint256 indexed disputeId, uint256 indexed taskId, address indexed auditor);
+    event MinerJoined(uint256 indexed disputeId, address indexed miner, address indexed by);
 
     /// @notice The arbitration configuration; a dispute copies its `Terms` from it when it opens.
     struct Config {
@@ -199,19 +179,23 @@ interface IArbitration {
     /// fault, their slashing.
     function resolve(uint256 disputeId) external returns (DisputeStatus outcome);
 
-    /// @notice Adds `amount` to the audit pool (held by the escrow), which posts the bonds of audits.
-    function fundAuditPool(uint256 amount) external;
-    /// @notice Starts a task's audit draw: its seed will come from the hash of this transaction's block.
-    function drawAudit(uint256 taskId) external;
-    /// @notice Fixes the drawn audit: selected or not, and which line; final (an expired seed: not selected).
-    function sealAudit(uint256 taskId) external returns (bool selected);
-    /// @notice Opens a dispute, as an audit, on the selected line of a selected task.
+    /// @notice The audits contract opens a dispute, as the random audit of a selected task, over its selected line
+    /// on behalf of `opener` (an active verifier that is not a party); the bond comes from the audit pool.
     function openAudit(
         uint256 taskId,
+        address opener,
         ResultLeaf.Leaf calldata leaf,
         bytes32[] calldata proof,
         bytes32[][] calldata servedProofs
     ) external returns (uint256 disputeId);
+    /// @notice Anyone adds to an open dispute the miners accountable for its leaf that its opener did not prove:
+    /// `servedProofs[k]` places the leaf in the served root of its k-th pipeline miner.
+    function joinDispute(
+        uint256 disputeId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external;
 
     /// @notice The commitment a juror seals: the hash of the dispute, round, juror, vote and salt.
     function voteCommitment(uint256 disputeId, uint8 round, address juror, Vote choice, bytes32 salt)
@@ -231,6 +215,6 @@ interface IArbitration {
     function pipelineOf(uint256 disputeId) external view returns (address[] memory);
     /// @notice The task owner's dispute of the task, 0 if none (an owner disputes at most one line per task).
     function disputeOfTask(uint256 taskId) external view returns (uint256);
-    /// @notice The audit draw of a task: its seed block, whether it was sealed and selected, and its dispute.
-    function auditOf(uint256 taskId) external view returns (Audit memory);
+    /// @notice The configuration a task lives under: the one in force when it was created.
+    function configOf(uint256 taskId) external view returns (Config memory);
 }

@@ -10,10 +10,12 @@ import {TaskRegistry} from "../../src/TaskRegistry.sol";
 import {Arbitration} from "../../src/Arbitration.sol";
 import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
 import {LineChallenges} from "../../src/LineChallenges.sol";
+import {Audits} from "../../src/Audits.sol";
 import {ILineChallenges as IL} from "../../src/interfaces/ILineChallenges.sol";
 import {IGPURegistry as IG} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
 import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
+import {IAudits as IAu} from "../../src/interfaces/IAudits.sol";
 import {IPaymentEscrow as IE} from "../../src/interfaces/IPaymentEscrow.sol";
 import {ResultLeaf} from "../../src/libraries/ResultLeaf.sol";
 import {ResultTree} from "../utils/ResultTree.sol";
@@ -33,6 +35,7 @@ contract Handler is Consent {
         Arbitration arbitration;
         VerifierRegistry verifierRegistry;
         LineChallenges challenges;
+        Audits audits;
         address admin;
         address coordinator;
         address feeRecipient;
@@ -50,6 +53,7 @@ contract Handler is Consent {
     Arbitration internal arbitration;
     VerifierRegistry internal verifierRegistry;
     LineChallenges internal challenges;
+    Audits internal audits;
     address internal admin;
     address internal coordinator;
     address internal feeRecipient;
@@ -113,8 +117,13 @@ contract Handler is Consent {
     /// @dev A party to a task (owner, coordinator, assigned miner or signer, opener, pipeline) was seated on a jury
     /// of one of its disputes.
     bool public ghostPartySeated;
-    /// @dev An audit sealed after its seed block's hash was gone came out selected.
-    bool public ghostWithheldSealSelected;
+    /// @dev An audit sealed after its seed block's hash was gone came out unselected (the task escaped).
+    bool public ghostWithheldSealSpared;
+    /// @dev An audit's dispute was settled, or a dispute joined, with money or pipeline moving as it must not:
+    /// an opener's deposit penalized when the miners were not found correct, or a miner not accountable for the
+    /// leaf added to its pipeline.
+    bool public ghostAuditSettledWrongly;
+    bool public ghostUnaccountableJoined;
     /// @dev Some miner's stake was locked for a task without its consent to that task and lock.
     bool public ghostLockedWithoutConsent;
     /// @dev Set if a usage that was the leaves' true sum was ever refuted.
@@ -131,6 +140,9 @@ contract Handler is Consent {
     uint256 public collusiveDisputes;
     uint256 public collusiveAppeals;
     uint256 public withheldSeals;
+    uint256 public partialAudits;
+    uint256 public joins;
+    uint256 public auditsSettled;
     uint256 public inflatedCommits;
     uint256 public refutations;
     // Successful actions.
@@ -143,8 +155,9 @@ contract Handler is Consent {
     uint256 internal _resolvingStakeLock;
 
     constructor(Deployment memory d, address[] memory miners_, uint256[] memory keys) {
-        (token, registry, escrow, tasks, arbitration, verifierRegistry, challenges) =
-        (d.token, d.registry, d.escrow, d.tasks, d.arbitration, d.verifierRegistry, d.challenges);
+        (token, registry, escrow, tasks) = (d.token, d.registry, d.escrow, d.tasks);
+        (arbitration, verifierRegistry, challenges, audits) =
+        (d.arbitration, d.verifierRegistry, d.challenges, d.audits);
         (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
         miners = miners_;
         signerKeys = keys;
@@ -996,7 +1009,7 @@ contract Handler is Consent {
         amount = _bound(amount, 1, 20e6);
         _mintTo(sponsor, address(escrow), amount);
         vm.prank(sponsor);
-        arbitration.fundAuditPool(amount);
+        audits.fundAuditPool(amount);
     }
 
     /// @dev Mostly on a task inside its challenge window; sometimes any task.
@@ -1005,7 +1018,7 @@ contract Handler is Consent {
             ? _pickTask(taskSeed >> 2)
             : _pickLiveTask(taskSeed >> 2, IT.TaskStatus.ResultsCommitted);
         if (id == 0) return;
-        try arbitration.drawAudit(id) {} catch {}
+        try audits.drawAudit(id) {} catch {}
     }
 
     /// @dev A task whose audit is drawn and unsealed (`selected`: sealed and selected) or, one time in four, any
@@ -1015,7 +1028,7 @@ contract Handler is Consent {
         uint256 count = tasks.taskCount();
         for (uint256 i = 0; i < count; ++i) {
             uint256 id = ((seed >> 2) % count + i) % count + 1;
-            IA.Audit memory a = arbitration.auditOf(id);
+            IAu.Audit memory a = audits.auditOf(id);
             if (a.drawBlock != 0 && (selected ? a.selected : !a.isSealed)) return id;
         }
         return 0;
@@ -1025,12 +1038,12 @@ contract Handler is Consent {
     function sealAudit(uint256 taskSeed, uint16 blocks) external track {
         uint256 id = _pickAudit(taskSeed, false);
         if (id == 0) return;
-        uint256 drawBlock = arbitration.auditOf(id).drawBlock;
+        uint256 drawBlock = audits.auditOf(id).drawBlock;
         vm.roll(block.number + (blocks % 8 == 0 ? 300 : blocks % 3));
         if (block.number <= drawBlock + 256 && blockhash(drawBlock) == 0 && drawBlock < block.number) {
             vm.setBlockhash(drawBlock, keccak256(abi.encode(taskSeed, drawBlock)));
         }
-        try arbitration.sealAudit(id) {} catch {}
+        try audits.sealAudit(id) {} catch {}
     }
 
     /// @dev A selected line of a task, by a random verifier; sometimes the wrong line.
@@ -1038,11 +1051,11 @@ contract Handler is Consent {
         uint256 id = _pickAudit(taskSeed, true);
         if (id == 0 || leafCountOf[id] == 0) return;
         ResultLeaf.Leaf[] memory ls = _leaves(id);
-        uint256 index = arbitration.auditOf(id).requestIndex;
+        uint256 index = audits.auditOf(id).requestIndex;
         if (wrongLine % 8 == 0) index = (index + 1) % ls.length;
         bytes32[] memory proof = ResultTree.proof(ls, index);
         vm.prank(verifiers[verifierSeed % verifiers.length]);
-        try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
+        try audits.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
             ++audited;
         } catch {}
@@ -1077,15 +1090,15 @@ contract Handler is Consent {
         uint256 id;
         for (uint256 i = 0; i < count && id == 0; ++i) {
             uint256 candidate = (taskSeed % count + i) % count + 1;
-            IA.Audit memory a = arbitration.auditOf(candidate);
+            IAu.Audit memory a = audits.auditOf(candidate);
             if (a.selected && a.disputeId == 0 && leafCountOf[candidate] != 0) id = candidate;
         }
         if (id == 0) return;
         ResultLeaf.Leaf[] memory ls = _leaves(id);
-        uint256 index = arbitration.auditOf(id).requestIndex;
+        uint256 index = audits.auditOf(id).requestIndex;
         bytes32[] memory proof = ResultTree.proof(ls, index);
         vm.prank(sybils[sybilSeed % sybils.length]);
-        try arbitration.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
+        try audits.openAudit(id, ls[index], proof, ResultTree.servedProofs(ls, index)) {
             ++opened;
             ++audited;
             ++sybilAudits;
@@ -1146,17 +1159,112 @@ contract Handler is Consent {
         }
     }
 
-    /// @dev (d) A withholding sealer lets the draw block's hash expire before sealing: the audit must seal as not
-    /// selected.
+    /// @dev (d) A withholding sealer lets the draw block's hash expire before sealing: the audit must be drawn
+    /// again, forced selected, and never seal as spared.
     function withholdSeal(uint256 taskSeed, uint16 extra) external track {
         uint256 id = _pickAudit(taskSeed | 1, false);
         if (id == 0) return;
-        uint256 drawBlock = arbitration.auditOf(id).drawBlock;
+        uint256 drawBlock = audits.auditOf(id).drawBlock;
         if (block.number <= drawBlock + 256) vm.roll(drawBlock + 257 + extra % 64);
-        try arbitration.sealAudit(id) returns (bool selected) {
+        try audits.sealAudit(id) {
             ++withheldSeals;
-            if (selected || arbitration.auditOf(id).selected) ghostWithheldSealSelected = true;
+            IAu.Audit memory a = audits.auditOf(id);
+            if (a.isSealed || !a.forced || a.drawBlock != block.number) ghostWithheldSealSpared = true;
         } catch {}
+    }
+
+    /// @dev (f) A sybil verifier opens a selected audit showing the served proof of only one accountable miner
+    /// (the cheater's honest partner), leaving the others out.
+    function partialAudit(uint256 taskSeed, uint256 sybilSeed, uint256 keep) external track {
+        uint256 id = _pickAudit(taskSeed, true);
+        if (id == 0 || leafCountOf[id] == 0 || audits.auditOf(id).disputeId != 0) return;
+        ResultLeaf.Leaf[] memory ls = _leaves(id);
+        uint256 index = audits.auditOf(id).requestIndex;
+        bytes32[][] memory served = _keepOne(ResultTree.servedProofs(ls, index), keep);
+        bytes32[] memory proof = ResultTree.proof(ls, index);
+        vm.prank(sybils[sybilSeed % sybils.length]);
+        try audits.openAudit(id, ls[index], proof, served) {
+            ++opened;
+            ++audited;
+            ++partialAudits;
+        } catch {}
+    }
+
+    /// @dev `served` with only one proof (the `keep`-th, wrapped) left; the others empty.
+    function _keepOne(bytes32[][] memory served, uint256 keep) internal pure returns (bytes32[][] memory) {
+        if (served.length == 0) return served;
+        uint256 kept = keep % served.length;
+        for (uint256 k = 0; k < served.length; ++k) {
+            if (k != kept) served[k] = new bytes32[](0);
+        }
+        return served;
+    }
+
+    /// @dev Anyone joins an open dispute with every served proof of its leaf: the pipeline becomes exactly the
+    /// leaf's accountable miners (those of its pipeline whose committed served root holds it).
+    function joinDispute(uint256 disputeSeed, address joiner) external track {
+        uint256 id = _pickDispute(disputeSeed);
+        if (id == 0) return;
+        IA.Dispute memory d = arbitration.getDispute(id);
+        if (leafCountOf[d.taskId] == 0) return;
+        ResultLeaf.Leaf[] memory ls = _leaves(d.taskId);
+        uint256 index = d.requestIndex;
+        if (index >= ls.length || ResultTree.hashLeaf(ls[index]) != d.leafHash) return;
+        bytes32[] memory proof = ResultTree.proof(ls, index);
+        bytes32[][] memory served = ResultTree.servedProofs(ls, index);
+        vm.prank(joiner);
+        try arbitration.joinDispute(id, ls[index], proof, served) {
+            ++joins;
+            _checkJoined(id, d.taskId, ls[index]);
+        } catch {}
+    }
+
+    function _checkJoined(uint256 id, uint256 taskId, ResultLeaf.Leaf memory leaf) internal {
+        address[] memory pipeline = arbitration.pipelineOf(id);
+        for (uint256 i = 0; i < pipeline.length; ++i) {
+            if (!_answersFor(taskId, pipeline[i], leaf)) ghostUnaccountableJoined = true;
+        }
+    }
+
+    /// @dev Whether `miner` can answer for the leaf: the leaf names it, and it is an assigned miner of the task
+    /// that committed a served root (a miner left out, or one the leaf does not name, never can).
+    function _answersFor(uint256 taskId, address miner, ResultLeaf.Leaf memory leaf)
+        internal
+        view
+        returns (bool)
+    {
+        bool named;
+        for (uint256 k = 0; k < leaf.pipeline.length; ++k) {
+            if (leaf.pipeline[k] == miner) named = true;
+        }
+        address[] memory assigned = tasks.minersOf(taskId);
+        bytes32[] memory served = tasks.servedRootsOf(taskId);
+        for (uint256 i = 0; i < assigned.length; ++i) {
+            if (assigned[i] == miner) return named && served[i] != bytes32(0);
+        }
+        return false;
+    }
+
+    /// @dev Anyone settles an audit whose dispute is resolved: the opener's seat comes free, and only a finding
+    /// that the miners were correct costs it the seat's penalty, paid to the pipeline.
+    function settleAudit(uint256 taskSeed) external track {
+        uint256 count = tasks.taskCount();
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 id = (taskSeed % count + i) % count + 1;
+            IAu.Audit memory a = audits.auditOf(id);
+            if (a.disputeId == 0 || a.settled) continue;
+            IA.Dispute memory d = arbitration.getDispute(a.disputeId);
+            if (d.status == IA.DisputeStatus.Open) continue;
+            uint256 due =
+                d.status == IA.DisputeStatus.MinersCorrect ? a.deposit * d.terms.penaltyBps / 10_000 : 0;
+            uint256 stakeBefore = verifierRegistry.verifierOf(a.opener).stake;
+            audits.settleAudit(id);
+            ++auditsSettled;
+            if (stakeBefore - verifierRegistry.verifierOf(a.opener).stake != due) {
+                ghostAuditSettledWrongly = true;
+            }
+            return;
+        }
     }
 
     /// @dev (e) A coordinator locking stake without consent: with another task's acceptance, an acceptance of a
@@ -1306,6 +1414,10 @@ contract Handler is Consent {
             _resolvingCorrectLine = false;
             ++resolvedAs[uint8(outcome)];
             _checkHonestMajority(id, outcome);
+        }
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IAu.Audit memory a = audits.auditOf(id);
+            if (a.disputeId != 0 && !a.settled) audits.settleAudit(id);
         }
         // An audit that found nothing gave its task back the window time it ran for.
         vm.warp(block.timestamp + ENDS_WITHIN);

@@ -7,6 +7,7 @@ import {Handler} from "./Handler.sol";
 import {IGPURegistry} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
 import {IArbitration as IA} from "../../src/interfaces/IArbitration.sol";
+import {IAudits as IAu} from "../../src/interfaces/IAudits.sol";
 import {IVerifierRegistry} from "../../src/interfaces/IVerifierRegistry.sol";
 
 /// @notice Money and state-machine invariants over random sequences of market actions, by honest and adversarial
@@ -33,6 +34,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
                 arbitration,
                 verifierRegistry,
                 challenges,
+                audits,
                 admin,
                 coordinator,
                 feeRecipient
@@ -70,7 +72,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[54] memory s = [
+        bytes4[58] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -116,6 +118,10 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.griefAppeal.selector,
             Handler.griefAppeal.selector,
             Handler.withholdSeal.selector,
+            Handler.partialAudit.selector,
+            Handler.joinDispute.selector,
+            Handler.joinDispute.selector,
+            Handler.settleAudit.selector,
             Handler.assignWithoutConsent.selector,
             Handler.refuteUsage.selector,
             Handler.setSigner.selector,
@@ -149,7 +155,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         honestMajorityDecides();
         honestMinerNeverLosesStake();
         noPartyOnItsJury();
-        withheldSealNeverSelects();
+        withheldSealNeverSpares();
+        auditsAndJoinsMoveOnlyWhatTheyMust();
         noLockWithoutConsent();
         auditsOnlyOnSelectedLines();
         onlyFalseUsageIsRefuted();
@@ -286,11 +293,15 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
                 }
             }
         }
+        for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
+            IAu.Audit memory a = audits.auditOf(id);
+            if (a.disputeId != 0 && !a.settled) held[_indexOf(all, a.opener)] += a.deposit;
+        }
         uint256 sum;
         for (uint256 i = 0; i < all.length; ++i) {
             IVerifierRegistry.Verifier memory record = verifierRegistry.verifierOf(all[i]);
             assertLe(record.locked, record.stake, "locked beyond stake");
-            assertEq(record.locked, held[i], "locked == seats held in open disputes");
+            assertEq(record.locked, held[i], "locked == seats held in open disputes and unsettled audits");
             sum += record.stake;
         }
         assertEq(token.balanceOf(address(verifierRegistry)), sum);
@@ -331,9 +342,17 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertFalse(handler.ghostPartySeated(), "a party sat on its own jury");
     }
 
-    /// @dev Withholding an audit's seal past the blockhash window never buys a selection (fails closed).
-    function withheldSealNeverSelects() public view {
-        assertFalse(handler.ghostWithheldSealSelected(), "a withheld seal selected the task");
+    /// @dev Withholding an audit's seal past the blockhash window never spares the task: it is drawn again and
+    /// forced selected (fails closed for the miner).
+    function withheldSealNeverSpares() public view {
+        assertFalse(handler.ghostWithheldSealSpared(), "a withheld seal spared the task");
+    }
+
+    /// @dev A dispute's pipeline only ever holds miners accountable for its leaf, however it was opened or joined;
+    /// an audit's opener loses its seat's penalty exactly when the miners are found correct.
+    function auditsAndJoinsMoveOnlyWhatTheyMust() public view {
+        assertFalse(handler.ghostUnaccountableJoined(), "a joined pipeline holds a miner not accountable");
+        assertFalse(handler.ghostAuditSettledWrongly(), "an audit's opener lost the wrong amount");
     }
 
     /// @dev No stake is ever locked for a task without the miner's consent to that task and lock.
@@ -346,12 +365,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     function auditsOnlyOnSelectedLines() public view {
         for (uint256 id = 1; id <= arbitration.disputeCount(); ++id) {
             IA.Dispute memory d = arbitration.getDispute(id);
-            uint256 slot =
-                d.audit ? arbitration.auditOf(d.taskId).disputeId : arbitration.disputeOfTask(d.taskId);
+            uint256 slot = d.audit ? audits.auditOf(d.taskId).disputeId : arbitration.disputeOfTask(d.taskId);
             assertEq(slot, id, "one owner dispute and one audit per task");
             assertEq(d.challenger, tasks.getTask(d.taskId).owner, "the owner is the challenger");
             if (!d.audit) continue;
-            IA.Audit memory a = arbitration.auditOf(d.taskId);
+            IAu.Audit memory a = audits.auditOf(d.taskId);
             assertTrue(a.selected, "audited task selected");
             assertEq(d.requestIndex, a.requestIndex, "audited line");
             uint256 requestCount = tasks.getTask(d.taskId).requestCount;
@@ -439,8 +457,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         // A draw on a committed task, then its seal withheld past the blockhash window.
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             if (tasks.getTask(id).status != IT.TaskStatus.ResultsCommitted) continue;
-            if (arbitration.auditOf(id).drawBlock != 0) continue;
-            arbitration.drawAudit(id);
+            if (audits.auditOf(id).drawBlock != 0) continue;
+            audits.drawAudit(id);
             handler.withholdSeal(id - 1, 3);
             break;
         }
@@ -461,12 +479,14 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         emit log_named_uint("collusive appeals", handler.collusiveAppeals());
         emit log_named_uint("grief appeals", handler.griefAppeals());
         emit log_named_uint("withheld seals", handler.withheldSeals());
+        emit log_named_uint("partial audits", handler.partialAudits());
+        emit log_named_uint("joins", handler.joins());
         uint256 start = block.timestamp;
         _endAndCheck();
         assertLe(block.timestamp - start, 2 * handler.ENDS_WITHIN(), "bounded time");
         honestMinerNeverLosesStake();
         noPartyOnItsJury();
-        withheldSealNeverSelects();
+        withheldSealNeverSpares();
         tokensConserved();
     }
 

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {IArbitration} from "./interfaces/IArbitration.sol";
+import {IAudits} from "./interfaces/IAudits.sol";
+import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
+import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
+import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
+import {ResultLeaf} from "./libraries/ResultLeaf.sol";
+
+/// @title Audits
+/// @notice Random audits paid from the audit pool. Anyone draws a committed task's audit inside its challenge
+/// window; the hash of the draw's block decides whether it is selected and which line. An active verifier that is
+/// not a party opens the audit's dispute over that line (Arbitration runs it, its bond from the pool), locking one
+/// seat of its own stake until the dispute is resolved: if the miners are found correct, the seat's juror penalty
+/// pays them for the audit they did not deserve, so auditing correct lines on purpose costs the opener. Audits
+/// never use or block the owner's dispute; the owner's window is extended by the time an audit ran.
+///
+/// A draw's seed is the hash of its block, which the EVM keeps for 256 blocks. A draw not sealed by then is drawn
+/// again from the block that finds it expired, and selected whatever the new seed says: letting a seed expire can
+/// only get a task audited, never spare it.
+/// @dev Opens disputes with Arbitration's audits role; locks and releases the opener's seat with the verifier
+/// registry's arbiter role; pays penalties through the escrow's arbiter role. It has no owner.
+contract Audits is IAudits {
+    using SafeCast for uint256;
+
+    uint256 private constant BPS = 10_000;
+
+    IArbitration public immutable arbitration;
+    ITaskRegistry public immutable taskRegistry;
+    IVerifierRegistry public immutable verifiers;
+    IPaymentEscrow public immutable escrow;
+
+    mapping(uint256 taskId => Audit) private _audits;
+
+    constructor(
+        IArbitration arbitration_,
+        ITaskRegistry taskRegistry_,
+        IVerifierRegistry verifiers_,
+        IPaymentEscrow escrow_
+    ) {
+        arbitration = arbitration_;
+        taskRegistry = taskRegistry_;
+        verifiers = verifiers_;
+        escrow = escrow_;
+    }
+
+    /// @inheritdoc IAudits
+    /// @dev The caller must have approved the escrow for `amount`.
+    function fundAuditPool(uint256 amount) external {
+        escrow.fundAuditPool(msg.sender, amount);
+    }
+
+    /// @inheritdoc IAudits
+    /// @dev Anyone, once per task, while the task is committed and inside its challenge window. The hash of the
+    /// block this transaction lands in seeds the audit: unknown to the caller when it sends it.
+    function drawAudit(uint256 taskId) external {
+        if (arbitration.configOf(taskId).auditRateBps == 0) revert AuditsDisabled();
+        ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
+        if (task.status == ITaskRegistry.TaskStatus.None) revert ITaskRegistry.UnknownTask(taskId);
+        if (task.status != ITaskRegistry.TaskStatus.ResultsCommitted) {
+            revert ITaskRegistry.WrongStatus(taskId, task.status, ITaskRegistry.TaskStatus.ResultsCommitted);
+        }
+        uint256 endsAt = taskRegistry.challengeEndsAt(taskId);
+        if (block.timestamp >= endsAt) revert ITaskRegistry.ChallengeWindowClosed(taskId, endsAt);
+        Audit storage audit = _audits[taskId];
+        if (audit.drawBlock != 0) revert AuditAlreadyDrawn(taskId, audit.drawBlock);
+        audit.drawBlock = block.number.toUint64();
+        emit AuditDrawn(taskId, block.number, false);
+    }
+
+    /// @inheritdoc IAudits
+    /// @dev Anyone, from the block after the draw: `seed = keccak256(abi.encode(blockhash(drawBlock), taskId))`;
+    /// selected iff forced or `uint256(seed) % 10_000 < auditRateBps`; the line is
+    /// `uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount`.
+    function sealAudit(uint256 taskId) external returns (bool selected) {
+        Audit storage audit = _audits[taskId];
+        uint256 drawn = audit.drawBlock;
+        if (drawn == 0) revert AuditNotDrawn(taskId);
+        if (audit.isSealed) revert AuditAlreadySealed(taskId);
+        if (block.number <= drawn) revert AuditSeedNotReady(taskId, drawn + 1);
+        bytes32 hash = blockhash(drawn);
+        if (hash == 0) {
+            audit.drawBlock = block.number.toUint64();
+            audit.forced = true;
+            emit AuditDrawn(taskId, block.number, true);
+            return false;
+        }
+        bytes32 seed = keccak256(abi.encode(hash, taskId));
+        selected = audit.forced || uint256(seed) % BPS < arbitration.configOf(taskId).auditRateBps;
+        audit.isSealed = true;
+        audit.seed = seed;
+        audit.selected = selected;
+        if (selected) {
+            uint256 requestCount = taskRegistry.getTask(taskId).requestCount;
+            audit.requestIndex = (uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount).toUint32();
+        }
+        emit AuditSealed(taskId, seed, selected, audit.requestIndex);
+    }
+
+    /// @inheritdoc IAudits
+    /// @dev Arbitration checks that the opener is an active verifier and not a party, proves the leaf and names
+    /// the miners held to account; others who can prove more accountable miners join its dispute there. The
+    /// opener's seat is locked after: a verifier without one free is refused.
+    function openAudit(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId) {
+        Audit storage audit = _audits[taskId];
+        if (!audit.isSealed) revert AuditNotSealed(taskId);
+        if (!audit.selected) revert TaskNotSelected(taskId);
+        if (audit.disputeId != 0) revert AuditAlreadyOpened(taskId, audit.disputeId);
+        if (leaf.requestIndex != audit.requestIndex) {
+            revert NotAuditedLine(taskId, leaf.requestIndex, audit.requestIndex);
+        }
+        // Marked opened before the calls out (they go only to the protocol's own contracts).
+        audit.disputeId = type(uint256).max;
+        disputeId = arbitration.openAudit(taskId, msg.sender, leaf, proof, servedProofs);
+        uint128 deposit = verifiers.minStake().toUint128();
+        if (!verifiers.lockSeat(msg.sender, deposit)) revert AuditorStakeBusy(msg.sender, deposit);
+        (audit.disputeId, audit.opener, audit.deposit) = (disputeId, msg.sender, deposit);
+        emit AuditOpened(disputeId, taskId, msg.sender, deposit);
+    }
+
+    /// @inheritdoc IAudits
+    function settleAudit(uint256 taskId) external returns (uint256 penalty) {
+        Audit storage audit = _audits[taskId];
+        uint256 disputeId = audit.disputeId;
+        if (disputeId == 0) revert AuditNotOpened(taskId);
+        if (audit.settled) revert AuditAlreadySettled(taskId);
+        IArbitration.Dispute memory dispute = arbitration.getDispute(disputeId);
+        if (dispute.status == IArbitration.DisputeStatus.Open) revert AuditStillOpen(taskId, disputeId);
+        audit.settled = true;
+        address[] memory pipeline;
+        if (dispute.status == IArbitration.DisputeStatus.MinersCorrect) {
+            pipeline = arbitration.pipelineOf(disputeId);
+            penalty = uint256(audit.deposit) * dispute.terms.penaltyBps / BPS;
+        }
+        verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
+        emit AuditSettled(taskId, audit.opener, penalty);
+        if (penalty == 0) return 0;
+        // The penalty reached the escrow as a transfer: owed from now on, shared by the miners (dust to the first).
+        escrow.absorbReceived();
+        uint256[] memory amounts = new uint256[](pipeline.length);
+        uint256 share = penalty / pipeline.length;
+        for (uint256 i = 0; i < pipeline.length; ++i) {
+            amounts[i] = i == 0 ? penalty - share * (pipeline.length - 1) : share;
+        }
+        escrow.distribute(pipeline, amounts);
+    }
+
+    /// @inheritdoc IAudits
+    function auditOf(uint256 taskId) external view returns (Audit memory) {
+        return _audits[taskId];
+    }
+}

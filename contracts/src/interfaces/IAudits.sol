@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+import {ResultLeaf} from "../libraries/ResultLeaf.sol";
+
+/// @title IAudits
+/// @notice Random audits of committed tasks, paid from the audit pool: anyone draws a task's audit inside its
+/// challenge window; a later block's hash decides whether it is selected and which line; an active verifier that
+/// is not a party opens the audit's dispute over that line (in `IArbitration`), staking one seat on it: the seat's
+/// juror penalty goes to the line's miners if they are found correct. A seed nobody sealed in time never lets the
+/// task escape: the audit is drawn again and selected whatever the new seed says.
+interface IAudits {
+    /// @notice A task's audit. `drawBlock`: the block whose hash seeds it (0: never drawn). `forced`: its first
+    /// seed expired unsealed, so it is selected whatever the seed says. `isSealed`: the draw is final.
+    /// `disputeId`: the audit's dispute (0: none yet). `opener` staked `deposit` of its verifier stake on it,
+    /// locked until `settleAudit`.
+    struct Audit {
+        uint64 drawBlock;
+        bool forced;
+        bool isSealed;
+        bool selected;
+        bool settled;
+        uint32 requestIndex;
+        bytes32 seed;
+        uint256 disputeId;
+        address opener;
+        uint128 deposit;
+    }
+
+    error AuditsDisabled();
+    error AuditAlreadyDrawn(uint256 taskId, uint256 drawBlock);
+    error AuditNotDrawn(uint256 taskId);
+    error AuditAlreadySealed(uint256 taskId);
+    error AuditSeedNotReady(uint256 taskId, uint256 readyAtBlock);
+    error AuditNotSealed(uint256 taskId);
+    error TaskNotSelected(uint256 taskId);
+    error AuditAlreadyOpened(uint256 taskId, uint256 disputeId);
+    error NotAuditedLine(uint256 taskId, uint256 requestIndex, uint256 selectedIndex);
+    error AuditorStakeBusy(address auditor, uint256 deposit);
+    error AuditNotOpened(uint256 taskId);
+    error AuditStillOpen(uint256 taskId, uint256 disputeId);
+    error AuditAlreadySettled(uint256 taskId);
+
+    event AuditDrawn(uint256 indexed taskId, uint256 drawBlock, bool forced);
+    event AuditSealed(uint256 indexed taskId, bytes32 seed, bool selected, uint32 requestIndex);
+    event AuditOpened(
+        uint256 indexed disputeId, uint256 indexed taskId, address indexed auditor, uint128 deposit
+    );
+    event AuditSettled(uint256 indexed taskId, address indexed auditor, uint256 penalty);
+
+    /// @notice Adds `amount` to the audit pool (held by the escrow), which posts the bonds of audits.
+    function fundAuditPool(uint256 amount) external;
+    /// @notice Starts a task's audit draw: its seed will come from the hash of this transaction's block.
+    function drawAudit(uint256 taskId) external;
+    /// @notice Fixes the drawn audit: selected or not, and which line. A seed past the block hash window draws
+    /// the audit again from the current block, selected whatever it says (returns false: not sealed yet).
+    function sealAudit(uint256 taskId) external returns (bool selected);
+    /// @notice Opens the dispute of the selected line as the task's audit: an active verifier that is not a
+    /// party, staking one seat of its stake (the verifier registry's minimum stake) until the audit settles.
+    function openAudit(
+        uint256 taskId,
+        ResultLeaf.Leaf calldata leaf,
+        bytes32[] calldata proof,
+        bytes32[][] calldata servedProofs
+    ) external returns (uint256 disputeId);
+    /// @notice Anyone, once the audit's dispute is resolved: unlocks the opener's seat; if the miners were found
+    /// correct, the seat's juror penalty is paid to the miners it held to account.
+    function settleAudit(uint256 taskId) external returns (uint256 penalty);
+    /// @notice The audit of a task: its draw, whether sealed and selected, its dispute and its opener.
+    function auditOf(uint256 taskId) external view returns (Audit memory);
+}
