@@ -70,6 +70,9 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(handler.audited(), 1);
         handler.drawJury(5); // dispute 2, the audit
         assertGt(arbitration.roundOf(2, 0).commitDeadline, 0);
+        // Anyone may join it; the join adds nothing the audit's opener already proved.
+        handler.joinDispute(4, stranger); // 4: dispute 2 of 2
+        assertEq(handler.joins(), 1);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
         bytes4[58] memory s = [
