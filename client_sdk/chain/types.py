@@ -154,9 +154,9 @@ class Juror:
 
 @dataclass(frozen=True)
 class Verifier:
-    """A staked verifier; all zero if never registered. `locked`: stake held by the jury seats it sits on. It
-    can be drawn while active (not exiting); its stake can be withdrawn from `release_at` (seconds), once no
-    seat holds it."""
+    """A staked verifier; all zero if never registered. `locked`: stake held by the jury seats it sits on and
+    the audits it opened that are not settled yet. It can be drawn while active (not exiting); its stake can
+    be withdrawn from `release_at` (seconds), once no seat holds it."""
 
     stake: int
     locked: int

@@ -197,3 +197,8 @@ def test_an_audit_catches_a_corrupted_line_nobody_disputed(system: LocalSystem) 
     assert after["user"] - before["user"] == MAX_PRICE + slashed - reward
     evidence = client.http.get(f"/v1/disputes/{dispute_id}/evidence").json()
     assert evidence["reason"].startswith("audit: ") and evidence["result_line"]["custom_id"] in ids
+    # a verifier settles the resolved audit: a conviction frees the auditor's seat at no cost
+    audit = wait_for(lambda: (a := system.market.audits.audit_of(done.task_id)).settled and a, timeout=120)
+    assert audit.opener == opened.opener and audit.deposit == opened.terms.seat_stake
+    opener = system.market.verifiers.verifier_of(opened.opener)
+    assert opener.locked == 0 and balances(system)["pool"] == after["pool"]
