@@ -17,7 +17,15 @@ from client_sdk.chain.types import DisputeStatus, Verifier, Vote
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.task import TaskStatus
 from demo.lifecycle import DemoConfig
-from tests.helpers import UNIT, committed_task, past_appeal, register_verifier, run_round, set_audit_rate
+from tests.helpers import (
+    UNIT,
+    committed_task,
+    govern,
+    past_appeal,
+    register_verifier,
+    run_round,
+    set_audit_rate,
+)
 
 
 def test_a_verifier_stakes_exits_and_withdraws(
@@ -144,3 +152,23 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
         assert admin_market.escrow.balance_of(juror) == reward // seats
         assert admin_market.verifiers.verifier_of(juror).locked == 0
     assert admin_market.escrow.balance_of(verifier.address) == 0, "the auditor is paid nothing for opening"
+
+
+def test_the_audit_pool_is_spent_only_through_the_timelock(
+    admin_market: Market, chain: Anvil, accounts: list[LocalAccount]
+) -> None:
+    """What accumulates in the pool has an owner: the admin's call, announced a delay ahead in the timelock,
+    credits part of it to someone; the admin itself cannot spend it directly."""
+    funder, treasury = accounts[6], accounts[7].address
+    admin_market.token.mint(funder.address, 3 * UNIT)
+    as_funder = admin_market.as_account(funder)
+    as_funder.token.approve(admin_market.escrow.address, 3 * UNIT)
+    pool = admin_market.escrow.audit_pool()
+    as_funder.audits.fund_audit_pool(3 * UNIT)
+    spend = admin_market.escrow.spend_audit_pool_call(treasury, 2 * UNIT)
+    with pytest.raises(ContractRevert) as caught:
+        admin_market.escrow._send(spend)
+    assert caught.value.error_name == "AccessControlUnauthorizedAccount"
+    govern(admin_market, chain, spend)
+    assert admin_market.escrow.audit_pool() == pool + UNIT
+    assert admin_market.escrow.balance_of(treasury) == 2 * UNIT

@@ -166,6 +166,11 @@ class PaymentEscrow(_Bound):
         """Tokens in the audit pool, which posts the bonds of random audits."""
         return int(self.contract.functions.auditPool().call())
 
+    def spend_audit_pool_call(self, to: str, amount: int) -> ContractFunction:
+        """The admin call that credits `amount` of the audit pool to `to`; the admin role sits with the
+        timelock, so schedule it there (`Market.timelock`)."""
+        return self.contract.functions.spendAuditPool(to, amount)
+
     def withdraw(self) -> TxReceipt:
         return self._send(self.contract.functions.withdraw())
 

@@ -154,6 +154,16 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     }
 
     /// @inheritdoc IPaymentEscrow
+    /// @dev Moves money already owed from the pool to a balance: liabilities do not change.
+    function spendAuditPool(address to, uint256 amount) external onlyRole(DEFAULT_ADMIN_ROLE) {
+        uint256 pool = auditPool;
+        if (pool < amount) revert AuditPoolTooSmall(pool, amount);
+        auditPool = pool - amount;
+        _credit(to, amount);
+        emit AuditPoolSpent(to, amount);
+    }
+
+    /// @inheritdoc IPaymentEscrow
     /// @dev Never paused: money owed can always leave.
     function withdraw() external nonReentrant returns (uint256 amount) {
         amount = balanceOf[msg.sender];

@@ -291,6 +291,34 @@ contract PaymentEscrowTest is BaseTest {
         assertEq(escrow.auditPool(), 0);
     }
 
+    /// @dev Class 10(c): what accumulates in the pool (dust, penalties no coherent seat could take) has an owner:
+    /// only the admin (the timelock, so a delay ahead in public) credits it to someone, never beyond the pool,
+    /// and liabilities stay the same (the money is still owed, now to a balance).
+    function test_spendAuditPool_onlyTheAdmin_withinThePool() public {
+        _pool(9e6);
+        for (uint256 i = 0; i < 3; ++i) {
+            address caller = [arbiter, manager, stranger][i];
+            vm.expectRevert(_unauthorized(caller, 0x00));
+            vm.prank(caller);
+            escrow.spendAuditPool(caller, 1);
+        }
+        vm.expectRevert(abi.encodeWithSelector(IE.AuditPoolTooSmall.selector, 9e6, 9e6 + 1));
+        vm.prank(governor);
+        escrow.spendAuditPool(carol, 9e6 + 1);
+        vm.expectEmit(address(escrow));
+        emit IE.AuditPoolSpent(carol, 4e6);
+        vm.prank(governor);
+        escrow.spendAuditPool(carol, 4e6);
+        assertEq(escrow.auditPool(), 5e6);
+        assertEq(escrow.balanceOf(carol), 4e6);
+        assertEq(escrow.totalLiabilities(), 9e6);
+        _assertEscrowSolvent();
+        vm.prank(carol);
+        assertEq(escrow.withdraw(), 4e6);
+        assertEq(token.balanceOf(carol), 4e6);
+        _assertEscrowSolvent();
+    }
+
     /// @dev A pool bond released and not paid out goes back to the pool whole.
     function test_poolBond_returnsToPool() public {
         _pool(5e6);

@@ -27,6 +27,7 @@ interface IPaymentEscrow {
     event Credited(address indexed account, uint256 amount);
     event Withdrawn(address indexed account, uint256 amount);
     event AuditPoolFunded(address indexed payer, uint256 amount);
+    event AuditPoolSpent(address indexed to, uint256 amount);
     event AuditBondPosted(uint256 indexed disputeId, uint256 amount);
 
     /// @notice The task registry takes `amount` from `payer` into a task's escrow.
@@ -52,6 +53,9 @@ interface IPaymentEscrow {
     function fundAuditPool(address payer, uint256 amount) external;
     /// @notice Posts bond `bondId` out of the audit pool; `releaseBond` releases it.
     function depositBondFromAuditPool(uint256 bondId, uint256 amount) external;
+    /// @notice The admin (the timelock: announced a delay ahead) credits `amount` of the audit pool to `to`; what
+    /// nobody could be paid (dust, penalties with no coherent seat) would otherwise only ever accumulate there.
+    function spendAuditPool(address to, uint256 amount) external;
     /// @notice Pays the caller its whole credited balance.
     function withdraw() external returns (uint256 amount);
 
