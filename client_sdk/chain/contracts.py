@@ -495,7 +495,7 @@ class Audits(_Bound):
 
     def settle_audit(self, task_id: int) -> int:
         """Anyone, once the audit's dispute is resolved: frees the opener's seat; returns the penalty it paid
-        to the line's miners (non-zero only when they were found correct)."""
+        to the audit pool (non-zero only when the miners were found correct or the jury was never drawn)."""
         receipt = self._send(self.contract.functions.settleAudit(task_id))
         (event,) = self.contract.events.AuditSettled().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["penalty"])

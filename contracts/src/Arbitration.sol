@@ -284,7 +284,7 @@ contract Arbitration is Juries {
 
     /// @dev Round `r`'s bond: back to its payer if its side won; kept in part (NoDecision fee on the owner's
     /// round-0 bond) or forfeited otherwise. An audit-pool bond's unpaid rest stays in the float, which returns
-    /// to the pool; its juror reward is capped per day.
+    /// to the pool (so does an auditor's lost appeal bond); the pool's juror reward is capped per day.
     function _settleBond(
         uint256 disputeId,
         Dispute storage dispute,
@@ -311,7 +311,9 @@ contract Arbitration is Juries {
         if (payer == address(0)) {
             reward = _takeAuditBudget(reward);
         } else if (round.challengerSide) {
-            _payPipeline(ledger, pipeline, bond - reward, dispute.taskId);
+            // An auditor's lost appeal: the rest stays in the float for the audit pool, not with the line's
+            // miners, who may be the auditor's own.
+            if (!dispute.audit) _payPipeline(ledger, pipeline, bond - reward, dispute.taskId);
         } else {
             ledger.pay(dispute.challenger, bond - reward);
         }

@@ -13,9 +13,11 @@ import {ResultLeaf} from "./libraries/ResultLeaf.sol";
 /// @notice Random audits paid from the audit pool. Anyone draws a committed task's audit inside its challenge
 /// window; the hash of the draw's block decides whether it is selected and which line. An active verifier that is
 /// not a party opens the audit's dispute over that line (Arbitration runs it, its bond from the pool), locking one
-/// seat of its own stake until the dispute is resolved: if the miners are found correct, the seat's juror penalty
-/// pays them for the audit they did not deserve, so auditing correct lines on purpose costs the opener. Audits
-/// never use or block the owner's dispute; the owner's window is extended by the time an audit ran.
+/// seat of its own stake until the dispute is resolved: if the miners are found correct, or the opener leaves the
+/// jury undrawn, the seat's juror penalty goes to the audit pool, so auditing correct lines on purpose costs the
+/// opener (the line's miners could be its own: paying them would cost nothing), and an abandoned audit is opened
+/// again by the next verifier. Audits never use or block the owner's dispute; the owner's window is extended by
+/// the time an audit ran.
 ///
 /// A draw's seed is the hash of its block, which the EVM keeps for 256 blocks. A draw not sealed by then is drawn
 /// again from the block that finds it expired, and selected whatever the new seed says: letting a seed expire can
@@ -112,9 +114,15 @@ contract Audits is IAudits {
         Audit storage audit = _audits[taskId];
         if (!audit.isSealed) revert AuditNotSealed(taskId);
         if (!audit.selected) revert TaskNotSelected(taskId);
-        if (audit.disputeId != 0) revert AuditAlreadyOpened(taskId, audit.disputeId);
         if (leaf.requestIndex != audit.requestIndex) {
             revert NotAuditedLine(taskId, leaf.requestIndex, audit.requestIndex);
+        }
+        uint256 previous = audit.disputeId;
+        if (previous != 0) {
+            // Only an audit its opener abandoned (its jury never drawn) is opened again, by anyone.
+            if (!_abandoned(previous)) revert AuditAlreadyOpened(taskId, previous);
+            if (!audit.settled) _settle(taskId, audit);
+            audit.settled = false;
         }
         // Marked opened before the calls out (they go only to the protocol's own contracts).
         audit.disputeId = type(uint256).max;
@@ -128,32 +136,38 @@ contract Audits is IAudits {
     /// @inheritdoc IAudits
     function settleAudit(uint256 taskId) external returns (uint256 penalty) {
         Audit storage audit = _audits[taskId];
-        uint256 disputeId = audit.disputeId;
-        if (disputeId == 0) revert AuditNotOpened(taskId);
+        if (audit.disputeId == 0) revert AuditNotOpened(taskId);
         if (audit.settled) revert AuditAlreadySettled(taskId);
-        IArbitration.Dispute memory dispute = arbitration.getDispute(disputeId);
-        if (dispute.status == IArbitration.DisputeStatus.Open) revert AuditStillOpen(taskId, disputeId);
-        audit.settled = true;
-        address[] memory pipeline;
-        if (dispute.status == IArbitration.DisputeStatus.MinersCorrect) {
-            pipeline = arbitration.pipelineOf(disputeId);
-            penalty = uint256(audit.deposit) * dispute.terms.penaltyBps / BPS;
-        }
-        verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
-        emit AuditSettled(taskId, audit.opener, penalty);
-        if (penalty == 0) return 0;
-        // The penalty reached the escrow as a transfer: owed from now on, shared by the miners (dust to the first).
-        escrow.absorbReceived();
-        uint256[] memory amounts = new uint256[](pipeline.length);
-        uint256 share = penalty / pipeline.length;
-        for (uint256 i = 0; i < pipeline.length; ++i) {
-            amounts[i] = i == 0 ? penalty - share * (pipeline.length - 1) : share;
-        }
-        escrow.distribute(pipeline, amounts);
+        return _settle(taskId, audit);
     }
 
     /// @inheritdoc IAudits
     function auditOf(uint256 taskId) external view returns (Audit memory) {
         return _audits[taskId];
+    }
+
+    /// @dev Frees the opener's seat once the audit's dispute is resolved, taking its juror penalty for the
+    /// audit pool when the miners were found correct or the jury was never drawn. The pool, not the line's
+    /// miners: they may be the opener's own, who would get it back.
+    function _settle(uint256 taskId, Audit storage audit) private returns (uint256 penalty) {
+        uint256 disputeId = audit.disputeId;
+        IArbitration.Dispute memory dispute = arbitration.getDispute(disputeId);
+        if (dispute.status == IArbitration.DisputeStatus.Open) revert AuditStillOpen(taskId, disputeId);
+        audit.settled = true;
+        if (dispute.status == IArbitration.DisputeStatus.MinersCorrect || _abandoned(disputeId)) {
+            penalty = uint256(audit.deposit) * dispute.terms.penaltyBps / BPS;
+        }
+        verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
+        emit AuditSettled(taskId, audit.opener, penalty);
+        if (penalty == 0) return 0;
+        // The penalty reached the escrow as a transfer: owed from now on, all of it to the audit pool.
+        escrow.absorbReceived();
+        escrow.distribute(new address[](0), new uint256[](0));
+    }
+
+    /// @dev The dispute ended without a jury: round 0 was never drawn (anyone may draw; its opener did not).
+    function _abandoned(uint256 disputeId) private view returns (bool) {
+        return arbitration.getDispute(disputeId).status == IArbitration.DisputeStatus.NoDecision
+            && arbitration.roundOf(disputeId, 0).commitDeadline == 0;
     }
 }

@@ -140,8 +140,8 @@ contract AuditJoinsTest is BaseTest {
 
     /// @dev Class 10(c): a sybil verifier audits a correct line for nothing in return but the miners' delay. Its
     /// seat is locked while the audit runs, and once the jury finds the miners correct, settling the audit takes
-    /// the seat's juror penalty from the sybil and pays it to the line's miners (dust to the first). The owner
-    /// still pays the task as committed; the pool pays only the capped jurors' reward.
+    /// the seat's juror penalty from the sybil for the audit pool (not for the line's miners, who could be the
+    /// sybil's own). The owner still pays the task as committed; the pool pays only the capped jurors' reward.
     function test_attack_freeAuditOfACorrectLineCostsTheOpener() public {
         (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof, bytes32[][] memory served) =
             _auditOfLineZero();
@@ -152,14 +152,15 @@ contract AuditJoinsTest is BaseTest {
         audits.settleAudit(id);
 
         _decide(d, CORRECT);
+        uint256 pool = escrow.auditPool();
         uint256 penalty = MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
         vm.expectEmit(address(audits));
         emit IAu.AuditSettled(id, sybil, penalty);
         assertEq(audits.settleAudit(id), penalty);
         assertEq(verifierRegistry.verifierOf(sybil).stake, 2 * MIN_VERIFIER_STAKE - penalty);
         assertEq(verifierRegistry.verifierOf(sybil).locked, 0, "the seat is free again");
-        assertEq(escrow.balanceOf(miners[0]), penalty / 2, "half the penalty to each miner of the line");
-        assertEq(escrow.balanceOf(miners[1]), penalty / 2);
+        assertEq(escrow.auditPool(), pool + penalty, "the penalty to the pool");
+        assertEq(escrow.balanceOf(miners[0]) + escrow.balanceOf(miners[1]), 0, "nothing to the line's miners");
         vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadySettled.selector, id));
         audits.settleAudit(id);
 

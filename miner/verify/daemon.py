@@ -120,6 +120,7 @@ class Watching:
     tasks: set[int] = field(default_factory=set)
     judged: set[int] = field(default_factory=set)  # tasks whose audited line this verifier judged
     followed: set[int] = field(default_factory=set)  # audit disputes this verifier completed
+    abandoned: set[int] = field(default_factory=set)  # audit disputes that ended without a jury
 
 
 class Verifier:
@@ -353,7 +354,11 @@ class Verifier:
             return False  # not committed yet
         audit = audits.audit_of(task_id)
         if audit.dispute_id:
-            return self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
+            if not self._abandoned(audit.dispute_id):
+                return self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
+            if audit.dispute_id not in self.watching.abandoned:  # its opener never drew a jury: judged again,
+                self.watching.abandoned.add(audit.dispute_id)  # and opened again if it fails
+                self.watching.judged.discard(task_id)
         if audit.draw_block == 0:
             in_window = self.market.chain_time() < self.market.tasks.challenge_ends_at(task_id)
             if task.status != TaskStatus.RESULTS_COMMITTED or not in_window:
@@ -376,6 +381,13 @@ class Verifier:
         if task_id not in self.watching.judged and self._audit(task_id):
             self.watching.judged.add(task_id)
         return False  # watched until its audit is opened and settled, or the task is done
+
+    def _abandoned(self, dispute_id: int) -> bool:
+        """The audit's dispute ended without a jury (round 0 never drawn): anyone may open the audit again."""
+        arbitration = self.market.arbitration
+        if arbitration.get_dispute(dispute_id).status != DisputeStatus.NO_DECISION:
+            return False
+        return arbitration.round_of(dispute_id, 0).commit_deadline == 0
 
     def _opened_audit_settled(self, task_id: int, dispute_id: int, settled: bool) -> bool:
         """An opened audit: while its dispute runs, completes it from the coordinator's audit line (once);

@@ -7,7 +7,8 @@ import {ResultLeaf} from "../libraries/ResultLeaf.sol";
 /// @notice Random audits of committed tasks, paid from the audit pool: anyone draws a task's audit inside its
 /// challenge window; a later block's hash decides whether it is selected and which line; an active verifier that
 /// is not a party opens the audit's dispute over that line (in `IArbitration`), staking one seat on it: the seat's
-/// juror penalty goes to the line's miners if they are found correct. A seed nobody sealed in time never lets the
+/// juror penalty goes to the audit pool if the miners are found correct or the opener leaves the jury undrawn
+/// (then anyone may open the audit again). A seed nobody sealed in time never lets the
 /// task escape: the audit is drawn again and selected whatever the new seed says.
 interface IAudits {
     /// @notice A task's audit. `drawBlock`: the block whose hash seeds it (0: never drawn). `forced`: its first
@@ -56,7 +57,8 @@ interface IAudits {
     /// the audit again from the current block, selected whatever it says (returns false: not sealed yet).
     function sealAudit(uint256 taskId) external returns (bool selected);
     /// @notice Opens the dispute of the selected line as the task's audit: an active verifier that is not a
-    /// party, staking one seat of its stake (the verifier registry's minimum stake) until the audit settles.
+    /// party, staking one seat of its stake (the verifier registry's minimum stake) until the audit settles. An
+    /// audit whose dispute ended with no jury drawn is settled and opened again.
     function openAudit(
         uint256 taskId,
         ResultLeaf.Leaf calldata leaf,
@@ -64,7 +66,7 @@ interface IAudits {
         bytes32[][] calldata servedProofs
     ) external returns (uint256 disputeId);
     /// @notice Anyone, once the audit's dispute is resolved: unlocks the opener's seat; if the miners were found
-    /// correct, the seat's juror penalty is paid to the miners it held to account.
+    /// correct or its jury was never drawn, the seat's juror penalty goes to the audit pool.
     function settleAudit(uint256 taskId) external returns (uint256 penalty);
     /// @notice The audit of a task: its draw, whether sealed and selected, its dispute and its opener.
     function auditOf(uint256 taskId) external view returns (Audit memory);

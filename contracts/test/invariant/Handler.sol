@@ -1246,7 +1246,7 @@ contract Handler is Consent {
     }
 
     /// @dev Anyone settles an audit whose dispute is resolved: the opener's seat comes free, and only a finding
-    /// that the miners were correct costs it the seat's penalty, paid to the pipeline.
+    /// that the miners were correct, or a jury never drawn, costs it the seat's penalty (for the audit pool).
     function settleAudit(uint256 taskSeed) external track {
         uint256 count = tasks.taskCount();
         for (uint256 i = 0; i < count; ++i) {
@@ -1255,8 +1255,10 @@ contract Handler is Consent {
             if (a.disputeId == 0 || a.settled) continue;
             IA.Dispute memory d = arbitration.getDispute(a.disputeId);
             if (d.status == IA.DisputeStatus.Open) continue;
-            uint256 due =
-                d.status == IA.DisputeStatus.MinersCorrect ? a.deposit * d.terms.penaltyBps / 10_000 : 0;
+            bool abandoned = d.status == IA.DisputeStatus.NoDecision
+                && arbitration.roundOf(a.disputeId, 0).commitDeadline == 0;
+            bool charged = d.status == IA.DisputeStatus.MinersCorrect || abandoned;
+            uint256 due = charged ? a.deposit * d.terms.penaltyBps / 10_000 : 0;
             uint256 stakeBefore = verifierRegistry.verifierOf(a.opener).stake;
             audits.settleAudit(id);
             ++auditsSettled;
