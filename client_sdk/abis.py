@@ -19,6 +19,7 @@ CONTRACT_NAMES = (
     "VerifierRegistry",
     "Arbitration",
     "Audits",
+    "BlockRandomness",
     "LineChallenges",
     "TimelockController",
 )

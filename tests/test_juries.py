@@ -190,8 +190,9 @@ def test_a_juror_reads_its_duty_in_plain_words(
     admin_market.token.mint(user.address, bond)
     owner.token.approve(owner.escrow.address, bond)
     dispute_id = owner.arbitration.open_dispute(leaves[0], trees.proof(0), trees.served_proofs(0))
-    chain.advance_time(1)
-    chain.advance_time(1)
+    seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
+    while admin_market.w3.eth.block_number <= seed_block:
+        chain.advance_time(1)
     admin_market.arbitration.draw_jury(dispute_id)
     seats = admin_market.arbitration.juror_of(dispute_id, 0, verifier.address).seats
     assert seats == 5, "the only verifier: all five seats, one seat stake each"
@@ -247,8 +248,15 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     assert early.stderr.strip() == (
         f"error: dispute {dispute_id} cannot be appealed now: round 0 is waiting for its jury to be drawn"
     )
-    chain.advance_time(1)
-    chain.advance_time(1)
+    seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
+    soon = cli(user, "draw")
+    assert soon.exit_code == 1
+    assert soon.stderr.strip().startswith(
+        f"error: dispute {dispute_id} round 0: its seed is the random value of block {seed_block}, "
+        "not mined yet"
+    )
+    while admin_market.w3.eth.block_number <= seed_block:
+        chain.advance_time(1)
     drawn = cli(user, "draw")
     assert drawn.exit_code == 0, drawn.output
     assert drawn.stdout.startswith(f"dispute {dispute_id} round 0: ")
@@ -259,8 +267,9 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     salt = bytes(32)
     for round_index, vote in ((0, Vote.MINERS_AT_FAULT), (1, Vote.MINERS_CORRECT)):
         if round_index == 1:
-            chain.advance_time(1)
-            chain.advance_time(1)
+            seed_block = admin_market.arbitration.round_of(dispute_id, 1).seed_block
+            while admin_market.w3.eth.block_number <= seed_block:
+                chain.advance_time(1)
             assert cli(user, "draw").exit_code == 0
         seated = admin_market.arbitration.jurors_of(dispute_id, round_index)
         for juror in seated:

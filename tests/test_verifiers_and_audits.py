@@ -102,20 +102,22 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
 
     admin_market.audits.draw_audit(task_id)
     drawn = admin_market.audits.audit_of(task_id)
-    assert drawn.draw_block == admin_market.w3.eth.block_number and not drawn.sealed
-    with pytest.raises(ContractRevert) as caught:
+    assert drawn.seed_block == admin_market.w3.eth.block_number + 4 and not drawn.sealed
+    with pytest.raises(ContractRevert) as caught:  # the seed block is not mined yet
         admin_market.audits.seal_audit(task_id)
-    assert caught.value.error_name == "AuditSeedNotReady"
-    # The call is estimated against the latest block, which must come after the draw's: one block on.
-    chain.advance_time(1)
-    audit = admin_market.audits.seal_audit(task_id)
+    assert caught.value.error_name == "HeaderUnavailable"
+    # Calls are estimated against the latest block, which must come after the seed block.
+    while admin_market.w3.eth.block_number <= drawn.seed_block:
+        chain.advance_time(1)
+    audit = admin_market.audits.seal_audit(task_id)  # proves the seed block's prevrandao from its header
 
-    # The definition, independently: seed = keccak(abi.encode(blockhash(draw block), taskId)).
-    draw_hash = bytes(admin_market.w3.eth.get_block(drawn.draw_block)["hash"])
-    seed = keccak(encode(["bytes32", "uint256"], [draw_hash, task_id]))
+    # The definition, independently: seed = keccak(abi.encode(prevrandao of the seed block, taskId)).
+    mix_hash = bytes(admin_market.w3.eth.get_block(drawn.seed_block)["mixHash"])
+    assert admin_market.randomness.value_of(drawn.seed_block) == mix_hash
+    seed = keccak(encode(["bytes32", "uint256"], [mix_hash, task_id]))
     line = int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, 1]))) % config.requests
-    assert (audit.draw_block, audit.sealed, audit.seed, audit.selected, audit.request_index) == (
-        drawn.draw_block,
+    assert (audit.seed_block, audit.sealed, audit.seed, audit.selected, audit.request_index) == (
+        drawn.seed_block,
         True,
         seed,
         True,

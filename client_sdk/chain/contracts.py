@@ -17,6 +17,7 @@ from web3.types import TxReceipt
 
 from client_sdk.abis import load_abi
 from client_sdk.chain.deployment import Deployment
+from client_sdk.chain.headers import header_rlp
 from client_sdk.chain.rpc import open_rpc
 from client_sdk.chain.transactions import SendingLock, Transactor, call_view
 from client_sdk.chain.types import (
@@ -363,8 +364,38 @@ class VerifierRegistry(_StakeRegistry):
         return self._send(self.contract.functions.withdraw())
 
 
+class Randomness(_Bound):
+    """The random values juries and audits draw from: a past block's `prevrandao`, proven from its header."""
+
+    abi_name = "BlockRandomness"
+
+    def value_of(self, block_number: int) -> bytes:
+        """Block `block_number`'s proven random value; 32 zero bytes while it is not proven."""
+        return bytes(self.contract.functions.valueOf(block_number).call())
+
+    def is_expired(self, block_number: int) -> bool:
+        """Whether block `block_number`'s value can no longer be proven (its hash is gone)."""
+        return bool(self.contract.functions.isExpired(block_number).call())
+
+    def prove(self, block_number: int) -> bytes:
+        """Makes block `block_number`'s random value known on-chain, from its header as the node serves it
+        (anyone, once the block exists and within 256 blocks of it); returns the value."""
+        value = self.value_of(block_number)
+        if any(value):
+            return value
+        # A block not mined yet has no header: the contract's refusal (HeaderUnavailable) says so.
+        mined = block_number < self.w3.eth.block_number
+        header = header_rlp(self.w3.eth.get_block(block_number)) if mined else b""
+        self._send(self.contract.functions.prove(block_number, header))
+        return self.value_of(block_number)
+
+
 class Arbitration(_Bound):
     abi_name = "Arbitration"
+
+    def __init__(self, w3: Web3, address: str, transactor: Transactor | None, randomness: Randomness) -> None:
+        super().__init__(w3, address, transactor)
+        self.randomness = randomness
 
     def config(self) -> ArbitrationConfig:
         """The configuration for tasks created from now on."""
@@ -424,7 +455,10 @@ class Arbitration(_Bound):
         return int(event["args"]["disputeId"])
 
     def draw_jury(self, dispute_id: int) -> TxReceipt:
-        """Anyone, once the current round's seed block exists and before its drawing phase ends."""
+        """Anyone, once the current round's seed block exists and before its drawing phase ends: proves the
+        seed block's random value if nobody has, then draws."""
+        record = self.get_dispute(dispute_id)
+        self.randomness.prove(self.round_of(dispute_id, record.round).seed_block)
         return self._send(self.contract.functions.drawJury(dispute_id))
 
     def commit_vote(self, dispute_id: int, commitment: bytes) -> TxReceipt:
@@ -465,6 +499,10 @@ class Audits(_Bound):
 
     abi_name = "Audits"
 
+    def __init__(self, w3: Web3, address: str, transactor: Transactor | None, randomness: Randomness) -> None:
+        super().__init__(w3, address, transactor)
+        self.randomness = randomness
+
     def audit_of(self, task_id: int) -> Audit:
         return from_abi(Audit, self.contract.functions.auditOf(task_id).call())
 
@@ -476,8 +514,11 @@ class Audits(_Bound):
         return self._send(self.contract.functions.drawAudit(task_id))
 
     def seal_audit(self, task_id: int) -> Audit:
-        """Seals the drawn audit (from the block after the draw on); returns the audit as it is then: final,
-        or drawn again (forced selected) when its seed had expired."""
+        """Seals the drawn audit once its seed block exists (proving the block's random value if nobody has);
+        returns the audit as it is then: final, or drawn again (forced selected) when its seed had expired."""
+        seed_block = self.audit_of(task_id).seed_block
+        if seed_block and not self.randomness.is_expired(seed_block):
+            self.randomness.prove(seed_block)
         self._send(self.contract.functions.sealAudit(task_id))
         return self.audit_of(task_id)
 
@@ -604,8 +645,9 @@ class Market:
         self.escrow = PaymentEscrow(w3, deployment.payment_escrow, self.transactor)
         self.tasks = TaskRegistry(w3, deployment.task_registry, self.transactor)
         self.verifiers = VerifierRegistry(w3, deployment.verifier_registry, self.transactor)
-        self.arbitration = Arbitration(w3, deployment.arbitration, self.transactor)
-        self.audits = Audits(w3, deployment.audits, self.transactor)
+        self.randomness = Randomness(w3, deployment.randomness, self.transactor)
+        self.arbitration = Arbitration(w3, deployment.arbitration, self.transactor, self.randomness)
+        self.audits = Audits(w3, deployment.audits, self.transactor, self.randomness)
         self.challenges = LineChallenges(w3, deployment.line_challenges, self.transactor)
         self.timelock = Timelock(w3, deployment.timelock, self.transactor)
 

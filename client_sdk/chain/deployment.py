@@ -20,6 +20,7 @@ CONTRACT_KEYS = (
     "verifier_registry",
     "arbitration",
     "audits",
+    "randomness",
     "line_challenges",
 )
 ROLE_KEYS = ("admin", "coordinator", "fee_recipient", "timelock")
@@ -38,6 +39,7 @@ class Deployment:
     verifier_registry: str
     arbitration: str
     audits: str
+    randomness: str  # where jury and audit draws take their seeds
     line_challenges: str
     admin: str
     coordinator: str

@@ -108,8 +108,9 @@ class Phase(IntEnum):
 
 @dataclass(frozen=True)
 class Round:
-    """One round of a dispute. `seed_block`: the block whose hash seeds the draw; deadlines are 0 until the
-    jury is drawn; votes count seats. `bond` was posted by `bond_payer` (the zero address: the audit pool)."""
+    """One round of a dispute. `seed_block`: the block whose random value (`prevrandao`) seeds the draw;
+    deadlines are 0 until the jury is drawn; votes count seats. `bond` was posted by `bond_payer` (the zero
+    address: the audit pool)."""
 
     seed_block: int
     draw_deadline: int
@@ -176,12 +177,12 @@ class Verifier:
 
 @dataclass(frozen=True)
 class Audit:
-    """A task's random audit: drawn at `draw_block` (0: never; `forced`: its first seed expired unsealed, so
-    it is selected whatever the seed says); once `sealed` it is final; if `selected`, line `request_index` is
-    the one a verifier may audit, and `dispute_id` is the audit's dispute (0: none), opened by `opener`, who
-    locked `deposit` of its verifier stake until the audit is `settled`."""
+    """A task's random audit: seeded by block `seed_block`'s random value (0: never drawn; `forced`: a seed of
+    it expired unproven, so it is selected whatever the seed says); once `sealed` it is final; if `selected`,
+    line `request_index` is the one a verifier may audit, and `dispute_id` is the audit's dispute (0: none),
+    opened by `opener`, who locked `deposit` of its verifier stake until the audit is `settled`."""
 
-    draw_block: int
+    seed_block: int
     forced: bool
     sealed: bool
     selected: bool

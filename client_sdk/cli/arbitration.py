@@ -297,6 +297,13 @@ def draw(
     current = market.arbitration.round_of(dispute_id, record.round)
     if record.status != DisputeStatus.OPEN or current.drawn:
         raise UserError(f"dispute {dispute_id} round {record.round} has no jury left to draw")
+    latest = market.w3.eth.block_number
+    if latest <= current.seed_block:
+        raise UserError(
+            f"dispute {dispute_id} round {record.round}: its seed is the random value of block "
+            f"{current.seed_block}, not mined yet (the chain is at block {latest}); draw from block "
+            f"{current.seed_block + 1} on"
+        )
     market.arbitration.draw_jury(dispute_id)
     drawn = market.arbitration.round_of(dispute_id, record.round)
     console.print(

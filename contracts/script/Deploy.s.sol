@@ -13,12 +13,13 @@ import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {LineChallenges} from "../src/LineChallenges.sol";
 import {Audits} from "../src/Audits.sol";
+import {BlockRandomness} from "../src/BlockRandomness.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 
 /// @title Deploy
 /// @notice Deploys the market (mock token unless TOKEN is set, GPU registry, escrow, task registry, verifier
-/// registry, arbitration, audits, line challenges),
+/// registry, the randomness juries and audits draw from, arbitration, audits, line challenges),
 /// wires their roles, and writes a deployment file that every other component reads.
 /// Every parameter has a default and can be overridden by an environment variable of the same name.
 ///
@@ -56,6 +57,7 @@ contract Deploy is Script {
         PaymentEscrow escrow;
         TaskRegistry taskRegistry;
         VerifierRegistry verifierRegistry;
+        BlockRandomness randomness;
         Arbitration arbitration;
         Audits audits;
         LineChallenges lineChallenges;
@@ -95,11 +97,13 @@ contract Deploy is Script {
         d.verifierRegistry = new VerifierRegistry(
             token, address(d.escrow), p.admin, p.minVerifierStake, p.verifierUnbondingPeriod
         );
+        d.randomness = new BlockRandomness();
         d.arbitration = new Arbitration(
             d.taskRegistry,
             d.gpuRegistry,
             d.escrow,
             d.verifierRegistry,
+            d.randomness,
             p.admin,
             IArbitration.Config({
                 disputeBond: p.disputeBond,
@@ -112,7 +116,7 @@ contract Deploy is Script {
                 auditRewardPerDay: p.auditRewardPerDay
             })
         );
-        d.audits = new Audits(d.arbitration, d.taskRegistry, d.verifierRegistry, d.escrow);
+        d.audits = new Audits(d.arbitration, d.taskRegistry, d.verifierRegistry, d.escrow, d.randomness);
         d.lineChallenges = new LineChallenges(d.taskRegistry, d.escrow, p.answerPeriod);
 
         d.gpuRegistry.grantRole(d.gpuRegistry.TASK_MANAGER_ROLE(), address(d.taskRegistry));
@@ -188,6 +192,7 @@ contract Deploy is Script {
         vm.serializeAddress(c, "verifier_registry", address(d.verifierRegistry));
         vm.serializeAddress(c, "arbitration", address(d.arbitration));
         vm.serializeAddress(c, "audits", address(d.audits));
+        vm.serializeAddress(c, "randomness", address(d.randomness));
         string memory contracts = vm.serializeAddress(c, "line_challenges", address(d.lineChallenges));
 
         string memory r = "roles";

@@ -7,6 +7,7 @@ import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "./interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
+import {IRandomness} from "./interfaces/IRandomness.sol";
 import {AddressList} from "./libraries/AddressList.sol";
 import {PayoutLedger} from "./libraries/PayoutLedger.sol";
 import {ResultLeaf} from "./libraries/ResultLeaf.sol";
@@ -57,9 +58,10 @@ contract Arbitration is Juries {
         IGPURegistry gpuRegistry_,
         IPaymentEscrow escrow_,
         IVerifierRegistry verifiers_,
+        IRandomness randomness_,
         address admin,
         Config memory initialConfig
-    ) ArbitrationBase(taskRegistry_, gpuRegistry_, escrow_, verifiers_, admin, initialConfig) {}
+    ) ArbitrationBase(taskRegistry_, gpuRegistry_, escrow_, verifiers_, randomness_, admin, initialConfig) {}
 
     /// @inheritdoc IArbitration
     /// @dev The owner must have approved the escrow for `disputeBond`. Inside the task's challenge window, or at

@@ -7,21 +7,23 @@ import {IAudits} from "./interfaces/IAudits.sol";
 import {IPaymentEscrow} from "./interfaces/IPaymentEscrow.sol";
 import {ITaskRegistry} from "./interfaces/ITaskRegistry.sol";
 import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
+import {IRandomness, SEED_DELAY_BLOCKS} from "./interfaces/IRandomness.sol";
 import {ResultLeaf} from "./libraries/ResultLeaf.sol";
 
 /// @title Audits
 /// @notice Random audits paid from the audit pool. Anyone draws a committed task's audit inside its challenge
-/// window; the hash of the draw's block decides whether it is selected and which line. An active verifier that is
-/// not a party opens the audit's dispute over that line (Arbitration runs it, its bond from the pool), locking one
+/// window; the random value of a block just after the draw decides whether it is selected and which line. An
+/// active verifier that is not a party opens the audit's dispute over that line (Arbitration runs it, its bond from the pool), locking one
 /// seat of its own stake until the dispute is resolved: if the miners are found correct, or the opener leaves the
 /// jury undrawn, the seat's juror penalty goes to the audit pool, so auditing correct lines on purpose costs the
 /// opener (the line's miners could be its own: paying them would cost nothing), and an abandoned audit is opened
 /// again by the next verifier. Audits never use or block the owner's dispute; the owner's window is extended by
 /// the time an audit ran.
 ///
-/// A draw's seed is the hash of its block, which the EVM keeps for 256 blocks. A draw not sealed by then is drawn
-/// again from the block that finds it expired, and selected whatever the new seed says: letting a seed expire can
-/// only get a task audited, never spare it.
+/// A draw's seed is the random value (`IRandomness`: `prevrandao`) of a block a few blocks after the draw, which
+/// must be proven while the EVM still knows that block's hash (256 blocks). A seed that can no longer become known
+/// draws the audit again, and the new draw is selected whatever its seed says: letting a seed expire can only get
+/// a task audited, never spare it.
 /// @dev Opens disputes with Arbitration's audits role; locks and releases the opener's seat with the verifier
 /// registry's arbiter role; pays penalties through the escrow's arbiter role. It has no owner.
 contract Audits is IAudits {
@@ -33,6 +35,8 @@ contract Audits is IAudits {
     ITaskRegistry public immutable taskRegistry;
     IVerifierRegistry public immutable verifiers;
     IPaymentEscrow public immutable escrow;
+    /// @notice Where audits' seeds come from.
+    IRandomness public immutable randomness;
 
     mapping(uint256 taskId => Audit) private _audits;
 
@@ -40,12 +44,14 @@ contract Audits is IAudits {
         IArbitration arbitration_,
         ITaskRegistry taskRegistry_,
         IVerifierRegistry verifiers_,
-        IPaymentEscrow escrow_
+        IPaymentEscrow escrow_,
+        IRandomness randomness_
     ) {
         arbitration = arbitration_;
         taskRegistry = taskRegistry_;
         verifiers = verifiers_;
         escrow = escrow_;
+        randomness = randomness_;
     }
 
     /// @inheritdoc IAudits
@@ -55,8 +61,8 @@ contract Audits is IAudits {
     }
 
     /// @inheritdoc IAudits
-    /// @dev Anyone, once per task, while the task is committed and inside its challenge window. The hash of the
-    /// block this transaction lands in seeds the audit: unknown to the caller when it sends it.
+    /// @dev Anyone, once per task, while the task is committed and inside its challenge window. The random value
+    /// of the block SEED_DELAY_BLOCKS after this one seeds the audit: unknown to anyone when it is drawn.
     function drawAudit(uint256 taskId) external {
         if (arbitration.configOf(taskId).auditRateBps == 0) revert AuditsDisabled();
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
@@ -67,29 +73,29 @@ contract Audits is IAudits {
         uint256 endsAt = taskRegistry.challengeEndsAt(taskId);
         if (block.timestamp >= endsAt) revert ITaskRegistry.ChallengeWindowClosed(taskId, endsAt);
         Audit storage audit = _audits[taskId];
-        if (audit.drawBlock != 0) revert AuditAlreadyDrawn(taskId, audit.drawBlock);
-        audit.drawBlock = block.number.toUint64();
-        emit AuditDrawn(taskId, block.number, false);
+        if (audit.seedBlock != 0) revert AuditAlreadyDrawn(taskId, audit.seedBlock);
+        audit.seedBlock = (block.number + SEED_DELAY_BLOCKS).toUint64();
+        emit AuditDrawn(taskId, audit.seedBlock, false);
     }
 
     /// @inheritdoc IAudits
-    /// @dev Anyone, from the block after the draw: `seed = keccak256(abi.encode(blockhash(drawBlock), taskId))`;
+    /// @dev Anyone, once the seed block's random value is proven: `seed = keccak256(abi.encode(value, taskId))`;
     /// selected iff forced or `uint256(seed) % 10_000 < auditRateBps`; the line is
     /// `uint256(keccak256(abi.encode(seed, uint256(1)))) % requestCount`.
     function sealAudit(uint256 taskId) external returns (bool selected) {
         Audit storage audit = _audits[taskId];
-        uint256 drawn = audit.drawBlock;
-        if (drawn == 0) revert AuditNotDrawn(taskId);
+        uint256 seedBlock = audit.seedBlock;
+        if (seedBlock == 0) revert AuditNotDrawn(taskId);
         if (audit.isSealed) revert AuditAlreadySealed(taskId);
-        if (block.number <= drawn) revert AuditSeedNotReady(taskId, drawn + 1);
-        bytes32 hash = blockhash(drawn);
-        if (hash == 0) {
-            audit.drawBlock = block.number.toUint64();
+        bytes32 value = randomness.valueOf(seedBlock);
+        if (value == 0) {
+            if (!randomness.isExpired(seedBlock)) revert AuditSeedNotReady(taskId, seedBlock + 1);
+            audit.seedBlock = (block.number + SEED_DELAY_BLOCKS).toUint64();
             audit.forced = true;
-            emit AuditDrawn(taskId, block.number, true);
+            emit AuditDrawn(taskId, audit.seedBlock, true);
             return false;
         }
-        bytes32 seed = keccak256(abi.encode(hash, taskId));
+        bytes32 seed = keccak256(abi.encode(value, taskId));
         selected = audit.forced || uint256(seed) % BPS < arbitration.configOf(taskId).auditRateBps;
         audit.isSealed = true;
         audit.seed = seed;

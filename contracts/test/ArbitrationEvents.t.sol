@@ -35,7 +35,7 @@ contract ArbitrationEventsTest is BaseTest {
             0,
             this.leafHash(leaves[0]),
             uint128(DISPUTE_BOND),
-            uint64(block.number + 1)
+            uint64(block.number + 4)
         );
         vm.prank(alice);
         arbitration.openDispute(taskId, leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
@@ -92,7 +92,7 @@ contract ArbitrationEventsTest is BaseTest {
         _fund(miners[0], address(escrow), 2 * DISPUTE_BOND);
         vm.expectEmit(address(arbitration));
         emit IArbitration.Appealed(
-            disputeId, 1, miners[0], uint128(2 * DISPUTE_BOND), uint64(block.number + 1)
+            disputeId, 1, miners[0], uint128(2 * DISPUTE_BOND), uint64(block.number + 4)
         );
         vm.prank(miners[0]);
         arbitration.appeal(disputeId);
@@ -116,11 +116,10 @@ contract ArbitrationEventsTest is BaseTest {
         uint256 taskId = _committedTask(alice);
 
         vm.expectEmit(address(audits));
-        emit IAudits.AuditDrawn(taskId, block.number, false);
+        emit IAudits.AuditDrawn(taskId, block.number + 4, false);
         audits.drawAudit(taskId);
-        vm.roll(block.number + 1);
-        bytes32 hash = keccak256("the draw's block");
-        vm.setBlockhash(block.number - 1, hash);
+        bytes32 hash = keccak256("the seed block's mix hash");
+        _mineSeed(taskId, hash);
         bytes32 seed = keccak256(abi.encode(hash, taskId));
         uint32 line = uint32(uint256(keccak256(abi.encode(seed, uint256(1)))) % 4);
         vm.expectEmit(address(audits));

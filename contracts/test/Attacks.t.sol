@@ -325,8 +325,8 @@ contract AttacksTest is BaseTest {
         _assertEscrowSolvent();
     }
 
-    /// @dev Class 10(a): the party an audit would catch draws it (or waits for someone to) and lets the seed's
-    /// block hash expire unsealed, once or again and again, at an audit rate that would almost never select the
+    /// @dev Class 10(a): the party an audit would catch draws it (or waits for someone to) and lets the seed
+    /// expire unproven (its block's hash gone), once or again and again, at an audit rate that would almost never select the
     /// task. Every expiry draws the audit again and forces it selected: the last seal selects a line, an honest
     /// verifier opens the audit, and the task's window is still open for it.
     function test_attack_withheldSealForcesTheAudit() public {
@@ -334,19 +334,20 @@ contract AttacksTest is BaseTest {
         uint256 id = _committedTask(alice);
         audits.drawAudit(id);
         for (uint256 expiry = 0; expiry < 3; ++expiry) {
-            vm.roll(block.number + 257);
+            vm.roll(audits.auditOf(id).seedBlock + 257);
             assertFalse(audits.sealAudit(id), "an expired seed seals nothing");
             IAu.Audit memory redrawn = audits.auditOf(id);
-            assertEq(redrawn.drawBlock, block.number, "drawn again from the block that found it expired");
+            assertEq(redrawn.seedBlock, block.number + 4, "drawn again from the block that found it expired");
             assertTrue(redrawn.forced);
             assertFalse(redrawn.isSealed);
         }
-        vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadyDrawn.selector, id, block.number));
+        vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadyDrawn.selector, id, block.number + 4));
         audits.drawAudit(id);
-        vm.roll(block.number + 1);
+        vm.expectRevert(abi.encodeWithSelector(IAu.AuditSeedNotReady.selector, id, block.number + 5));
+        audits.sealAudit(id);
         // A seed that alone would not select the task at 1 bps.
         bytes32 hash = keccak256("an unlucky seed");
-        vm.setBlockhash(block.number - 1, hash);
+        _mineSeed(id, hash);
         assertGe(uint256(keccak256(abi.encode(hash, id))) % 10_000, 1, "the rate alone would skip it");
         assertTrue(audits.sealAudit(id), "forced: selected whatever the seed says");
         vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadySealed.selector, id));
@@ -367,8 +368,7 @@ contract AttacksTest is BaseTest {
         _setAuditRate(1);
         uint256 id = _committedTask(alice);
         audits.drawAudit(id);
-        vm.roll(block.number + 1);
-        vm.setBlockhash(block.number - 1, keccak256("an unlucky seed"));
+        _mineSeed(id, keccak256("an unlucky seed"));
         assertFalse(audits.sealAudit(id));
         assertTrue(audits.auditOf(id).isSealed);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);

@@ -10,6 +10,7 @@ import {Arbitration} from "../src/Arbitration.sol";
 import {VerifierRegistry} from "../src/VerifierRegistry.sol";
 import {LineChallenges} from "../src/LineChallenges.sol";
 import {Audits} from "../src/Audits.sol";
+import {BlockRandomness} from "../src/BlockRandomness.sol";
 import {IAccessControl} from "@openzeppelin/contracts/access/IAccessControl.sol";
 import {IGPURegistry} from "../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
@@ -17,6 +18,7 @@ import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
 import {ResultTree} from "./utils/ResultTree.sol";
 import {Consent} from "./utils/Consent.sol";
+import {Headers} from "./utils/Headers.sol";
 
 /// @notice Runs the deploy script's `deploy` as `run` does: creations and role grants are broadcast from `p.admin`.
 contract DeployHarness is Deploy {
@@ -103,6 +105,7 @@ abstract contract BaseTest is Consent {
     Arbitration internal arbitration;
     LineChallenges internal challenges;
     Audits internal audits;
+    BlockRandomness internal randomness;
 
     address[] internal miners;
     uint256[] internal signerKeys;
@@ -120,6 +123,7 @@ abstract contract BaseTest is Consent {
         arbitration = d.arbitration;
         challenges = d.lineChallenges;
         audits = d.audits;
+        randomness = d.randomness;
         verifierRegistry = d.verifierRegistry;
         governor = address(d.timelock);
         vm.label(address(verifierRegistry), "VerifierRegistry");
@@ -227,8 +231,7 @@ abstract contract BaseTest is Consent {
         vm.prank(bob);
         audits.fundAuditPool(10 * DISPUTE_BOND);
         audits.drawAudit(id);
-        vm.roll(block.number + 1);
-        _setSeed(block.number - 1, keccak256("audit draw"));
+        _mineSeed(id, keccak256("audit draw"));
         assertTrue(audits.sealAudit(id));
         line = audits.auditOf(id).requestIndex;
     }
@@ -250,6 +253,13 @@ abstract contract BaseTest is Consent {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(auditor);
         return audits.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+    }
+
+    /// @dev Mines task `id`'s audit seed block and proves `value` as its random value.
+    function _mineSeed(uint256 id, bytes32 value) internal {
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        vm.roll(seedBlock + 1);
+        _setSeed(seedBlock, value);
     }
 
     // ---- miners
@@ -681,20 +691,23 @@ abstract contract BaseTest is Consent {
         round = arbitration.roundOf(disputeId, r);
     }
 
-    /// @dev Mines the seed block and draws the current round's jury; returns its jurors.
+    /// @dev Mines the seed block, proves its randomness and draws the current round's jury; returns its jurors.
     function _drawJury(uint256 disputeId) internal returns (address[] memory jurors) {
         (uint8 r, IArbitration.Round memory round) = _round(disputeId);
         if (block.number <= round.seedBlock) vm.roll(round.seedBlock + 1);
-        if (blockhash(round.seedBlock) == 0) {
+        if (randomness.valueOf(round.seedBlock) == 0) {
             _setSeed(round.seedBlock, keccak256(abi.encode("seed", disputeId, r)));
         }
         arbitration.drawJury(disputeId);
         jurors = arbitration.jurorsOf(disputeId, r);
     }
 
-    /// @dev The hash of block `number` (forge leaves past hashes empty unless set).
-    function _setSeed(uint256 number, bytes32 hash) internal {
-        vm.setBlockhash(number, hash);
+    /// @dev Makes `value` the proven random value of past block `number`: a header with that mix hash becomes
+    /// the block's (forge leaves past hashes empty unless set) and is proven to the randomness contract.
+    function _setSeed(uint256 number, bytes32 value) internal {
+        bytes memory header = Headers.withMixHash(value);
+        vm.setBlockhash(number, keccak256(header));
+        randomness.prove(number, header);
     }
 
     function _salt(address juror) internal pure returns (bytes32) {

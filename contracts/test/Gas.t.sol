@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {BaseTest} from "./BaseTest.sol";
+import {Headers} from "./utils/Headers.sol";
 import {IArbitration} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
@@ -111,8 +112,7 @@ contract GasTest is BaseTest {
 
     function _drawn(uint256 id) internal {
         audits.drawAudit(id);
-        vm.roll(block.number + 1);
-        vm.setBlockhash(block.number - 1, keccak256("the draw's block"));
+        _mineSeed(id, keccak256("the seed block's mix hash"));
     }
 
     function registerVerifierGas() external returns (uint256 used) {
@@ -136,7 +136,7 @@ contract GasTest is BaseTest {
         audits.drawAudit(id);
         used = g - gasleft();
         vm.pauseGasMetering();
-        assertEq(audits.auditOf(id).drawBlock, block.number);
+        assertEq(audits.auditOf(id).seedBlock, block.number + 4);
     }
 
     function sealAuditGas() external returns (uint256 used) {
@@ -345,6 +345,26 @@ contract GasTest is BaseTest {
     function test_gas_drawAudit() public {
         vm.pauseGasMetering();
         this.drawAuditGas();
+    }
+
+    function proveRandomnessGas() external returns (uint256 used) {
+        vm.roll(block.number + 10);
+        bytes memory header = Headers.withMixHash(keccak256("a mix hash"));
+        vm.setBlockhash(block.number - 1, keccak256(header));
+        _cool();
+        vm.resumeGasMetering();
+        uint256 g = gasleft();
+        randomness.prove(block.number - 1, header);
+        used = g - gasleft();
+        vm.pauseGasMetering();
+        assertEq(randomness.valueOf(block.number - 1), keccak256("a mix hash"));
+    }
+
+    /// @dev A round's or an audit's seed: one header proven per seed block (a short test header; a real one,
+    /// about 600 bytes, adds its calldata).
+    function test_gas_proveRandomness() public {
+        vm.pauseGasMetering();
+        this.proveRandomnessGas();
     }
 
     function test_gas_sealAudit() public {

@@ -6,11 +6,12 @@ import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
 import {IAudits as IAu} from "../src/interfaces/IAudits.sol";
 import {ITaskRegistry as IT} from "../src/interfaces/ITaskRegistry.sol";
 import {ResultLeaf} from "../src/libraries/ResultLeaf.sol";
+import {BlockRandomness} from "../src/BlockRandomness.sol";
+import {Headers} from "./utils/Headers.sol";
 
 /// @notice A cold review's attempts on the random audits (`Audits`) and Arbitration's `openAudit`/`joinDispute`,
 /// by a reviewer that did not write them, kept as tests: `test_attack_*` shows an attempt fails (after the fix it
-/// led to), `test_defended_*` an idea the code already defended, `test_residual_*` what still works until the
-/// randomness of the second review's class 5 replaces block hashes (docs/security.md, residuals).
+/// led to), `test_defended_*` an idea the code already defended.
 contract ReviewAuditsTest is BaseTest {
     IA.Vote internal constant AT_FAULT = IA.Vote.MinersAtFault;
     IA.Vote internal constant CORRECT = IA.Vote.MinersCorrect;
@@ -52,14 +53,15 @@ contract ReviewAuditsTest is BaseTest {
     /// and picks `line` (simulates luck, or a grinding block builder).
     function _selectLine(uint256 id, uint32 line) internal {
         audits.drawAudit(id);
-        vm.roll(block.number + 1);
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        vm.roll(seedBlock + 1);
         uint256 rate = arbitration.configOf(id).auditRateBps;
         for (uint256 salt = 0;; ++salt) {
             bytes32 hash = keccak256(abi.encode("grind", salt));
             bytes32 seed = keccak256(abi.encode(hash, id));
             if (uint256(seed) % 10_000 >= rate) continue;
             if (uint256(keccak256(abi.encode(seed, uint256(1)))) % 4 != line) continue;
-            _setSeed(block.number - 1, hash);
+            _setSeed(seedBlock, hash);
             break;
         }
         assertTrue(audits.sealAudit(id));
@@ -80,66 +82,46 @@ contract ReviewAuditsTest is BaseTest {
 
     // ------------------------------------------------------------------------------------------ findings
 
-    /// @dev Residual (block producer + cheating miner; class 5, open): the audit's seed is the hash of the very block the
-    /// `drawAudit` lands in. Whoever builds that block chooses its contents (extraData, tx order, fee recipient,
-    /// timestamp) after seeing the result of each try, at the cost of one keccak per try, not of a withheld block.
-    /// A cheater bundles `drawAudit` with a builder, who grinds the header until the seed says "not selected"
-    /// (90% of hashes at a 10% rate: ~1.1 tries). The sealed draw is final: the cheated task can never be audited
-    /// and is paid in full. At a 100% rate the builder grinds the line instead (3/4 of hashes miss the cheated one).
-    function test_residual_builderGrindsDrawBlockHash_taskEscapesAudit() public {
+    /// @dev Class 5 (a block builder with a cheating miner), the cold review's grinding proof turned around: the
+    /// builder of a block tries header contents for free, one hash each, and a seed that was a block's hash was its
+    /// choice (nine tries in ten sealed a task at a 10% rate as not selected; at a full rate it picked the line).
+    /// The seed is now the mix hash (prevrandao) of the block SEED_DELAY_BLOCKS after the draw: unknown to the
+    /// draw's own builder, and the same in every header the seed block's builder may publish; a header with another
+    /// mix hash is not that block's. Whatever extra data the builder grinds, the audit comes out the same.
+    function test_attack_builderCannotGrindTheAuditSeed() public {
         uint256 id = _taskAtDefaultRate();
-        // m2 alone served line 1, and cheated on it. Its builder includes drawAudit and grinds the header.
         audits.drawAudit(id);
-        uint256 drawBlock = block.number;
-        uint256 tries;
-        for (uint256 extraData = 0;; ++extraData) {
-            ++tries;
-            bytes32 candidateHash = keccak256(abi.encode("header with extraData", extraData));
-            bytes32 seed = keccak256(abi.encode(candidateHash, id));
-            if (uint256(seed) % 10_000 >= AUDIT_RATE_BPS) {
-                _setSeed(drawBlock, candidateHash); // the header it publishes
-                break;
-            }
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        assertEq(seedBlock, block.number + 4, "a later block's value, unknown when the draw lands");
+        vm.roll(seedBlock + 1);
+        bytes32 mix = keccak256("the beacon chain's RANDAO mix");
+        IAu.Audit[] memory outcomes = new IAu.Audit[](3);
+        for (uint256 attempt = 0; attempt < 3; ++attempt) {
+            uint256 snapshot = vm.snapshotState();
+            bytes memory published = Headers.withExtraData(abi.encode(attempt), mix);
+            vm.setBlockhash(seedBlock, keccak256(published));
+            bytes memory wished =
+                Headers.withExtraData(abi.encode(attempt), keccak256(abi.encode("wish", attempt)));
+            vm.expectRevert(
+                abi.encodeWithSelector(
+                    BlockRandomness.HeaderMismatch.selector,
+                    seedBlock,
+                    keccak256(published),
+                    keccak256(wished)
+                )
+            );
+            randomness.prove(seedBlock, wished);
+            assertEq(randomness.prove(seedBlock, published), mix, "the block's mix hash, whatever the header");
+            audits.sealAudit(id);
+            outcomes[attempt] = audits.auditOf(id);
+            vm.revertToState(snapshot);
         }
-        assertLe(tries, 3, "a handful of local hashes");
-        vm.roll(block.number + 1);
-        assertFalse(audits.sealAudit(id), "sealed as not selected, for good");
-
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        vm.prank(auditor);
-        vm.expectRevert(abi.encodeWithSelector(IAu.TaskNotSelected.selector, id));
-        audits.openAudit(id, leaves[1], _proofOf(leaves, 1), _servedProofs(leaves, 1));
-        vm.expectRevert(abi.encodeWithSelector(IAu.AuditAlreadyDrawn.selector, id, drawBlock));
-        audits.drawAudit(id);
-
-        vm.warp(tasks.challengeEndsAt(id));
-        tasks.finalizeTask(id);
-        IT.Commitment memory c = _honestCommitment(id, leaves);
-        assertEq(escrow.balanceOf(miners[2]), c.minerAmounts[2], "the cheater is paid in full");
-        _assertEscrowSolvent();
-    }
-
-    /// @dev Residual (class 5, open): at a 100% rate the same builder grinds which line is audited, away from the cheated one.
-    function test_residual_builderGrindsAuditedLine_atFullRate() public {
-        uint256 id = _auditableTask(); // rate 10,000 bps
-        audits.drawAudit(id);
-        uint256 drawBlock = block.number;
-        for (uint256 extraData = 0;; ++extraData) {
-            bytes32 candidateHash = keccak256(abi.encode("header with extraData", extraData));
-            bytes32 seed = keccak256(abi.encode(candidateHash, id));
-            // line 1 is the cheated one; line 3 has no accountable miner at all (unauditable): prefer it.
-            if (uint256(keccak256(abi.encode(seed, uint256(1)))) % 4 == 3) {
-                _setSeed(drawBlock, candidateHash);
-                break;
-            }
+        for (uint256 attempt = 1; attempt < 3; ++attempt) {
+            assertEq(outcomes[attempt].seed, outcomes[0].seed, "the same seed");
+            assertEq(outcomes[attempt].selected, outcomes[0].selected);
+            assertEq(outcomes[attempt].requestIndex, outcomes[0].requestIndex);
         }
-        vm.roll(block.number + 1);
-        assertTrue(audits.sealAudit(id));
-        assertEq(audits.auditOf(id).requestIndex, 3, "the builder picked the line nobody answers for");
-        ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
-        vm.prank(auditor);
-        vm.expectRevert(abi.encodeWithSelector(IT.NoAccountableMiner.selector, id, uint32(3)));
-        audits.openAudit(id, leaves[3], _proofOf(leaves, 3), _servedProofs(leaves, 3));
+        assertEq(outcomes[0].seed, keccak256(abi.encode(mix, id)));
     }
 
     /// @dev A miner and its sybil verifier audit the miner's own correct line and appeal the acquittal, to freeze
@@ -241,7 +223,7 @@ contract ReviewAuditsTest is BaseTest {
         assertTrue(audits.auditOf(id).forced);
         vm.roll(block.number + 300); // expired again
         assertFalse(audits.sealAudit(id));
-        uint256 redraw = audits.auditOf(id).drawBlock;
+        uint256 redraw = audits.auditOf(id).seedBlock;
         // A seed that would not select at 10%.
         for (uint256 salt = 0;; ++salt) {
             bytes32 hash = keccak256(abi.encode("unselecting", salt));

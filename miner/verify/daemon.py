@@ -359,7 +359,7 @@ class Verifier:
             if audit.dispute_id not in self.watching.abandoned:  # its opener never drew a jury: judged again,
                 self.watching.abandoned.add(audit.dispute_id)  # and opened again if it fails
                 self.watching.judged.discard(task_id)
-        if audit.draw_block == 0:
+        if audit.seed_block == 0:
             in_window = self.market.chain_time() < self.market.tasks.challenge_ends_at(task_id)
             if task.status != TaskStatus.RESULTS_COMMITTED or not in_window:
                 return not in_window

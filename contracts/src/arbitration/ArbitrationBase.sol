@@ -8,6 +8,7 @@ import {ITaskRegistry} from "../interfaces/ITaskRegistry.sol";
 import {IGPURegistry} from "../interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "../interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry} from "../interfaces/IVerifierRegistry.sol";
+import {IRandomness} from "../interfaces/IRandomness.sol";
 
 /// @title ArbitrationBase
 /// @notice What every part of arbitration shares: the contracts it is wired to, its configuration (every version
@@ -29,6 +30,8 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
     IPaymentEscrow public immutable escrow;
     /// @notice The verifiers' stake and their weight in jury draws.
     IVerifierRegistry public immutable verifiers;
+    /// @notice Where juries' seeds come from.
+    IRandomness public immutable randomness;
 
     /// @dev Every configuration ever set, and the time from which each applies to newly created tasks.
     Config[] private _configs;
@@ -39,17 +42,20 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
         IGPURegistry gpuRegistry_,
         IPaymentEscrow escrow_,
         IVerifierRegistry verifiers_,
+        IRandomness randomness_,
         address admin,
         Config memory initialConfig
     ) {
         if (
             address(taskRegistry_) == address(0) || address(gpuRegistry_) == address(0)
-                || address(escrow_) == address(0) || address(verifiers_) == address(0) || admin == address(0)
+                || address(escrow_) == address(0) || address(verifiers_) == address(0)
+                || address(randomness_) == address(0) || admin == address(0)
         ) revert ZeroAddress();
         taskRegistry = taskRegistry_;
         gpuRegistry = gpuRegistry_;
         escrow = escrow_;
         verifiers = verifiers_;
+        randomness = randomness_;
         _grantRole(DEFAULT_ADMIN_ROLE, admin);
         _setConfig(initialConfig);
     }

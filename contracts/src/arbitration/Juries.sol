@@ -6,12 +6,14 @@ import {IArbitration} from "../interfaces/IArbitration.sol";
 import {AddressList} from "../libraries/AddressList.sol";
 import {PayoutLedger} from "../libraries/PayoutLedger.sol";
 import {ArbitrationBase} from "./ArbitrationBase.sol";
+import {SEED_DELAY_BLOCKS} from "../interfaces/IRandomness.sol";
 
 /// @title Juries
 /// @notice The jury of each dispute round: drawn at random, weighted by stake, voting by commit and reveal.
 ///
-/// The hash of the block after a round opens (unknown when it opens) seeds its draw, and the candidates are the
-/// verifiers registered before it opened. Anyone draws the jury once that block exists: `seats` seats, each
+/// The random value (`IRandomness`: `prevrandao`) of a block a few blocks after a round opens (unknown when it
+/// opens, and not the choice of any one block's builder) seeds its draw, and the candidates are the verifiers
+/// registered before it opened. Anyone draws the jury once that value is proven: `seats` seats, each
 /// landing on a verifier with probability proportional to its registered stake. A landing on a party to the
 /// dispute (task owner, opener, coordinator, the task's miners and their signers), on an exiting verifier or on
 /// one without free stake for another seat is drawn again, a bounded number of times. Each seat locks
@@ -25,8 +27,6 @@ abstract contract Juries is ArbitrationBase {
 
     /// @notice Draws per seat before a jury is left short (parties and busy verifiers are drawn again).
     uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
-    /// @notice Blocks whose hash the EVM still returns: a seed must be used within them.
-    uint256 public constant BLOCKHASH_WINDOW = 256;
 
     mapping(uint256 disputeId => Round[]) internal _rounds;
     mapping(uint256 disputeId => mapping(uint8 round => address[])) private _jurors;
@@ -38,9 +38,10 @@ abstract contract Juries is ArbitrationBase {
         uint8 r = dispute.round;
         Round storage round = _rounds[disputeId][r];
         if (round.commitDeadline != 0) revert JuryAlreadyDrawn(disputeId, r);
-        if (block.number <= round.seedBlock) revert JuryNotDrawable(disputeId, round.seedBlock + 1);
         if (_drawExpired(round)) revert DrawExpired(disputeId, r);
-        uint256 seed = uint256(keccak256(abi.encode(blockhash(round.seedBlock), disputeId, r)));
+        bytes32 value = randomness.valueOf(round.seedBlock);
+        if (value == 0) revert JuryNotDrawable(disputeId, round.seedBlock + 1);
+        uint256 seed = uint256(keccak256(abi.encode(value, disputeId, r)));
         uint256 drawn =
             _drawSeats(disputeId, r, seed, round, _parties(disputeId, dispute), dispute.terms.seatStake);
         uint64 phase = dispute.terms.phase;
@@ -124,8 +125,8 @@ abstract contract Juries is ArbitrationBase {
         virtual
         returns (address[] memory);
 
-    /// @dev Round `r` has `2^r * (baseJury + 1) - 1` seats; its seed is the next block's hash, and only verifiers
-    /// registered by now can sit on it.
+    /// @dev Round `r` has `2^r * (baseJury + 1) - 1` seats; its seed is the random value of the block
+    /// SEED_DELAY_BLOCKS from now, and only verifiers registered by now can sit on it.
     function _openRound(
         uint256 disputeId,
         Terms memory terms,
@@ -134,7 +135,7 @@ abstract contract Juries is ArbitrationBase {
         address bondPayer,
         bool challengerSide
     ) internal returns (uint64 seedBlock) {
-        seedBlock = (block.number + 1).toUint64();
+        seedBlock = (block.number + SEED_DELAY_BLOCKS).toUint64();
         _rounds[disputeId].push(
             Round({
                 seedBlock: seedBlock,
@@ -213,11 +214,10 @@ abstract contract Juries is ArbitrationBase {
         }
     }
 
-    /// @dev A round's jury can no longer be drawn: its seed block's hash is gone, or its drawing phase is over.
+    /// @dev A round's jury can no longer be drawn: its drawing phase is over, or its seed can no longer become
+    /// known.
     function _drawExpired(Round storage round) internal view returns (bool) {
-        return
-            block.number > uint256(round.seedBlock) + BLOCKHASH_WINDOW
-                || block.timestamp >= round.drawDeadline;
+        return block.timestamp >= round.drawDeadline || randomness.isExpired(round.seedBlock);
     }
 
     /// @dev The side with more revealed seats; NoDecision on a tie (or no reveal).

@@ -7,7 +7,7 @@ import {ResultLeaf} from "../libraries/ResultLeaf.sol";
 /// @notice Disputes over single result leaves, decided by juries drawn at random from the staked verifiers,
 /// weighted by stake. A dispute is opened by the task owner, or by a verifier as the random audit of a task the
 /// chain selected (through `IAudits`; bond from the audit pool), and anyone may add the miners accountable for its
-/// leaf that its opener left out. Each round: a future block's hash is fixed at opening as the seed;
+/// leaf that its opener left out. Each round: a future block's random value is fixed at opening as the seed;
 /// anyone draws the jury from it; jurors commit, then reveal; the losing side may appeal to a larger jury for a
 /// larger bond. The last round decides; jurors of every round who voted against the final outcome, or did not
 /// reveal, lose part of their seat stake to the coherent ones.
@@ -56,7 +56,7 @@ interface IArbitration {
         uint128 seatStake; // stake locked per seat: the verifier registry's minimum stake at opening
     }
 
-    /// @notice One round. `seedBlock`: the future block whose hash seeds the draw. `weightTotal`: the sortition
+    /// @notice One round. `seedBlock`: the future block whose random value (`IRandomness`) seeds the draw. `weightTotal`: the sortition
     /// total when the round opened (later verifiers cannot be drawn). Deadlines are 0 until the jury is drawn.
     /// `bond` was posted by `bondPayer` (for round 0 of an audit: the audit pool, `bondPayer` = 0) on the
     /// challenger's side or not (`challengerSide`).
@@ -167,7 +167,7 @@ interface IArbitration {
         bytes32[] calldata proof,
         bytes32[][] calldata servedProofs
     ) external returns (uint256 disputeId);
-    /// @notice Draws the current round's jury from the hash of its seed block; anyone, once that block exists.
+    /// @notice Draws the current round's jury from its seed block's random value; anyone, once it is proven.
     function drawJury(uint256 disputeId) external;
     /// @notice A juror's sealed vote: `voteCommitment(disputeId, round, juror, vote, salt)`.
     function commitVote(uint256 disputeId, bytes32 commitment) external;

@@ -11,6 +11,8 @@ import {Arbitration} from "../../src/Arbitration.sol";
 import {VerifierRegistry} from "../../src/VerifierRegistry.sol";
 import {LineChallenges} from "../../src/LineChallenges.sol";
 import {Audits} from "../../src/Audits.sol";
+import {BlockRandomness} from "../../src/BlockRandomness.sol";
+import {Headers} from "../utils/Headers.sol";
 import {ILineChallenges as IL} from "../../src/interfaces/ILineChallenges.sol";
 import {IGPURegistry as IG} from "../../src/interfaces/IGPURegistry.sol";
 import {ITaskRegistry as IT} from "../../src/interfaces/ITaskRegistry.sol";
@@ -36,6 +38,7 @@ contract Handler is Consent {
         VerifierRegistry verifierRegistry;
         LineChallenges challenges;
         Audits audits;
+        BlockRandomness randomness;
         address admin;
         address coordinator;
         address feeRecipient;
@@ -54,6 +57,7 @@ contract Handler is Consent {
     VerifierRegistry internal verifierRegistry;
     LineChallenges internal challenges;
     Audits internal audits;
+    BlockRandomness internal randomness;
     address internal admin;
     address internal coordinator;
     address internal feeRecipient;
@@ -158,6 +162,7 @@ contract Handler is Consent {
         (token, registry, escrow, tasks) = (d.token, d.registry, d.escrow, d.tasks);
         (arbitration, verifierRegistry, challenges, audits) =
         (d.arbitration, d.verifierRegistry, d.challenges, d.audits);
+        randomness = d.randomness;
         (admin, coordinator, feeRecipient) = (d.admin, d.coordinator, d.feeRecipient);
         miners = miners_;
         signerKeys = keys;
@@ -880,15 +885,13 @@ contract Handler is Consent {
         round = arbitration.roundOf(id, r);
     }
 
-    /// @dev Gives the seed block a hash (forge leaves it empty) and draws.
+    /// @dev Proves the seed block's random value (forge leaves past blocks without headers) and draws.
     function drawJury(uint256 disputeSeed) external track {
         uint256 id = _pickDispute(disputeSeed);
         if (id == 0) return;
         (, IA.Round memory round) = _currentRound(id);
         if (block.number <= round.seedBlock) vm.roll(round.seedBlock + 1);
-        if (blockhash(round.seedBlock) == 0 && round.seedBlock + 256 >= block.number) {
-            vm.setBlockhash(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
-        }
+        _prove(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
         try arbitration.drawJury(id) {
             _checkNoPartySeated(id);
             _jurorsAct();
@@ -1029,21 +1032,28 @@ contract Handler is Consent {
         for (uint256 i = 0; i < count; ++i) {
             uint256 id = ((seed >> 2) % count + i) % count + 1;
             IAu.Audit memory a = audits.auditOf(id);
-            if (a.drawBlock != 0 && (selected ? a.selected : !a.isSealed)) return id;
+            if (a.seedBlock != 0 && (selected ? a.selected : !a.isSealed)) return id;
         }
         return 0;
     }
 
-    /// @dev Sometimes lets the seed's block hash expire first (the audit then seals as not selected).
+    /// @dev Sometimes lets the seed expire unproven first (the audit is then drawn again, forced selected).
     function sealAudit(uint256 taskSeed, uint16 blocks) external track {
         uint256 id = _pickAudit(taskSeed, false);
         if (id == 0) return;
-        uint256 drawBlock = audits.auditOf(id).drawBlock;
-        vm.roll(block.number + (blocks % 8 == 0 ? 300 : blocks % 3));
-        if (block.number <= drawBlock + 256 && blockhash(drawBlock) == 0 && drawBlock < block.number) {
-            vm.setBlockhash(drawBlock, keccak256(abi.encode(taskSeed, drawBlock)));
-        }
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        vm.roll(block.number + (blocks % 8 == 0 ? 300 : blocks % 6));
+        _prove(seedBlock, keccak256(abi.encode(taskSeed, seedBlock)));
         try audits.sealAudit(id) {} catch {}
+    }
+
+    /// @dev Proves `value` as the random value of block `number` if it can be proven now (past, within the
+    /// block hash window) and was not yet.
+    function _prove(uint256 number, bytes32 value) internal {
+        if (number >= block.number || number + 256 < block.number || randomness.valueOf(number) != 0) return;
+        bytes memory header = Headers.withMixHash(value);
+        vm.setBlockhash(number, keccak256(header));
+        randomness.prove(number, header);
     }
 
     /// @dev A selected line of a task, by a random verifier; sometimes the wrong line.
@@ -1159,17 +1169,18 @@ contract Handler is Consent {
         }
     }
 
-    /// @dev (d) A withholding sealer lets the draw block's hash expire before sealing: the audit must be drawn
+    /// @dev (d) A withholding sealer lets the seed expire unproven before sealing: the audit must be drawn
     /// again, forced selected, and never seal as spared.
     function withholdSeal(uint256 taskSeed, uint16 extra) external track {
         uint256 id = _pickAudit(taskSeed | 1, false);
         if (id == 0) return;
-        uint256 drawBlock = audits.auditOf(id).drawBlock;
-        if (block.number <= drawBlock + 256) vm.roll(drawBlock + 257 + extra % 64);
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        if (randomness.valueOf(seedBlock) != 0) return; // someone proved it in time
+        if (block.number <= seedBlock + 256) vm.roll(seedBlock + 257 + extra % 64);
         try audits.sealAudit(id) {
             ++withheldSeals;
             IAu.Audit memory a = audits.auditOf(id);
-            if (a.isSealed || !a.forced || a.drawBlock != block.number) ghostWithheldSealSpared = true;
+            if (a.isSealed || !a.forced || a.seedBlock != block.number + 4) ghostWithheldSealSpared = true;
         } catch {}
     }
 

@@ -35,6 +35,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
                 verifierRegistry,
                 challenges,
                 audits,
+                randomness,
                 admin,
                 coordinator,
                 feeRecipient
@@ -466,7 +467,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         // A draw on a committed task, then its seal withheld past the blockhash window.
         for (uint256 id = 1; id <= tasks.taskCount(); ++id) {
             if (tasks.getTask(id).status != IT.TaskStatus.ResultsCommitted) continue;
-            if (audits.auditOf(id).drawBlock != 0) continue;
+            if (audits.auditOf(id).seedBlock != 0) continue;
             audits.drawAudit(id);
             handler.withholdSeal(id - 1, 3);
             break;
