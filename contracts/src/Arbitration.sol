@@ -28,8 +28,9 @@ import {Juries} from "./arbitration/Juries.sol";
 /// Appeals: after a round's reveal phase, a party on its losing side (the challenger side: owner or opener; the
 /// miner side: the dispute's pipeline) may appeal within the appeal phase for twice the previous bond, to a jury of
 /// 2 * seats + 1. The last round's majority is the outcome (a tie or no reveal: NoDecision). A round whose jury
-/// is never drawn in time leaves the previous round's outcome standing (NoDecision for round 0): whoever asked
-/// for the round bears its failure, and anyone may draw, so no one gains by waiting.
+/// is never drawn in time, or an appeal round drawn short of its seats, leaves the previous round's outcome
+/// standing (NoDecision for round 0): whoever asked for the round bears its failure, and anyone may draw, so no
+/// one gains by waiting.
 ///
 /// Resolution pays everyone at once: at fault, the pipeline is slashed, the owner refunded and paid the slash
 /// less the jurors' reward; bonds of the winning side come back, bonds of the losing side are forfeited (a

@@ -32,8 +32,24 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @inheritdoc IVerifierRegistry
     uint256 public unbondingPeriod;
 
+    /// @notice Draws per seat before a jury is left short.
+    uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
+
+    /// @dev A round's draw (`drawSeats`): the sortition `bound`, the parties' ranges cut out of it (`cuts` of
+    /// them, by start), the `weight` left, and the stake each seat locks.
+    struct Draw {
+        uint256 bound;
+        uint256 weight;
+        uint256 seatStake;
+        uint256 cuts;
+        uint256[] cutStarts;
+        uint256[] cutWeights;
+    }
+
     Sortition.Pool private _pool;
     mapping(address account => Verifier) private _verifiers;
+    /// @dev Each registration's entry in the pool, plus one (0: never registered).
+    mapping(address account => uint256) private _entryPlusOne;
 
     constructor(
         IERC20 token_,
@@ -67,7 +83,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         token.safeTransferFrom(msg.sender, address(this), stake);
         uint256 received = token.balanceOf(address(this)) - before;
         if (received != stake) revert TransferShortfall(stake, received);
-        _pool.append(msg.sender, stake / seat);
+        _entryPlusOne[msg.sender] = _pool.append(msg.sender, stake / seat) + 1;
         emit VerifierRegistered(msg.sender, stake, stake / seat);
     }
 
@@ -102,12 +118,33 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------ arbitration
 
     /// @inheritdoc IVerifierRegistry
+    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (an exiting registration, or the thinning
+    /// below) is not drawn again past them, so a round is drawn short rather than at any gas cost.
+    function drawSeats(
+        uint256 seed,
+        uint256 bound,
+        uint256 seats,
+        uint256 seatStake,
+        address[] calldata parties
+    ) external onlyRole(ARBITER_ROLE) returns (address[] memory drawn) {
+        drawn = new address[](seats);
+        Draw memory draw = _drawWithout(parties, bound, seatStake);
+        uint256 filled;
+        if (draw.weight != 0) {
+            uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
+            for (uint256 attempt = 0; filled < seats && attempt < attempts; ++attempt) {
+                address account = _lands(uint256(keccak256(abi.encode(seed, attempt))), draw);
+                if (account != address(0)) drawn[filled++] = account;
+            }
+        }
+        assembly ("memory-safe") {
+            mstore(drawn, filled)
+        }
+    }
+
+    /// @inheritdoc IVerifierRegistry
     function lockSeat(address account, uint256 amount) external onlyRole(ARBITER_ROLE) returns (bool) {
-        Verifier storage verifier = _verifiers[account];
-        if (verifier.exitAtBlock != 0 || verifier.stake - verifier.locked < amount) return false;
-        verifier.locked += amount.toUint128();
-        emit SeatLocked(account, amount);
-        return true;
+        return _lockSeat(account, amount);
     }
 
     /// @inheritdoc IVerifierRegistry
@@ -136,8 +173,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------------ views
 
     /// @inheritdoc IVerifierRegistry
-    function candidate(uint256 number, uint256 bound) external view returns (address) {
-        return _pool.select(number, bound);
+    function entryOf(address account) external view returns (uint256 start, uint256 weight) {
+        uint256 entry = _entryPlusOne[account];
+        if (entry != 0) (start, weight) = _pool.range(entry - 1);
     }
 
     /// @inheritdoc IVerifierRegistry
@@ -154,6 +192,67 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @inheritdoc IVerifierRegistry
     function totalWeight() external view returns (uint256) {
         return _pool.total();
+    }
+
+    /// @dev Locks `amount` of an active verifier's free stake; false if it is exiting or has less free.
+    function _lockSeat(address account, uint256 amount) private returns (bool) {
+        Verifier storage verifier = _verifiers[account];
+        if (verifier.exitAtBlock != 0 || verifier.stake - verifier.locked < amount) return false;
+        verifier.locked += amount.toUint128();
+        emit SeatLocked(account, amount);
+        return true;
+    }
+
+    /// @dev A round's draw: the registrations within `bound` (the total when it opened) but the parties', whose
+    /// ranges are cut out of the number line (kept sorted by start) so that they take no draws.
+    function _drawWithout(address[] calldata parties, uint256 bound, uint256 seatStake)
+        private
+        view
+        returns (Draw memory draw)
+    {
+        (draw.bound, draw.seatStake) = (bound, seatStake);
+        draw.cutStarts = new uint256[](parties.length);
+        draw.cutWeights = new uint256[](parties.length);
+        uint256 excluded;
+        for (uint256 i = 0; i < parties.length; ++i) {
+            uint256 entry = _entryPlusOne[parties[i]];
+            if (entry == 0) continue;
+            (uint256 start, uint256 weight) = _pool.range(entry - 1);
+            if (start + weight > bound || _isCut(draw, start)) continue;
+            uint256 j = draw.cuts++;
+            while (j > 0 && draw.cutStarts[j - 1] > start) {
+                (draw.cutStarts[j], draw.cutWeights[j]) = (draw.cutStarts[j - 1], draw.cutWeights[j - 1]);
+                --j;
+            }
+            (draw.cutStarts[j], draw.cutWeights[j]) = (start, weight);
+            excluded += weight;
+        }
+        draw.weight = bound - excluded;
+    }
+
+    /// @dev Whether a range starting at `start` is cut already (a party named twice).
+    function _isCut(Draw memory draw, uint256 start) private pure returns (bool) {
+        for (uint256 i = 0; i < draw.cuts; ++i) {
+            if (draw.cutStarts[i] == start) return true;
+        }
+        return false;
+    }
+
+    /// @dev The verifier one draw seats, its seat stake locked; address(0) when the draw is lost. `number` lands
+    /// on a registration with probability weight / draw weight (past the parties' ranges); the landing counts
+    /// with probability free seats / weight (the rest of `number`'s bits decide), so every free seat of weight is
+    /// equally likely to be drawn however the stake behind it is split: a whale's seats deplete as a one-seat
+    /// verifier's do. A registration exiting or without a free seat loses the draw.
+    function _lands(uint256 number, Draw memory draw) private returns (address) {
+        uint256 point = number % draw.weight;
+        for (uint256 i = 0; i < draw.cuts && draw.cutStarts[i] <= point; ++i) {
+            point += draw.cutWeights[i];
+        }
+        (address account, uint256 weight) = _pool.select(point, draw.bound);
+        Verifier storage verifier = _verifiers[account];
+        uint256 free = verifier.exitAtBlock != 0 ? 0 : (verifier.stake - verifier.locked) / draw.seatStake;
+        if (free < weight && (number / draw.weight) % weight >= free) return address(0);
+        return _lockSeat(account, draw.seatStake) ? account : address(0);
     }
 
     function _setMinStake(uint256 amount) private {

@@ -18,8 +18,12 @@ contract SortitionHarness {
         return pool.total();
     }
 
-    function select(uint256 number, uint256 bound) external view returns (address) {
-        return pool.select(number, bound);
+    function select(uint256 number, uint256 bound) external view returns (address account) {
+        (account,) = pool.select(number, bound);
+    }
+
+    function weightAt(uint256 number, uint256 bound) external view returns (uint256 weight) {
+        (, weight) = pool.select(number, bound);
     }
 }
 

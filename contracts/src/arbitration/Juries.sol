@@ -3,7 +3,6 @@ pragma solidity ^0.8.24;
 
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IArbitration} from "../interfaces/IArbitration.sol";
-import {AddressList} from "../libraries/AddressList.sol";
 import {PayoutLedger} from "../libraries/PayoutLedger.sol";
 import {ArbitrationBase} from "./ArbitrationBase.sol";
 import {SEED_DELAY_BLOCKS} from "../interfaces/IRandomness.sol";
@@ -13,20 +12,15 @@ import {SEED_DELAY_BLOCKS} from "../interfaces/IRandomness.sol";
 ///
 /// The random value (`IRandomness`: `prevrandao`) of a block a few blocks after a round opens (unknown when it
 /// opens, and not the choice of any one block's builder) seeds its draw, and the candidates are the verifiers
-/// registered before it opened. Anyone draws the jury once that value is proven: `seats` seats, each
-/// landing on a verifier with probability proportional to its registered stake. A landing on a party to the
-/// dispute (task owner, opener, coordinator, the task's miners and their signers), on an exiting verifier or on
-/// one without free stake for another seat is drawn again, a bounded number of times. Each seat locks
-/// `seatStake` of the juror's stake. Jurors commit `voteCommitment(...)`, then reveal; a side wins a round with
+/// registered before it opened. Anyone draws the jury once that value is proven: the verifier registry draws
+/// `seats` seats (`IVerifierRegistry.drawSeats`) with every free seat of weight equally likely, the parties to
+/// the dispute (task owner, opener, coordinator, the task's miners and their signers) cut out of the draw. Each
+/// seat locks `seatStake` of the juror's stake. An appeal round drawn short of its seats ends as undrawn. Jurors commit `voteCommitment(...)`, then reveal; a side wins a round with
 /// more revealed seats. At resolution, jurors of every round who voted against the outcome or did not reveal
 /// lose `penaltyBps` of their seats' stake, which goes, with the reward, to the coherent seats.
 abstract contract Juries is ArbitrationBase {
     using SafeCast for uint256;
-    using AddressList for address[];
     using PayoutLedger for PayoutLedger.Ledger;
-
-    /// @notice Draws per seat before a jury is left short (parties and busy verifiers are drawn again).
-    uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
 
     mapping(uint256 disputeId => Round[]) internal _rounds;
     mapping(uint256 disputeId => mapping(uint8 round => address[])) private _jurors;
@@ -42,8 +36,16 @@ abstract contract Juries is ArbitrationBase {
         bytes32 value = randomness.valueOf(round.seedBlock);
         if (value == 0) revert JuryNotDrawable(disputeId, round.seedBlock + 1);
         uint256 seed = uint256(keccak256(abi.encode(value, disputeId, r)));
-        uint256 drawn =
-            _drawSeats(disputeId, r, seed, round, _parties(disputeId, dispute), dispute.terms.seatStake);
+        uint256 seatStake = dispute.terms.seatStake;
+        uint256 drawn = _drawSeats(disputeId, r, seed, round, _parties(disputeId, dispute), seatStake);
+        if (r > 0 && drawn < round.seats) {
+            // An appeal drawn short of its seats fails: the seats go back, and the round ends at once as one never
+            // drawn (the previous outcome stands; the appellant's bond pays for it).
+            _releaseShortRound(disputeId, r, seatStake);
+            round.drawDeadline = uint64(block.timestamp);
+            emit AppealJuryShort(disputeId, r, uint16(drawn), round.seats);
+            return;
+        }
         uint64 phase = dispute.terms.phase;
         round.seatsDrawn = uint16(drawn);
         round.commitDeadline = (block.timestamp + phase).toUint64();
@@ -227,8 +229,8 @@ abstract contract Juries is ArbitrationBase {
         return DisputeStatus.NoDecision;
     }
 
-    /// @dev Fills up to `round.seats` seats from numbers derived from `seed`, skipping parties, exiting verifiers
-    /// and verifiers without `seatStake` free; at most DRAW_ATTEMPTS_PER_SEAT draws per seat.
+    /// @dev Seats the jurors the verifier registry draws for round `r` (`drawSeats`: the parties cut out, each
+    /// seat's stake locked); returns how many seats it filled.
     function _drawSeats(
         uint256 disputeId,
         uint8 r,
@@ -236,20 +238,24 @@ abstract contract Juries is ArbitrationBase {
         Round storage round,
         address[] memory parties,
         uint256 seatStake
-    ) private returns (uint256 drawn) {
-        uint256 total = round.weightTotal;
-        uint256 seats = round.seats;
-        if (total == 0) return 0;
-        uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
-        for (uint256 attempt = 0; drawn < seats && attempt < attempts; ++attempt) {
-            address account =
-                verifiers.candidate(uint256(keccak256(abi.encode(seed, attempt))) % total, total);
-            if (parties.contains(account) || !verifiers.lockSeat(account, seatStake)) continue;
-            Juror storage juror = _seats[disputeId][r][account];
-            if (juror.seats == 0) _jurors[disputeId][r].push(account);
+    ) private returns (uint256) {
+        address[] memory drawn = verifiers.drawSeats(seed, round.weightTotal, round.seats, seatStake, parties);
+        for (uint256 i = 0; i < drawn.length; ++i) {
+            Juror storage juror = _seats[disputeId][r][drawn[i]];
+            if (juror.seats == 0) _jurors[disputeId][r].push(drawn[i]);
             ++juror.seats;
-            ++drawn;
         }
+        return drawn.length;
+    }
+
+    /// @dev Unlocks every seat drawn in round `r` and forgets its jurors (none of them sat).
+    function _releaseShortRound(uint256 disputeId, uint8 r, uint256 seatStake) private {
+        address[] storage jurors = _jurors[disputeId][r];
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            verifiers.releaseSeat(jurors[i], seatStake * _seats[disputeId][r][jurors[i]].seats, 0);
+            delete _seats[disputeId][r][jurors[i]];
+        }
+        delete _jurors[disputeId][r];
     }
 
     function _juror(uint256 disputeId, uint8 r, address account) private view returns (Juror storage juror) {

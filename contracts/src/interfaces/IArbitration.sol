@@ -128,6 +128,8 @@ interface IArbitration {
         uint64 seedBlock
     );
     event JuryDrawn(uint256 indexed disputeId, uint8 round, uint16 seats, uint64 commitDeadline);
+    /// @notice An appeal round drew fewer seats than it has: it ended undrawn (the previous outcome stands).
+    event AppealJuryShort(uint256 indexed disputeId, uint8 round, uint16 drawn, uint16 seats);
     event VoteCommitted(uint256 indexed disputeId, uint8 round, address indexed juror);
     event VoteRevealed(
         uint256 indexed disputeId, uint8 round, address indexed juror, Vote vote, uint16 seats

@@ -45,14 +45,26 @@ interface IVerifierRegistry {
     /// @notice After the unbonding period, once no seat holds it: returns the stake.
     function withdraw() external returns (uint256 amount);
 
-    /// @notice The account whose sortition range holds `number` (below `bound`, a total the list had).
-    function candidate(uint256 number, uint256 bound) external view returns (address);
+    /// @notice Draws up to `seats` jury seats from `seed` over the registrations within `bound` (the sortition
+    /// total when the round opened), the `parties`' registrations cut out: every free seat of `seatStake` is
+    /// equally likely, whoever holds it. Locks each seat's stake; returns one account per seat drawn (fewer than
+    /// `seats` when the draws run out). Arbiter only.
+    function drawSeats(
+        uint256 seed,
+        uint256 bound,
+        uint256 seats,
+        uint256 seatStake,
+        address[] calldata parties
+    ) external returns (address[] memory drawn);
     /// @notice Locks `amount` of `verifier`'s stake for one seat if it is active and has that much free;
     /// returns whether it did. Arbiter only.
     function lockSeat(address verifier, uint256 amount) external returns (bool);
     /// @notice Releases `amount` of locked stake, taking `penalty` of it to the escrow. Arbiter only.
     function releaseSeat(address verifier, uint256 amount, uint256 penalty) external;
 
+    /// @notice Where `account`'s registration sits in the sortition list: its range's start and weight (both 0
+    /// if it never registered). Arbitration cuts a dispute's parties out of its draw with it.
+    function entryOf(address account) external view returns (uint256 start, uint256 weight);
     /// @notice A verifier's stake, locked seats and exit time.
     function verifierOf(address account) external view returns (Verifier memory);
     /// @notice Registered, with stake, and not exiting.

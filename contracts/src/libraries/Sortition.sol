@@ -17,11 +17,18 @@ library Sortition {
     error ZeroWeight();
     error DrawOutOfRange(uint256 number, uint256 bound);
 
-    /// @notice Adds `weight` units of selection weight for `account`.
-    function append(Pool storage pool, address account, uint256 weight) internal {
+    /// @notice Adds `weight` units of selection weight for `account`; returns the entry's index.
+    function append(Pool storage pool, address account, uint256 weight) internal returns (uint256 index) {
         if (weight == 0) revert ZeroWeight();
+        index = pool.ends.length;
         pool.ends.push(total(pool) + weight);
         pool.accounts.push(account);
+    }
+
+    /// @notice Entry `index`'s range: where it starts and its weight.
+    function range(Pool storage pool, uint256 index) internal view returns (uint256 start, uint256 weight) {
+        start = index == 0 ? 0 : pool.ends[index - 1];
+        weight = pool.ends[index] - start;
     }
 
     /// @notice Total weight of every entry so far.
@@ -30,8 +37,13 @@ library Sortition {
         return n == 0 ? 0 : pool.ends[n - 1];
     }
 
-    /// @notice The account whose range holds `number`; `number` must be below `bound`, a total the pool had.
-    function select(Pool storage pool, uint256 number, uint256 bound) internal view returns (address) {
+    /// @notice The entry whose range holds `number`: its account and its weight; `number` must be below `bound`,
+    /// a total the pool had.
+    function select(Pool storage pool, uint256 number, uint256 bound)
+        internal
+        view
+        returns (address account, uint256 weight)
+    {
         if (number >= bound || bound > total(pool)) revert DrawOutOfRange(number, bound);
         uint256 low = 0;
         uint256 high = pool.ends.length - 1;
@@ -40,6 +52,7 @@ library Sortition {
             if (pool.ends[mid] > number) high = mid;
             else low = mid + 1;
         }
-        return pool.accounts[low];
+        (, uint256 entryWeight) = range(pool, low);
+        return (pool.accounts[low], entryWeight);
     }
 }
