@@ -225,7 +225,8 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     """`arbitration dispute draw | appeal | resolve`: a miner convicted in round 0 appeals from its shell and
     posts twice the bond; the larger jury acquits; every refusal on the way is one clear line."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
-    jurors = {a.address: register_verifier(admin_market, a, seats=5) for a in accounts[5:8]}
+    # enough free seats for round 1 (11) beside round 0's (5): an appeal drawn short ends as undrawn
+    jurors = {a.address: register_verifier(admin_market, a, seats=10) for a in accounts[5:8]}
     task = committed_task(admin_market, coordinator, user, miners)
     owner = admin_market.as_account(user)
     bond = admin_market.arbitration.config_of(task.task_id).dispute_bond

@@ -306,6 +306,13 @@ def draw(
         )
     market.arbitration.draw_jury(dispute_id)
     drawn = market.arbitration.round_of(dispute_id, record.round)
+    if not drawn.drawn:
+        console.print(
+            f"dispute {dispute_id} round {record.round}: not all {drawn.seats} seats could be drawn, so the "
+            "appeal ended undrawn: the previous round's outcome stands (anyone may resolve the dispute now)",
+            soft_wrap=True,
+        )
+        return
     console.print(
         f"dispute {dispute_id} round {record.round}: {drawn.seats_drawn} of {drawn.seats} seats drawn; "
         f"jurors commit until {_when(drawn.commit_deadline)}",
