@@ -15,7 +15,15 @@ Two bounds on V, the value one dispute moves, below which corruption does not pa
   V_max = (E[attacker seats; lose] - E[honest seats; win]) * penalty / P_win. Tends to 0 as p -> 1/2.
   Bonds (5, 10, 20 tokens) and the 10% juror reward (paid out of V) are left out.
 
-Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the table and writes it, with a plot of
+The binomial model assumes draws with replacement. The second table simulates the contract's own draw
+(`VerifierRegistry.drawSeats`): an attacker holding its share as one whale registration against one-seat honest
+verifiers, each draw landing by weight and counting with probability free seats / weight, each seat drawn at
+most once per round, four draws per seat at most. It gives the attacker's chance of a strict majority of the
+last round and its mean share of seats, beside the same for the draw before the thinning (a one-seat verifier
+drawn once was skipped, the whale never): the bounds above hold when the contract's P_win is not above the
+binomial one.
+
+Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the tables and writes them, with a plot of
 both bounds against the cap, under bench/results/.
 """
 
@@ -70,6 +78,68 @@ def safe_share(cap: float, penalty: float = SEAT_PENALTY) -> float:
     return brentq(lambda s: net_bound(s, penalty) - cap, 0.2, 0.4999999)
 
 
+HONEST_VERIFIERS = 200  # one-seat honest verifiers in the simulated pool
+TRIALS = 20_000  # juries simulated per share
+ATTEMPTS_PER_SEAT = 4  # VerifierRegistry.DRAW_ATTEMPTS_PER_SEAT
+
+
+def simulated_draw(share: float, seats: int, thinning: bool, rng: np.random.Generator) -> tuple[float, float]:
+    """(P[the whale holds a strict majority of the seats drawn], its mean share of them) over TRIALS juries
+    drawn as the contract draws them (`thinning`) or as it drew them before (no thinning)."""
+    whale = max(1, round(share / (1 - share) * HONEST_VERIFIERS))
+    total = whale + HONEST_VERIFIERS
+    wins, shares = 0, 0.0
+    for _ in range(TRIALS):
+        landings = rng.integers(0, total, seats * ATTEMPTS_PER_SEAT)
+        coins = rng.random(seats * ATTEMPTS_PER_SEAT)
+        whale_free, honest_taken = whale, set()
+        mine = drawn = 0
+        for point, coin in zip(landings.tolist(), coins.tolist(), strict=True):
+            if drawn == seats:
+                break
+            if point < whale:
+                if whale_free == 0 or (thinning and coin >= whale_free / whale):
+                    continue
+                whale_free -= 1
+                mine += 1
+            elif point in honest_taken:
+                continue
+            else:
+                honest_taken.add(point)
+            drawn += 1
+        wins += 2 * mine > drawn
+        shares += mine / drawn
+    return wins / TRIALS, shares / TRIALS
+
+
+def draw_table() -> Table:
+    table = Table(
+        "attacker share",
+        f"P_win binomial, {SIZES[-1]} seats",
+        "P_win, contract's draw",
+        "mean seat share, contract's draw",
+        "P_win, draw before thinning",
+        "mean seat share, before thinning",
+        title=(
+            f"The contract's draw, simulated: one whale against {HONEST_VERIFIERS} one-seat verifiers, "
+            f"{SIZES[-1]} seats, {TRIALS:,} juries per row"
+        ),
+    )
+    rng = np.random.default_rng(2026)
+    for share in (0.30, 0.40, 0.44, 0.45, 0.49):
+        now = simulated_draw(share, SIZES[-1], True, rng)
+        before = simulated_draw(share, SIZES[-1], False, rng)
+        table.add_row(
+            f"{share:g}",
+            f"{win_probability(share, SIZES[-1]):.3f}",
+            f"{now[0]:.3f}",
+            f"{now[1]:.3f}",
+            f"{before[0]:.3f}",
+            f"{before[1]:.3f}",
+        )
+    return table
+
+
 def main() -> None:
     table = Table(
         "attacker share",
@@ -110,7 +180,7 @@ def main() -> None:
             for cap in CAPS
         ),
     ]
-    publish("jury_security", [table], width=150, notes=lines, plot=plot)
+    publish("jury_security", [table, draw_table()], width=150, notes=lines, plot=plot)
 
 
 def plot(path: Path) -> None:
