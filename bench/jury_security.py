@@ -16,15 +16,15 @@ Two bounds on V, the value one dispute moves, below which corruption does not pa
   Bonds (5, 10, 20 tokens) and the 10% juror reward (paid out of V) are left out.
 
 The binomial model assumes draws with replacement. The second table simulates the contract's own draw
-(`VerifierRegistry.drawSeats`): an attacker holding its share as one whale registration against one-seat honest
-verifiers, each draw landing by weight and counting with probability free seats / weight, each seat drawn at
-most once per round, four draws per seat at most. It gives the attacker's chance of a strict majority of the
-last round and its mean share of seats, beside the same for the draw before the thinning (a one-seat verifier
-drawn once was skipped, the whale never): the bounds above hold when the contract's P_win is not above the
-binomial one.
+(`VerifierRegistry.drawSeats`): an attacker holding its share as one whale registration against one-seat
+honest verifiers, each draw landing by weight and counting with probability free seats / weight, each seat
+drawn at most once per round, four draws per seat at most. It gives the attacker's chance of a strict
+majority of the last round and its mean share of seats, beside the same for the draw before the thinning (a
+one-seat verifier drawn once was skipped, the whale never): the bounds above hold when the contract's P_win
+is not above the binomial one.
 
-Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the tables and writes them, with a plot of
-both bounds against the cap, under bench/results/.
+Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the tables and writes them, with a plot
+of both bounds against the cap, under bench/results/.
 """
 
 from __future__ import annotations
