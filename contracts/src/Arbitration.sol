@@ -249,7 +249,7 @@ contract Arbitration is Juries {
             penaltyBps: uint16(c.jurorPenaltyBps),
             noDecisionFeeBps: uint16(c.noDecisionFeeBps),
             baseJury: uint16(c.baseJury),
-            seatStake: verifiers.minStake().toUint128()
+            seatStake: verifiers.minStakeAt(taskRegistry.termsOf(leaf.taskId).createdAt).toUint128()
         });
     }
 

@@ -47,6 +47,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     Sortition.Pool private _pool;
+    /// @dev Every minimum stake ever set, and the time from which each applies (for `minStakeAt`).
+    uint256[] private _minStakes;
+    uint64[] private _minStakeSince;
     mapping(address account => Verifier) private _verifiers;
     /// @dev Each registration's entry in the pool, plus one (0: never registered).
     mapping(address account => uint256) private _entryPlusOne;
@@ -173,6 +176,19 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------------ views
 
     /// @inheritdoc IVerifierRegistry
+    /// @dev Binary search over the minimum stakes set so far.
+    function minStakeAt(uint256 time) external view returns (uint256) {
+        uint256 low = 0;
+        uint256 high = _minStakes.length - 1;
+        while (low < high) {
+            uint256 mid = (low + high + 1) / 2;
+            if (_minStakeSince[mid] <= time) low = mid;
+            else high = mid - 1;
+        }
+        return _minStakes[low];
+    }
+
+    /// @inheritdoc IVerifierRegistry
     function entryOf(address account) external view returns (uint256 start, uint256 weight) {
         uint256 entry = _entryPlusOne[account];
         if (entry != 0) (start, weight) = _pool.range(entry - 1);
@@ -258,6 +274,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     function _setMinStake(uint256 amount) private {
         if (amount == 0) revert ZeroAmount();
         minStake = amount;
+        // From the next second on: a task created in this very block keeps the previous seat stake.
+        _minStakes.push(amount);
+        _minStakeSince.push(_minStakes.length == 1 ? 0 : (block.timestamp + 1).toUint64());
         emit MinStakeChanged(amount);
     }
 

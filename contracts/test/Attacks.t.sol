@@ -602,6 +602,33 @@ contract AttacksTest is BaseTest {
         tasks.assignTask(later, _miners(1), STAKE_LOCK, _acceptances(tasks, later, _miners(1), STAKE_LOCK));
     }
 
+    /// @dev Class 10(c): a (timelocked) change of the seat stake reached running tasks, their disputes locking
+    /// seats of the stake in force when they opened. Now a task's disputes lock seats of the stake in force when
+    /// the task was created; a task created after the change takes the new one.
+    function test_attack_seatStakeChangeDoesNotReachRunningTasks() public {
+        honest = _newVerifiers("juror", 10, 4);
+        uint256 id = _committedTask(alice);
+        vm.prank(governor);
+        verifierRegistry.setMinStake(3 * MIN_VERIFIER_STAKE);
+        assertEq(verifierRegistry.minStakeAt(block.timestamp), MIN_VERIFIER_STAKE, "from the next second on");
+        vm.warp(block.timestamp + 1);
+        uint256 d = _openDispute(id, 0);
+        assertEq(arbitration.getDispute(d).terms.seatStake, MIN_VERIFIER_STAKE, "the task's creation's");
+        address[] memory jurors = _drawJury(d);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            assertEq(
+                verifierRegistry.verifierOf(jurors[i]).locked,
+                MIN_VERIFIER_STAKE * _seats(d, 0, jurors[i]),
+                "seats of the task's seat stake"
+            );
+        }
+        uint256 later = _committedTask(bob);
+        uint256 d2 = _openDispute(later, 0);
+        assertEq(
+            arbitration.getDispute(d2).terms.seatStake, 3 * MIN_VERIFIER_STAKE, "a later task's: the new one"
+        );
+    }
+
     function _openDisputeWithBond(uint256 id, uint256 line, uint256 bond) internal returns (uint256) {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         _fund(alice, address(escrow), bond);

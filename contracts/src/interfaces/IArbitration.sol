@@ -53,7 +53,7 @@ interface IArbitration {
         uint16 penaltyBps; // share of a seat's stake an incoherent or silent juror loses
         uint16 noDecisionFeeBps; // share of the opener's bond kept when the dispute ends undecided
         uint16 baseJury; // seats in round 0; round r has 2^r * (baseJury + 1) - 1
-        uint128 seatStake; // stake locked per seat: the verifier registry's minimum stake at opening
+        uint128 seatStake; // stake locked per seat: the verifier registry's minimum stake when the task was created
     }
 
     /// @notice One round. `seedBlock`: the future block whose random value (`IRandomness`) seeds the draw. `weightTotal`: the sortition

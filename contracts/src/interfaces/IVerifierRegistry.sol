@@ -73,6 +73,9 @@ interface IVerifierRegistry {
     function totalWeight() external view returns (uint256);
     /// @notice Smallest stake, and the unit of weight: one seat.
     function minStake() external view returns (uint256);
+    /// @notice The minimum stake in force at `time`: a task's disputes lock seats of the one in force when the
+    /// task was created (a change reaches only tasks created after it).
+    function minStakeAt(uint256 time) external view returns (uint256);
     /// @notice How long an exiting verifier waits before withdrawing its stake.
     function unbondingPeriod() external view returns (uint256);
 }
