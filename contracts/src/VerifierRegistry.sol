@@ -10,8 +10,9 @@ import {Sortition} from "./libraries/Sortition.sol";
 
 /// @title VerifierRegistry
 /// @notice The verifiers' stake and their weight in jury draws, as GPURegistry is the miners'. Voting power comes
-/// from stake, not from addresses: a registration's weight is its stake in whole seats, fixed when it registers,
-/// and a draw bounded by an earlier total can only land on registrations that existed then. Only Arbitration
+/// from stake, not from addresses: a registration's weight is its stake in whole seats, fixed when it registers
+/// and removed when it exits, and a round's draw reads the sortition as it stood when the round opened (before
+/// its seed could be known), so no registration or exit after that changes it. Only Arbitration
 /// (ARBITER_ROLE) locks seats and takes penalties; a verifier's locked stake cannot leave until its seats are
 /// released.
 contract VerifierRegistry is IVerifierRegistry, AccessControl {
@@ -35,10 +36,10 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @notice Draws per seat before a jury is left short.
     uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
 
-    /// @dev A round's draw (`drawSeats`): the sortition `bound`, the parties' ranges cut out of it (`cuts` of
-    /// them, by start), the `weight` left, and the stake each seat locks.
+    /// @dev A round's draw (`drawSeats`): the block whose sortition it reads (`atBlock`), the parties' ranges cut
+    /// out of it (`cuts` of them, by start), the `weight` left, and the stake each seat locks.
     struct Draw {
-        uint256 bound;
+        uint256 atBlock;
         uint256 weight;
         uint256 seatStake;
         uint256 cuts;
@@ -98,6 +99,8 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         uint64 releaseAt = (block.timestamp + unbondingPeriod).toUint64();
         verifier.exitAtBlock = block.number.toUint64();
         verifier.releaseAt = releaseAt;
+        // Its weight leaves the sortition from this block on: rounds opened later never land on it.
+        _pool.remove(_entryPlusOne[msg.sender] - 1);
         emit VerifierExitRequested(msg.sender, releaseAt);
     }
 
@@ -121,17 +124,17 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------ arbitration
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (an exiting registration, or the thinning
-    /// below) is not drawn again past them, so a round is drawn short rather than at any gas cost.
+    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (a registration that exited since, or the
+    /// thinning below) is not drawn again past them, so a round is drawn short rather than at any gas cost.
     function drawSeats(
         uint256 seed,
-        uint256 bound,
+        uint256 atBlock,
         uint256 seats,
         uint256 seatStake,
         address[] calldata parties
     ) external onlyRole(ARBITER_ROLE) returns (address[] memory drawn) {
         drawn = new address[](seats);
-        Draw memory draw = _drawWithout(parties, bound, seatStake);
+        Draw memory draw = _drawWithout(parties, atBlock, seatStake);
         uint256 filled;
         if (draw.weight != 0) {
             uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
@@ -147,7 +150,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     /// @inheritdoc IVerifierRegistry
     function lockSeat(address account, uint256 amount) external onlyRole(ARBITER_ROLE) returns (bool) {
-        return _lockSeat(account, amount);
+        return _lockSeat(account, amount, block.number);
     }
 
     /// @inheritdoc IVerifierRegistry
@@ -191,7 +194,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @inheritdoc IVerifierRegistry
     function entryOf(address account) external view returns (uint256 start, uint256 weight) {
         uint256 entry = _entryPlusOne[account];
-        if (entry != 0) (start, weight) = _pool.range(entry - 1);
+        if (entry != 0) (start, weight) = _pool.rangeAt(entry - 1, block.number);
     }
 
     /// @inheritdoc IVerifierRegistry
@@ -207,34 +210,40 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     /// @inheritdoc IVerifierRegistry
     function totalWeight() external view returns (uint256) {
-        return _pool.total();
+        return _pool.totalAt(block.number);
     }
 
-    /// @dev Locks `amount` of an active verifier's free stake; false if it is exiting or has less free.
-    function _lockSeat(address account, uint256 amount) private returns (bool) {
+    /// @dev Locks `amount` of a verifier's free stake; false if it has less free, or if it asked to exit by the
+    /// end of block `servesUntil` (an exit leaves the rounds opened from its block on; earlier ones it still
+    /// serves, its stake bound by the seats they lock).
+    function _lockSeat(address account, uint256 amount, uint256 servesUntil) private returns (bool) {
         Verifier storage verifier = _verifiers[account];
-        if (verifier.exitAtBlock != 0 || verifier.stake - verifier.locked < amount) return false;
+        uint256 exitAt = verifier.exitAtBlock;
+        if ((exitAt != 0 && exitAt <= servesUntil) || verifier.stake - verifier.locked < amount) {
+            return false;
+        }
         verifier.locked += amount.toUint128();
         emit SeatLocked(account, amount);
         return true;
     }
 
-    /// @dev A round's draw: the registrations within `bound` (the total when it opened) but the parties', whose
-    /// ranges are cut out of the number line (kept sorted by start) so that they take no draws.
-    function _drawWithout(address[] calldata parties, uint256 bound, uint256 seatStake)
+    /// @dev A round's draw: the sortition as it stood at the end of block `atBlock` (the round's opening) but the
+    /// parties' registrations, whose ranges are cut out of the number line (kept sorted by start) so that they
+    /// take no draws.
+    function _drawWithout(address[] calldata parties, uint256 atBlock, uint256 seatStake)
         private
         view
         returns (Draw memory draw)
     {
-        (draw.bound, draw.seatStake) = (bound, seatStake);
+        (draw.atBlock, draw.seatStake) = (atBlock, seatStake);
         draw.cutStarts = new uint256[](parties.length);
         draw.cutWeights = new uint256[](parties.length);
         uint256 excluded;
         for (uint256 i = 0; i < parties.length; ++i) {
             uint256 entry = _entryPlusOne[parties[i]];
             if (entry == 0) continue;
-            (uint256 start, uint256 weight) = _pool.range(entry - 1);
-            if (start + weight > bound || _isCut(draw, start)) continue;
+            (uint256 start, uint256 weight) = _pool.rangeAt(entry - 1, atBlock);
+            if (weight == 0 || _isCut(draw, start)) continue;
             uint256 j = draw.cuts++;
             while (j > 0 && draw.cutStarts[j - 1] > start) {
                 (draw.cutStarts[j], draw.cutWeights[j]) = (draw.cutStarts[j - 1], draw.cutWeights[j - 1]);
@@ -243,7 +252,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
             (draw.cutStarts[j], draw.cutWeights[j]) = (start, weight);
             excluded += weight;
         }
-        draw.weight = bound - excluded;
+        draw.weight = _pool.totalAt(atBlock) - excluded;
     }
 
     /// @dev Whether a range starting at `start` is cut already (a party named twice).
@@ -258,17 +267,21 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// on a registration with probability weight / draw weight (past the parties' ranges); the landing counts
     /// with probability free seats / weight (the rest of `number`'s bits decide), so every free seat of weight is
     /// equally likely to be drawn however the stake behind it is split: a whale's seats deplete as a one-seat
-    /// verifier's do. A registration exiting or without a free seat loses the draw.
+    /// verifier's do. A registration without a free seat loses the draw; one that asked to exit after the round opened
+    /// still serves it.
     function _lands(uint256 number, Draw memory draw) private returns (address) {
         uint256 point = number % draw.weight;
         for (uint256 i = 0; i < draw.cuts && draw.cutStarts[i] <= point; ++i) {
             point += draw.cutWeights[i];
         }
-        (address account, uint256 weight) = _pool.select(point, draw.bound);
+        uint256 index = _pool.select(point, draw.atBlock);
+        address account = _pool.accounts[index];
+        uint256 weight = _pool.weightAt(index, draw.atBlock);
         Verifier storage verifier = _verifiers[account];
-        uint256 free = verifier.exitAtBlock != 0 ? 0 : (verifier.stake - verifier.locked) / draw.seatStake;
+        // A registration that exited by the round's opening has no weight in it: it is never selected here.
+        uint256 free = (verifier.stake - verifier.locked) / draw.seatStake;
         if (free < weight && (number / draw.weight) % weight >= free) return address(0);
-        return _lockSeat(account, draw.seatStake) ? account : address(0);
+        return _lockSeat(account, draw.seatStake, draw.atBlock) ? account : address(0);
     }
 
     function _setMinStake(uint256 amount) private {

@@ -493,9 +493,11 @@ contract AttacksTest is BaseTest {
         _assertEscrowSolvent();
     }
 
-    /// @dev Registering, even with a huge stake, after a round opened gives no chance to sit on it.
+    /// @dev Registering, even with a huge stake, after the block a round opened in (once its seed is known, say)
+    /// gives no chance to sit on it: the draw reads the sortition as it stood at the end of that block.
     function test_attack_lateRegistrationCannotBeDrawn() public {
         uint256 d = _openDispute(_committedTask(alice), 0);
+        vm.roll(arbitration.roundOf(d, 0).seedBlock + 1);
         address whale = makeAddr("whale");
         _registerVerifier(whale, 1_000 * MIN_VERIFIER_STAKE);
         address[] memory jurors = _drawJury(d);

@@ -239,7 +239,9 @@ abstract contract Juries is ArbitrationBase {
         address[] memory parties,
         uint256 seatStake
     ) private returns (uint256) {
-        address[] memory drawn = verifiers.drawSeats(seed, round.weightTotal, round.seats, seatStake, parties);
+        // The sortition as it stood when the round opened (SEED_DELAY_BLOCKS before its seed block).
+        uint256 openedAt = round.seedBlock - SEED_DELAY_BLOCKS;
+        address[] memory drawn = verifiers.drawSeats(seed, openedAt, round.seats, seatStake, parties);
         for (uint256 i = 0; i < drawn.length; ++i) {
             Juror storage juror = _seats[disputeId][r][drawn[i]];
             if (juror.seats == 0) _jurors[disputeId][r].push(drawn[i]);

@@ -56,8 +56,9 @@ interface IArbitration {
         uint128 seatStake; // stake locked per seat: the verifier registry's minimum stake when the task was created
     }
 
-    /// @notice One round. `seedBlock`: the future block whose random value (`IRandomness`) seeds the draw. `weightTotal`: the sortition
-    /// total when the round opened (later verifiers cannot be drawn). Deadlines are 0 until the jury is drawn.
+    /// @notice One round. `seedBlock`: the future block whose random value (`IRandomness`) seeds the draw; the
+    /// draw reads the sortition as it stood when the round opened (later registrations and exits change nothing
+    /// of it). `weightTotal`: the sortition total then. Deadlines are 0 until the jury is drawn.
     /// `bond` was posted by `bondPayer` (for round 0 of an audit: the audit pool, `bondPayer` = 0) on the
     /// challenger's side or not (`challengerSide`).
     struct Round {

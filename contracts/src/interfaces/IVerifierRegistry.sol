@@ -3,9 +3,9 @@ pragma solidity ^0.8.24;
 
 /// @title IVerifierRegistry
 /// @notice Verifiers stake the payment token here to sit on dispute juries. Each registration adds selection
-/// weight `stake / seatStake` to an append-only sortition list; Arbitration draws jurors from it, locks one seat
-/// stake per seat a juror holds, and releases it when the dispute ends, less a penalty for an incoherent or
-/// silent juror (sent to the escrow).
+/// weight `stake / seatStake` to the sortition, and an exit removes it; Arbitration draws jurors from it (as it
+/// stood when each round opened), locks one seat stake per seat a juror holds, and releases it when the dispute
+/// ends, less a penalty for an incoherent or silent juror (sent to the escrow).
 interface IVerifierRegistry {
     /// @notice `locked`: stake held by the seats the verifier sits on. Drawable while active (not exiting);
     /// `releaseAt` is when its stake can be withdrawn (0 while active).
@@ -38,20 +38,21 @@ interface IVerifierRegistry {
     event UnbondingPeriodChanged(uint256 period);
 
     /// @notice Stakes `stake` (at least `minStake`, approved to this contract): weight `stake / minStake` in
-    /// every jury round opened after this transaction. An address registers once.
+    /// every jury round opened from this block on. An address registers once.
     function register(uint256 stake) external;
-    /// @notice Leaves every future draw and starts the unbonding period; seats already held stay.
+    /// @notice Leaves every round opened from this block on (its weight leaves the sortition) and starts the
+    /// unbonding period; seats already held stay.
     function requestExit() external;
     /// @notice After the unbonding period, once no seat holds it: returns the stake.
     function withdraw() external returns (uint256 amount);
 
-    /// @notice Draws up to `seats` jury seats from `seed` over the registrations within `bound` (the sortition
-    /// total when the round opened), the `parties`' registrations cut out: every free seat of `seatStake` is
+    /// @notice Draws up to `seats` jury seats from `seed` over the sortition as it stood at the end of block
+    /// `atBlock` (the round's opening), the `parties`' registrations cut out: every free seat of `seatStake` is
     /// equally likely, whoever holds it. Locks each seat's stake; returns one account per seat drawn (fewer than
     /// `seats` when the draws run out). Arbiter only.
     function drawSeats(
         uint256 seed,
-        uint256 bound,
+        uint256 atBlock,
         uint256 seats,
         uint256 seatStake,
         address[] calldata parties
