@@ -383,8 +383,9 @@ class Randomness(_Bound):
         value = self.value_of(block_number)
         if any(value):
             return value
-        # A block not mined yet has no header: the contract's refusal (HeaderUnavailable) says so.
-        mined = block_number < self.w3.eth.block_number
+        # A block not mined yet has no header: the contract's refusal (HeaderUnavailable) says so. The latest
+        # block's can be proven: the proof lands in a later block.
+        mined = block_number <= self.w3.eth.block_number
         header = header_rlp(self.w3.eth.get_block(block_number)) if mined else b""
         self._send(self.contract.functions.prove(block_number, header))
         return self.value_of(block_number)

@@ -64,7 +64,9 @@ class Transactor:
     def send(self, call: ContractFunction) -> TxReceipt:
         sender = self.account.address
         try:
-            gas = call.estimate_gas({"from": sender})
+            # Estimated in the block it will land in: gas can depend on the block (a checkpoint written in a
+            # new block costs a new slot, in the same block an update).
+            gas = call.estimate_gas({"from": sender}, block_identifier="pending")
         except ContractLogicError as exc:
             raise _rejection(exc) from None
         chain_id = self.w3.eth.chain_id
