@@ -168,7 +168,9 @@ def test_a_juror_reads_its_duty_in_plain_words(
     `exit` and `withdraw-stake` refuse with the reason until the stake is free."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     verifier = accounts[6]
-    mine = register_verifier(admin_market, verifier, seats=5)
+    # 20 seats of weight for 5 seats: a draw landing on it counts with probability free seats / weight, so the
+    # margin keeps all five drawn within the draws a round allows (a 5-seat verifier could come up short)
+    mine = register_verifier(admin_market, verifier, seats=20)
 
     def cli(*args: str) -> Result:
         env = {
@@ -180,7 +182,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
 
     idle = cli("status")
     assert idle.exit_code == 0, idle.output
-    shown = f"{verifier.address}: 500.000000 mUSD staked, 0.000000 mUSD of it held by jury seats; active"
+    shown = f"{verifier.address}: 2000.000000 mUSD staked, 0.000000 mUSD of it held by jury seats; active"
     assert shown in idle.stdout
 
     task = committed_task(admin_market, coordinator, user, miners)
@@ -226,7 +228,7 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     posts twice the bond; the larger jury acquits; every refusal on the way is one clear line."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     # enough free seats for round 1 (11) beside round 0's (5): an appeal drawn short ends as undrawn
-    jurors = {a.address: register_verifier(admin_market, a, seats=10) for a in accounts[5:8]}
+    jurors = {a.address: register_verifier(admin_market, a, seats=20) for a in accounts[5:8]}
     task = committed_task(admin_market, coordinator, user, miners)
     owner = admin_market.as_account(user)
     bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
