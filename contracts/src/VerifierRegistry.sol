@@ -7,6 +7,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 import {Sortition} from "./libraries/Sortition.sol";
+import {Versions} from "./libraries/Versions.sol";
 
 /// @title VerifierRegistry
 /// @notice The verifiers' stake and their weight in jury draws, as GPURegistry is the miners'. Voting power comes
@@ -179,22 +180,8 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------------ views
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev Binary search over the minimum stakes set so far.
     function minStakeAt(uint256 time) external view returns (uint256) {
-        uint256 low = 0;
-        uint256 high = _minStakes.length - 1;
-        while (low < high) {
-            uint256 mid = (low + high + 1) / 2;
-            if (_minStakeSince[mid] <= time) low = mid;
-            else high = mid - 1;
-        }
-        return _minStakes[low];
-    }
-
-    /// @inheritdoc IVerifierRegistry
-    function entryOf(address account) external view returns (uint256 start, uint256 weight) {
-        uint256 entry = _entryPlusOne[account];
-        if (entry != 0) (start, weight) = _pool.rangeAt(entry - 1, block.number);
+        return _minStakes[Versions.at(_minStakeSince, time)];
     }
 
     /// @inheritdoc IVerifierRegistry

@@ -9,6 +9,7 @@ import {IGPURegistry} from "../interfaces/IGPURegistry.sol";
 import {IPaymentEscrow} from "../interfaces/IPaymentEscrow.sol";
 import {IVerifierRegistry} from "../interfaces/IVerifierRegistry.sol";
 import {IRandomness} from "../interfaces/IRandomness.sol";
+import {Versions} from "../libraries/Versions.sol";
 
 /// @title ArbitrationBase
 /// @notice What every part of arbitration shares: the contracts it is wired to, its configuration (every version
@@ -100,18 +101,9 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
         }
     }
 
-    /// @dev The latest configuration whose start is at or before the task's creation (binary search over the
-    /// configurations set so far).
+    /// @dev The latest configuration whose start is at or before the task's creation.
     function _configFor(uint256 taskId) internal view returns (Config storage) {
-        uint256 createdAt = taskRegistry.termsOf(taskId).createdAt;
-        uint256 low = 0;
-        uint256 high = _configs.length - 1;
-        while (low < high) {
-            uint256 mid = (low + high + 1) / 2;
-            if (_configSince[mid] <= createdAt) low = mid;
-            else high = mid - 1;
-        }
-        return _configs[low];
+        return _configs[Versions.at(_configSince, taskRegistry.termsOf(taskId).createdAt)];
     }
 
     /// @dev Checks every bound, including that a miner's stake cannot finish unbonding while a dispute that could

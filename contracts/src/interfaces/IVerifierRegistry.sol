@@ -63,9 +63,6 @@ interface IVerifierRegistry {
     /// @notice Releases `amount` of locked stake, taking `penalty` of it to the escrow. Arbiter only.
     function releaseSeat(address verifier, uint256 amount, uint256 penalty) external;
 
-    /// @notice Where `account`'s registration sits in the sortition list: its range's start and weight (both 0
-    /// if it never registered). Arbitration cuts a dispute's parties out of its draw with it.
-    function entryOf(address account) external view returns (uint256 start, uint256 weight);
     /// @notice A verifier's stake, locked seats and exit time.
     function verifierOf(address account) external view returns (Verifier memory);
     /// @notice Registered, with stake, and not exiting.
