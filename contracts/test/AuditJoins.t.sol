@@ -37,20 +37,7 @@ contract AuditJoinsTest is BaseTest {
         returns (uint256 id, ResultLeaf.Leaf memory leaf, bytes32[] memory proof, bytes32[][] memory served)
     {
         id = _auditableTask();
-        audits.drawAudit(id);
-        uint256 seedBlock = audits.auditOf(id).seedBlock;
-        vm.roll(seedBlock + 1);
-        // A seed whose line is 0: the first of a fixed sequence of hashes that picks it.
-        for (uint256 salt = 0;; ++salt) {
-            bytes32 hash = keccak256(abi.encode("audit seed", salt));
-            bytes32 seed = keccak256(abi.encode(hash, id));
-            if (uint256(keccak256(abi.encode(seed, uint256(1)))) % 4 == 0) {
-                _setSeed(seedBlock, hash);
-                break;
-            }
-        }
-        assertTrue(audits.sealAudit(id));
-        assertEq(audits.auditOf(id).requestIndex, 0);
+        _selectLine(id, 0);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         (leaf, proof, served) = (leaves[0], _proofOf(leaves, 0), _servedProofs(leaves, 0));
     }

@@ -236,9 +236,16 @@ abstract contract BaseTest is Consent {
         line = audits.auditOf(id).requestIndex;
     }
 
-    /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf.
+    /// @dev A committed task of four requests (one standard leaf each), so that any audited line has a leaf,
+    /// every one of them audited.
     function _auditableTask() internal returns (uint256 id) {
         _setAuditRate(10_000);
+        id = _fourLineTask();
+    }
+
+    /// @dev A committed task of four requests, one standard leaf each (line 0 [m0, m1], line 1 [m2], line 2
+    /// [m0, m1, m2], line 3 no one), under the audit rate in force.
+    function _fourLineTask() internal returns (uint256 id) {
         ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
         p.requestCount = 4;
         _fund(alice, address(escrow), MAX_PRICE);
@@ -253,6 +260,25 @@ abstract contract BaseTest is Consent {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(auditor);
         return audits.openAudit(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
+    }
+
+    /// @dev Draws and seals task `id`'s audit with the first hash of a fixed sequence whose seed is selected and
+    /// picks `line` (luck, or a grinding block builder where it could).
+    function _selectLine(uint256 id, uint32 line) internal {
+        audits.drawAudit(id);
+        uint256 seedBlock = audits.auditOf(id).seedBlock;
+        vm.roll(seedBlock + 1);
+        uint256 rate = arbitration.configOf(id).auditRateBps;
+        for (uint256 salt = 0;; ++salt) {
+            bytes32 hash = keccak256(abi.encode("grind", salt));
+            bytes32 seed = keccak256(abi.encode(hash, id));
+            if (uint256(seed) % 10_000 >= rate) continue;
+            if (uint256(keccak256(abi.encode(seed, uint256(1)))) % 4 != line) continue;
+            _setSeed(seedBlock, hash);
+            break;
+        }
+        assertTrue(audits.sealAudit(id));
+        assertEq(audits.auditOf(id).requestIndex, line);
     }
 
     /// @dev Mines task `id`'s audit seed block and proves `value` as its random value.

@@ -37,37 +37,6 @@ contract ReviewAuditsTest is BaseTest {
 
     // ------------------------------------------------------------------------------------------ helpers
 
-    /// @dev A committed task of 4 requests (standard leaves: line 0 [m0,m1], line 1 [m2], line 2 [m0,m1,m2],
-    /// line 3 no one) under the deployment's audit rate (AUDIT_RATE_BPS = 10%).
-    function _taskAtDefaultRate() internal returns (uint256 id) {
-        IT.CreateTaskParams memory p = _taskParams(MAX_PRICE);
-        p.requestCount = 4;
-        _fund(alice, address(escrow), MAX_PRICE);
-        vm.prank(alice);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
-    }
-
-    /// @dev Draws and seals task `id`'s audit with the first hash of a fixed sequence whose seed is selected
-    /// and picks `line` (simulates luck, or a grinding block builder).
-    function _selectLine(uint256 id, uint32 line) internal {
-        audits.drawAudit(id);
-        uint256 seedBlock = audits.auditOf(id).seedBlock;
-        vm.roll(seedBlock + 1);
-        uint256 rate = arbitration.configOf(id).auditRateBps;
-        for (uint256 salt = 0;; ++salt) {
-            bytes32 hash = keccak256(abi.encode("grind", salt));
-            bytes32 seed = keccak256(abi.encode(hash, id));
-            if (uint256(seed) % 10_000 >= rate) continue;
-            if (uint256(keccak256(abi.encode(seed, uint256(1)))) % 4 != line) continue;
-            _setSeed(seedBlock, hash);
-            break;
-        }
-        assertTrue(audits.sealAudit(id));
-        assertEq(audits.auditOf(id).requestIndex, line);
-    }
-
     function _openAs(address who, uint256 id, uint256 line) internal returns (uint256) {
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(who);
@@ -89,7 +58,7 @@ contract ReviewAuditsTest is BaseTest {
     /// draw's own builder, and the same in every header the seed block's builder may publish; a header with another
     /// mix hash is not that block's. Whatever extra data the builder grinds, the audit comes out the same.
     function test_attack_builderCannotGrindTheAuditSeed() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         audits.drawAudit(id);
         uint256 seedBlock = audits.auditOf(id).seedBlock;
         assertEq(seedBlock, block.number + 4, "a later block's value, unknown when the draw lands");
@@ -130,7 +99,7 @@ contract ReviewAuditsTest is BaseTest {
     /// both go to the audit pool: the freeze costs the sybil the seat's penalty and the whole appeal bond, and the
     /// attacker's miner receives nothing.
     function test_attack_selfAuditOfOwnCorrectLine_costsThePenaltyAndTheAppeal() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         _selectLine(id, 1); // line 1: served by m2 alone (the attacker's miner)
         address attackerMiner = miners[2];
         uint256 poolBefore = escrow.auditPool();
@@ -167,7 +136,7 @@ contract ReviewAuditsTest is BaseTest {
     /// Now settling takes the seat's penalty for the pool, and the audit is opened again by an honest auditor,
     /// whose jury convicts the line's miners.
     function test_attack_abandonedAuditCostsItsOpener_andIsOpenedAgain() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         _selectLine(id, 0);
         uint256 stakeBefore = verifierRegistry.verifierOf(sybil).stake;
         uint256 d = _openAs(sybil, id, 0);
@@ -198,7 +167,7 @@ contract ReviewAuditsTest is BaseTest {
 
     /// @dev An audit whose jury was drawn and that ended undecided is not abandoned: it stays the task's audit.
     function test_anUndecidedAuditIsNotOpenedAgain() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         _selectLine(id, 0);
         uint256 d = _openAs(sybil, id, 0);
         _runRound(d, IA.Vote.None); // drawn; nobody reveals
@@ -216,7 +185,7 @@ contract ReviewAuditsTest is BaseTest {
     /// @dev Withholding the seal never spares the task: the expired seed redraws, forced selected, whatever the
     /// new seed says; a second expiry redraws again, still forced.
     function test_defended_expiredSeedRedrawIsForced() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         audits.drawAudit(id);
         vm.roll(block.number + 300);
         assertFalse(audits.sealAudit(id));
@@ -240,7 +209,7 @@ contract ReviewAuditsTest is BaseTest {
 
     /// @dev Only the audits contract opens audits; only with a sealed, selected draw and its own line.
     function test_defended_roleGatesAndLineCheck() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         bytes32[] memory proof0 = _proofOf(leaves, 0);
         bytes32[][] memory served0 = _servedProofs(leaves, 0);
@@ -269,7 +238,7 @@ contract ReviewAuditsTest is BaseTest {
         address whale = makeAddr("whale opener");
         _registerVerifier(whale, 200 * MIN_VERIFIER_STAKE);
         vm.roll(block.number + 1);
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         _selectLine(id, 0);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         vm.prank(signer0);
@@ -285,7 +254,7 @@ contract ReviewAuditsTest is BaseTest {
     /// @dev settleAudit cannot be made to revert by the joins, a conviction, or stray tokens sent to the escrow;
     /// the opener's seat is always released and the escrow stays solvent.
     function test_defended_settleAlwaysReleasesSeat_andEscrowSolvent() public {
-        uint256 id = _taskAtDefaultRate();
+        uint256 id = _fourLineTask();
         _selectLine(id, 2);
         ResultLeaf.Leaf[] memory leaves = _standardLeaves(id);
         bytes32[][] memory served = _servedProofs(leaves, 2);
