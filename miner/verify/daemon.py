@@ -345,17 +345,21 @@ class Verifier:
         settles it once its dispute is resolved; True when done with it (the dispute itself is followed as a
         dispute)."""
         task = self.market.tasks.get_task(task_id)
-        audits = self.market.audits
+        audits, arbitration = self.market.audits, self.market.arbitration
         if task.status in DONE_TASK:
             audit = audits.audit_of(task_id)
-            opened = audit.dispute_id != 0
-            return not opened or self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
+            if not audit.dispute_id or audit.settled:
+                return True
+            return self._opened_audit_settled(
+                task_id, audit.dispute_id, arbitration.get_dispute(audit.dispute_id)
+            )
         if task.status not in (TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED):
             return False  # not committed yet
         audit = audits.audit_of(task_id)
         if audit.dispute_id:
-            if not self._abandoned(audit.dispute_id):
-                return self._opened_audit_settled(task_id, audit.dispute_id, audit.settled)
+            record = arbitration.get_dispute(audit.dispute_id)
+            if not self._abandoned(audit.dispute_id, record):
+                return audit.settled or self._opened_audit_settled(task_id, audit.dispute_id, record)
             if audit.dispute_id not in self.watching.abandoned:  # its opener never drew a jury: judged again,
                 self.watching.abandoned.add(audit.dispute_id)  # and opened again if it fails
                 self.watching.judged.discard(task_id)
@@ -363,7 +367,7 @@ class Verifier:
             in_window = self.market.chain_time() < self.market.tasks.challenge_ends_at(task_id)
             if task.status != TaskStatus.RESULTS_COMMITTED or not in_window:
                 return not in_window
-            if self.market.arbitration.config_of(task_id).audit_rate_bps == 0:
+            if arbitration.config_of(task_id).audit_rate_bps == 0:
                 return True
             audits.draw_audit(task_id)
             return False
@@ -382,19 +386,18 @@ class Verifier:
             self.watching.judged.add(task_id)
         return False  # watched until its audit is opened and settled, or the task is done
 
-    def _abandoned(self, dispute_id: int) -> bool:
-        """The audit's dispute ended without a jury (round 0 never drawn): anyone may open the audit again."""
-        arbitration = self.market.arbitration
-        if arbitration.get_dispute(dispute_id).status != DisputeStatus.NO_DECISION:
+    def _abandoned(self, dispute_id: int, record: Dispute) -> bool:
+        """The audit's dispute (`record`) ended without a jury (round 0 never drawn): anyone may open the
+        audit again."""
+        if record.status != DisputeStatus.NO_DECISION:
             return False
-        return arbitration.round_of(dispute_id, 0).commit_deadline == 0
+        return self.market.arbitration.round_of(dispute_id, 0).commit_deadline == 0
 
-    def _opened_audit_settled(self, task_id: int, dispute_id: int, settled: bool) -> bool:
-        """An opened audit: while its dispute runs, completes it from the coordinator's audit line (once);
-        once resolved, settles it (anyone may: it frees the opener's seat). True when nothing is left."""
-        if settled:
-            return True
-        if self.market.arbitration.get_dispute(dispute_id).status == DisputeStatus.OPEN:
+    def _opened_audit_settled(self, task_id: int, dispute_id: int, record: Dispute) -> bool:
+        """An opened, unsettled audit: while its dispute (`record`) runs, completes it from the coordinator's
+        audit line (once); once resolved, settles it (anyone may: it frees the opener's seat). True when
+        nothing is left."""
+        if record.status == DisputeStatus.OPEN:
             if dispute_id not in self.watching.followed:
                 self.watching.followed.add(dispute_id)
                 self._follow(task_id, dispute_id)
