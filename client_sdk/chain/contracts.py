@@ -7,6 +7,7 @@ import functools
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
@@ -40,6 +41,14 @@ from client_sdk.protocol.structs import from_abi, to_abi
 from client_sdk.protocol.task import Task, TaskPrices, TaskTerms
 from client_sdk.results import ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
+
+
+def _leaf_with_proofs(
+    leaf: ResultLeaf, proof: Sequence[bytes], served_proofs: Sequence[Sequence[bytes]]
+) -> tuple[tuple[Any, ...], list[bytes], list[list[bytes]]]:
+    """A leaf, its results proof and its served proofs as the contracts take them (every call that proves a
+    leaf and names the miners accountable for it)."""
+    return leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
 
 
 class _Bound:
@@ -310,7 +319,7 @@ class TaskRegistry(_Bound):
         `open_dispute` applies (ContractRevert when the leaf is not the committed one at its position, or no
         miner vouched for it)."""
         call = self.contract.functions.accountableFor(
-            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+            leaf.task_id, *_leaf_with_proofs(leaf, proof, served_proofs)
         )
         _, accountable = call_view(call)
         return list(accountable)
@@ -391,12 +400,16 @@ class Randomness(_Bound):
         return self.value_of(block_number)
 
 
-class Arbitration(_Bound):
-    abi_name = "Arbitration"
+class _Seeded(_Bound):
+    """A contract whose draws take their seeds from `randomness` (it proves a seed block before drawing)."""
 
     def __init__(self, w3: Web3, address: str, transactor: Transactor | None, randomness: Randomness) -> None:
         super().__init__(w3, address, transactor)
         self.randomness = randomness
+
+
+class Arbitration(_Seeded):
+    abi_name = "Arbitration"
 
     def config(self) -> ArbitrationConfig:
         """The configuration for tasks created from now on."""
@@ -449,7 +462,7 @@ class Arbitration(_Bound):
         """Disputes `leaf` (the task owner, with the bond approved to the escrow): `proof` places it in the
         results, `served_proofs[k]` in the served root of its k-th pipeline miner."""
         call = self.contract.functions.openDispute(
-            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+            leaf.task_id, *_leaf_with_proofs(leaf, proof, served_proofs)
         )
         receipt = self._send(call)
         (event,) = self.contract.events.DisputeOpened().process_receipt(receipt, errors=DISCARD)
@@ -486,23 +499,17 @@ class Arbitration(_Bound):
     ) -> list[str]:
         """Adds to open dispute `dispute_id` every miner of `leaf`'s pipeline that `served_proofs` shows
         accountable and its opener left out (anyone may); returns the miners added."""
-        call = self.contract.functions.joinDispute(
-            dispute_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
-        )
+        call = self.contract.functions.joinDispute(dispute_id, *_leaf_with_proofs(leaf, proof, served_proofs))
         receipt = self._send(call)
         events = self.contract.events.MinerJoined().process_receipt(receipt, errors=DISCARD)
         return [str(event["args"]["miner"]) for event in events]
 
 
-class Audits(_Bound):
+class Audits(_Seeded):
     """Random audits: anyone draws a committed task's audit and seals it; a verifier opens the selected line's
     dispute (in Arbitration), staking one seat until the audit is settled."""
 
     abi_name = "Audits"
-
-    def __init__(self, w3: Web3, address: str, transactor: Transactor | None, randomness: Randomness) -> None:
-        super().__init__(w3, address, transactor)
-        self.randomness = randomness
 
     def audit_of(self, task_id: int) -> Audit:
         return from_abi(Audit, self.contract.functions.auditOf(task_id).call())
@@ -528,9 +535,7 @@ class Audits(_Bound):
     ) -> int:
         """Opens the audit of the selected line (as an active verifier that is not a party of the task, with a
         free seat of stake); returns the dispute id."""
-        call = self.contract.functions.openAudit(
-            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
-        )
+        call = self.contract.functions.openAudit(leaf.task_id, *_leaf_with_proofs(leaf, proof, served_proofs))
         receipt = self._send(call)
         (event,) = self.contract.events.AuditOpened().process_receipt(receipt, errors=DISCARD)
         return int(event["args"]["disputeId"])
@@ -577,7 +582,7 @@ class LineChallenges(_Bound):
         """Answers the open challenge of `leaf`'s position with its results proof and, for each miner of its
         pipeline, its proof in that miner's served tree (as a dispute is opened)."""
         call = self.contract.functions.answerLine(
-            leaf.task_id, leaf.as_tuple(), list(proof), [list(p) for p in served_proofs]
+            leaf.task_id, *_leaf_with_proofs(leaf, proof, served_proofs)
         )
         return self._send(call)
 
