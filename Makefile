@@ -33,9 +33,10 @@ node_modules/.installed: package.json package-lock.json
 build: bootstrap
 	$(FORGE) build
 
-# What the Python side deploys and reads: the contracts and the deploy script, without the forge tests.
+# What the Python side deploys and reads: the contracts and the deploy script, without the forge tests or their
+# helpers (a glob: a bare folder name skips nothing, and the helpers cost a third of this build).
 contracts: bootstrap
-	$(FORGE) build --skip test --skip contracts/test
+	$(FORGE) build --skip test --skip "contracts/test/**"
 
 # Refresh the ABIs packaged in client_sdk after changing a contract (a test fails until you do).
 abi: build
