@@ -148,13 +148,16 @@ def set_audit_rate(admin: Market, chain: Anvil, bps: int) -> None:
     chain.advance_time(1)
 
 
-def register_verifier(admin: Market, verifier: LocalAccount, seats: int = 1) -> Market:
-    """Mints `seats` minimum stakes to `verifier`, approves the verifier registry and registers."""
+def register_verifier(
+    admin: Market, verifier: LocalAccount, seats: int = 1, model: bytes | None = None
+) -> Market:
+    """Mints `seats` minimum stakes to `verifier`, approves the verifier registry and registers it to judge
+    `model` (by default MODEL, the model of the tasks these helpers create)."""
     stake = seats * admin.verifiers.min_stake()
     admin.token.mint(verifier.address, stake)
     mine = admin.as_account(verifier)
     mine.token.approve(mine.verifiers.address, stake)
-    mine.verifiers.register(stake)
+    mine.verifiers.register(stake, [model_id_of(MODEL) if model is None else model])
     return mine
 
 

@@ -17,11 +17,12 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.deployment import Deployment
 from client_sdk.cli.arbitration import app as arbitration_app
 from client_sdk.cli.market import app as market_app
-from client_sdk.protocol.model_identity import KNOWN_MODELS
+from client_sdk.protocol.model_identity import KNOWN_MODELS, model_id_of
 from client_sdk.protocol.task import TaskStatus
 from coordinator.cli.app import app as coordinator_app
-from demo.lifecycle import DemoConfig, create_task
+from demo.lifecycle import MODEL, DemoConfig, create_task
 from miner.cli.app import app as miner_app
+from miner.cli.verify import ensure_registered
 from tests.helpers import assigned_task, committed_task
 
 
@@ -206,3 +207,37 @@ def test_the_installed_arbitration_command_has_every_command_of_the_sdks() -> No
         return {c.name or "" for c in app.registered_commands} | {g.name or "" for g in app.registered_groups}
 
     assert names(installed) == names(sdk_app) | {"verify"}
+
+
+def test_a_verifier_joins_the_pool_of_each_model_it_runs_and_leaves_one_through_the_cli(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """`arbitration verify` registers its wallet for the model it runs, and a verifier of another model joins
+    that one's pool too; `arbitration status` names the models, `arbitration leave-model` leaves one, once."""
+    verifier = accounts[7]
+    first, second = model_id_of(MODEL), bytes(31) + b"\x09"
+    admin_market.token.mint(verifier.address, admin_market.verifiers.min_stake())
+    mine = admin_market.as_account(verifier)
+    ensure_registered(mine, None, first)
+    ensure_registered(mine, None, second)  # already a verifier: it joins the second model's pool
+    ensure_registered(mine, None, second)  # nothing left to do
+    assert mine.verifiers.models_of(verifier.address) == [first, second]
+    assert admin_market.verifiers.total_weight(second) == 1
+
+    env = {"BATCHMARKET_PRIVATE_KEY": verifier.key.to_0x_hex()}
+    chain_args = ["--rpc-url", chain.rpc_url, "--deployment", str(deployment_file)]
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(arbitration_app, [*args, *chain_args], env=env, terminal_width=200)
+
+    status = run("status", "--json")
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.stdout)["models"] == ["0x" + first.hex(), "0x" + second.hex()]
+    left = run("leave-model", "0x" + second.hex())
+    assert left.exit_code == 0, left.output
+    assert f"left the jury pool of 0x{second.hex()}" in left.stdout
+    assert admin_market.verifiers.total_weight(second) == 0
+    again = run("leave-model", "0x" + second.hex())
+    assert again.exit_code == 1
+    assert again.stderr.strip() == f"error: {verifier.address} does not judge 0x{second.hex()}"
+    assert mine.verifiers.models_of(verifier.address) == [first]

@@ -102,6 +102,7 @@ def test_web3_values_decode_to_exact_types() -> None:
         1_700_000_000,
         10**18,
         HexBytes(b"\x01" * 32),
+        HexBytes(b"m" * 32),
         terms,
     )
     dispute = from_abi(Dispute, raw)
@@ -117,9 +118,11 @@ def test_web3_values_decode_to_exact_types() -> None:
         1_700_000_000,
         10**18,
         b"\x01" * 32,
+        b"m" * 32,
         Terms(*terms),
     )
     assert type(dispute.status) is DisputeStatus and type(dispute.leaf_hash) is bytes
+    assert type(dispute.model_id) is bytes
     assert type(dispute.terms) is Terms
     signer, gpu, region, model = (
         "0x" + "11" * 20,
@@ -137,7 +140,7 @@ def test_a_tuple_of_another_length_is_refused() -> None:
     with pytest.raises(ValueError, match="Juror has 3 fields; the struct has 2"):
         from_abi(Juror, (2, 1))
     with pytest.raises(ValueError, match="not a valid DisputeStatus"):
-        from_abi(Dispute, (7, "a", "b", 9, True, 0, 9, 120, 1, 1, b"", [0] * 6))
+        from_abi(Dispute, (7, "a", "b", 9, True, 0, 9, 120, 1, 1, b"", b"", [0] * 6))
 
 
 # what client_sdk.chain.contracts encodes with to_abi: (contract, function, parameter, struct, fields left

@@ -15,8 +15,9 @@ from client_sdk.chain.anvil import Anvil
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, Verifier, Vote
 from client_sdk.errors import ContractRevert
+from client_sdk.protocol.model_identity import model_id_of
 from client_sdk.protocol.task import TaskStatus
-from demo.lifecycle import DemoConfig
+from demo.lifecycle import MODEL, DemoConfig
 from tests.helpers import (
     UNIT,
     committed_task,
@@ -36,23 +37,30 @@ def test_a_verifier_stakes_exits_and_withdraws(
     assert verifiers.min_stake() == 100 * UNIT  # the deploy script's default
     assert not verifiers.is_verifier(verifier.address)
     assert verifiers.verifier_of(verifier.address) == Verifier(0, 0, 0, 0, 0)
-    weight = verifiers.total_weight()
+    model, other = model_id_of(MODEL), bytes(31) + b"\x07"
+    weight = verifiers.total_weight(model)
     mine = register_verifier(admin_market, verifier, seats=2)
     registered = verifiers.verifier_of(verifier.address)
     assert registered.stake == 200 * UNIT and registered.active and registered.locked == 0
     assert registered.registered_at_block == admin_market.w3.eth.block_number
     assert verifiers.is_verifier(verifier.address)
-    assert verifiers.total_weight() == weight + 2
+    assert verifiers.total_weight(model) == weight + 2
+    assert verifiers.models_of(verifier.address) == [model] and verifiers.judges(verifier.address, model)
     assert admin_market.token.balance_of(verifier.address) == 0
+    mine.verifiers.add_model(other)  # it judges a second model: the same stake weighs in its pool too
+    assert verifiers.total_weight(other) == 2 and verifiers.models_of(verifier.address) == [model, other]
+    mine.verifiers.remove_model(other)
+    assert verifiers.total_weight(other) == 0 and not verifiers.judges(verifier.address, other)
 
     with pytest.raises(ContractRevert) as caught:
-        mine.verifiers.register(100 * UNIT)
+        mine.verifiers.register(100 * UNIT, [model])
     assert (caught.value.error_name, caught.value.error_args) == (
         "VerifierAlreadyRegistered",
         {"verifier": verifier.address},
     )
 
     mine.verifiers.request_exit()
+    assert verifiers.total_weight(model) == weight  # its weight left the pool
     exiting = verifiers.verifier_of(verifier.address)
     now = admin_market.chain_time()
     assert exiting.release_at == now + verifiers.unbonding_period()

@@ -347,7 +347,8 @@ class TaskRegistry(_Bound):
 
 class VerifierRegistry(_StakeRegistry):
     """Verifiers' stake and their weight in jury draws: one unit of weight, one jury seat, per `min_stake`
-    (the stake a seat locks)."""
+    (the stake a seat locks), in the pool of each model (checkpoint hash) the verifier judges. A dispute
+    draws its jurors from its task's model's pool."""
 
     abi_name = "VerifierRegistry"
 
@@ -358,13 +359,34 @@ class VerifierRegistry(_StakeRegistry):
     def verifier_of(self, account: str) -> Verifier:
         return from_abi(Verifier, self.contract.functions.verifierOf(account).call())
 
-    def total_weight(self) -> int:
-        return int(self.contract.functions.totalWeight().call())
+    def total_weight(self, model: bytes) -> int:
+        """The weight of `model`'s pool now: the seats of stake of the verifiers that judge it."""
+        return int(self.contract.functions.totalWeight(model).call())
 
-    def register(self, stake: int) -> TxReceipt:
-        """Stakes `stake` (approved to this contract); drawable for rounds opened from the next transaction
-        on. An address registers once."""
-        return self._send(self.contract.functions.register(stake))
+    def judges(self, account: str, model: bytes) -> bool:
+        """Whether `account` is an active verifier in `model`'s pool."""
+        return bool(self.contract.functions.judges(account, model).call())
+
+    def models_of(self, account: str) -> list[bytes]:
+        """The models `account` judges."""
+        return [bytes(m) for m in self.contract.functions.modelsOf(account).call()]
+
+    def max_models(self) -> int:
+        """Most models one verifier judges."""
+        return int(self.contract.functions.MAX_MODELS().call())
+
+    def register(self, stake: int, models: Sequence[bytes]) -> TxReceipt:
+        """Stakes `stake` (approved to this contract) to judge `models` (checkpoint hashes); drawable for
+        rounds of those models opened from the next transaction on. An address registers once."""
+        return self._send(self.contract.functions.register(stake, list(models)))
+
+    def add_model(self, model: bytes) -> TxReceipt:
+        """Joins `model`'s pool too, with the stake's weight now (an active verifier)."""
+        return self._send(self.contract.functions.addModel(model))
+
+    def remove_model(self, model: bytes) -> TxReceipt:
+        """Leaves `model`'s pool: rounds of it opened from now on no longer draw this verifier."""
+        return self._send(self.contract.functions.removeModel(model))
 
     def request_exit(self) -> TxReceipt:
         return self._send(self.contract.functions.requestExit())

@@ -80,7 +80,8 @@ class Terms:
 @dataclass(frozen=True)
 class Dispute:
     """`challenger` is the task owner (for an audit too, which it did not pay for); `opener` opened it (the
-    owner, or the auditing verifier); `round` is the current round (0 to 2); `bond` is round 0's."""
+    owner, or the auditing verifier); `round` is the current round (0 to 2); `bond` is round 0's; `model_id`
+    the task's model, whose verifier pool its juries are drawn from."""
 
     task_id: int
     challenger: str
@@ -93,6 +94,7 @@ class Dispute:
     opened_at: int
     bond: int
     leaf_hash: bytes
+    model_id: bytes
     terms: Terms
 
 

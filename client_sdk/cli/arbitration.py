@@ -32,6 +32,7 @@ from client_sdk.cli.support import (
 from client_sdk.client import ApiError, Client
 from client_sdk.errors import UserError
 from client_sdk.inputs import input_tree
+from client_sdk.protocol.model_identity import describe, model_id_of
 from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.units import format_amount
 from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
@@ -451,9 +452,11 @@ def status(
     on and what it needs from you now, and what the escrow owes you (juror rewards)."""
     me, now = market.address, market.chain_time()
     record = market.verifiers.verifier_of(me)
+    models = market.verifiers.models_of(me) if record.active else []
     duty = _duty(market, me, now)
     report: dict[str, object] = {
         "verifier": me,
+        "models": ["0x" + m.hex() for m in models],
         "stake": format_amount(record.stake),
         "locked_by_seats": format_amount(record.locked),
         "state": "active" if record.active else ("exiting" if record.registered else "not registered"),
@@ -467,8 +470,9 @@ def status(
     if not record.registered:
         console.print(f"{me} is not a verifier: `arbitration verify --stake AMOUNT` registers and runs one")
     else:
+        judged = ", ".join(describe(m) for m in models) or "no model"
         state = (
-            "active: drawable onto juries"
+            f"active: drawable onto juries of {judged}"
             if record.active
             else f"exiting: no new juries; stake withdrawable from {_when(record.release_at)}"
         )
@@ -499,6 +503,21 @@ def exit_verifier(
     market.verifiers.request_exit()
     release = market.verifiers.verifier_of(market.address).release_at
     console.print(f"exiting: no new juries; `arbitration withdraw-stake` from {_when(release)}")
+
+
+@app.command("leave-model")
+@on_chain(signing=True)
+def leave_model(
+    market: Market,
+    model: Annotated[str, typer.Argument(help="The model's 0x hash, or the name of a known model.")],
+) -> None:
+    """Stop being drawn onto juries of one model (a checkpoint you no longer run); seats you hold in its
+    disputes still need your votes. `arbitration verify` with another model joins that one's pool."""
+    model_id = model_id_of(model)
+    if not market.verifiers.judges(market.address, model_id):
+        raise UserError(f"{market.address} does not judge {describe(model_id)}")
+    market.verifiers.remove_model(model_id)
+    console.print(f"left the jury pool of {describe(model_id)}: no new juries of it", soft_wrap=True)
 
 
 @app.command("withdraw-stake")

@@ -92,8 +92,8 @@ contract Arbitration is Juries {
         bytes32[] calldata proof,
         bytes32[][] calldata servedProofs
     ) external onlyRole(AUDITS_ROLE) returns (uint256 disputeId) {
-        if (!verifiers.isVerifier(opener)) revert NotVerifier(opener);
         ITaskRegistry.Task memory task = taskRegistry.getTask(taskId);
+        if (!verifiers.judges(opener, task.modelId)) revert NotVerifierOfModel(opener, task.modelId);
         if (_taskParties(taskId, task.owner, 0).contains(opener)) revert AuditorIsAParty(taskId, opener);
         disputeId = _startDispute(taskId, task, opener, leaf, proof, servedProofs);
     }
@@ -137,7 +137,7 @@ contract Arbitration is Juries {
         uint8 next = r + 1;
         uint128 bond = round.bond * 2;
         dispute.round = next;
-        uint64 seedBlock = _openRound(disputeId, dispute.terms, next, bond, msg.sender, challengerSide);
+        uint64 seedBlock = _openRound(disputeId, dispute, next, bond, msg.sender, challengerSide);
         escrow.depositBond(_bondId(disputeId, next), msg.sender, bond);
         emit Appealed(disputeId, next, msg.sender, bond, seedBlock);
     }
@@ -188,11 +188,11 @@ contract Arbitration is Juries {
         disputeId = ++disputeCount;
         // The owner opens its own disputes; an audit's opener is a verifier, never a party such as the owner.
         bool audit = opener != task.owner;
-        Dispute storage dispute = _record(disputeId, task.owner, opener, leaf, leafHash, audit);
+        Dispute storage dispute = _record(disputeId, task, opener, leaf, leafHash, audit);
         _pipelines[disputeId] = accountable;
         taskRegistry.markDisputed(taskId);
         address payer = audit ? address(0) : task.owner;
-        uint64 seedBlock = _openRound(disputeId, dispute.terms, 0, dispute.bond, payer, true);
+        uint64 seedBlock = _openRound(disputeId, dispute, 0, dispute.bond, payer, true);
         if (audit) escrow.depositBondFromAuditPool(_bondId(disputeId, 0), dispute.bond);
         else escrow.depositBond(_bondId(disputeId, 0), payer, dispute.bond);
         emit DisputeOpened(
@@ -225,7 +225,7 @@ contract Arbitration is Juries {
     /// @dev Writes a new dispute with the terms and bond of the configuration in force now.
     function _record(
         uint256 disputeId,
-        address owner,
+        ITaskRegistry.Task memory task,
         address opener,
         ResultLeaf.Leaf calldata leaf,
         bytes32 leafHash,
@@ -234,7 +234,7 @@ contract Arbitration is Juries {
         Config storage c = _configFor(leaf.taskId);
         dispute = _disputes[disputeId];
         dispute.taskId = leaf.taskId;
-        dispute.challenger = owner;
+        dispute.challenger = task.owner;
         dispute.opener = opener;
         dispute.status = DisputeStatus.Open;
         dispute.audit = audit;
@@ -243,6 +243,7 @@ contract Arbitration is Juries {
         dispute.openedAt = block.timestamp.toUint64();
         dispute.bond = c.disputeBond.toUint128();
         dispute.leafHash = leafHash;
+        dispute.modelId = task.modelId;
         dispute.terms = Terms({
             phase: c.votingPeriod.toUint32(),
             rewardBps: uint16(c.verifierRewardBps),

@@ -11,11 +11,13 @@ import {Versions} from "./libraries/Versions.sol";
 
 /// @title VerifierRegistry
 /// @notice The verifiers' stake and their weight in jury draws, as GPURegistry is the miners'. Voting power comes
-/// from stake, not from addresses: a registration's weight is its stake in whole seats, fixed when it registers
-/// and removed when it exits, and a round's draw reads the sortition as it stood when the round opened (before
-/// its seed could be known), so no registration or exit after that changes it. Only Arbitration
-/// (ARBITER_ROLE) locks seats and takes penalties; a verifier's locked stake cannot leave until its seats are
-/// released.
+/// from stake, not from addresses: a registration's weight is its stake in whole seats, fixed when it joins a
+/// model's pool and removed when it leaves it or exits, and a round's draw reads the sortition as it stood when the
+/// round opened (before its seed could be known), so no registration or exit after that changes it. Juries are
+/// drawn per model: each model hash (a checkpoint) has its own sortition, holding the verifiers that registered
+/// to judge it, so a dispute of a task never seats a verifier that cannot re-run its model (and would lose a
+/// silent seat's penalty). Only Arbitration (ARBITER_ROLE) locks seats and takes penalties; a verifier's locked
+/// stake cannot leave until its seats are released.
 contract VerifierRegistry is IVerifierRegistry, AccessControl {
     using SafeCast for uint256;
     using SafeERC20 for IERC20;
@@ -36,6 +38,8 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     /// @notice Draws per seat before a jury is left short.
     uint256 public constant DRAW_ATTEMPTS_PER_SEAT = 4;
+    /// @notice Most models one verifier judges: each is a sortition entry that every exit updates.
+    uint256 public constant MAX_MODELS = 4;
 
     /// @dev A round's draw (`drawSeats`): the block whose sortition it reads (`atBlock`), the parties' ranges cut
     /// out of it (`cuts` of them, by start), the `weight` left, and the stake each seat locks.
@@ -48,13 +52,17 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         uint256[] cutWeights;
     }
 
-    Sortition.Pool private _pool;
+    /// @dev One sortition per model hash.
+    mapping(bytes32 model => Sortition.Pool) private _pools;
     /// @dev Every minimum stake ever set, and the time from which each applies (for `minStakeAt`).
     uint256[] private _minStakes;
     uint64[] private _minStakeSince;
     mapping(address account => Verifier) private _verifiers;
-    /// @dev Each registration's entry in the pool, plus one (0: never registered).
-    mapping(address account => uint256) private _entryPlusOne;
+    /// @dev Each verifier's entry in a model's pool, plus one (0: never joined it). An entry is the verifier's for
+    /// good: leaving a pool sets its weight to zero, joining it again restores it in place.
+    mapping(bytes32 model => mapping(address account => uint256)) private _entryPlusOne;
+    /// @dev The models each verifier judges now.
+    mapping(address account => bytes32[]) private _models;
 
     constructor(
         IERC20 token_,
@@ -77,19 +85,42 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     /// @inheritdoc IVerifierRegistry
     /// @dev A token that delivers less than `stake` (a fee on transfer) is refused.
-    function register(uint256 stake) external {
+    function register(uint256 stake, bytes32[] calldata models) external {
         Verifier storage verifier = _verifiers[msg.sender];
         if (verifier.registeredAtBlock != 0) revert VerifierAlreadyRegistered(msg.sender);
         uint256 seat = minStake;
         if (stake < seat) revert VerifierStakeTooLow(stake, seat);
+        if (models.length == 0) revert NoModels();
         verifier.stake = stake.toUint128();
         verifier.registeredAtBlock = block.number.toUint64();
+        emit VerifierRegistered(msg.sender, stake, stake / seat);
+        for (uint256 i = 0; i < models.length; ++i) {
+            _join(msg.sender, verifier, models[i]);
+        }
         uint256 before = token.balanceOf(address(this));
         token.safeTransferFrom(msg.sender, address(this), stake);
         uint256 received = token.balanceOf(address(this)) - before;
         if (received != stake) revert TransferShortfall(stake, received);
-        _entryPlusOne[msg.sender] = _pool.append(msg.sender, stake / seat) + 1;
-        emit VerifierRegistered(msg.sender, stake, stake / seat);
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function addModel(bytes32 model) external {
+        Verifier storage verifier = _verifiers[msg.sender];
+        if (verifier.stake == 0 || verifier.exitAtBlock != 0) revert NotVerifier(msg.sender);
+        _join(msg.sender, verifier, model);
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    /// @dev Like an exit, for one model: rounds of it opened earlier may still draw the verifier.
+    function removeModel(bytes32 model) external {
+        uint256 count = _models[msg.sender].length;
+        uint256 i;
+        while (i < count && _models[msg.sender][i] != model) ++i; // at most MAX_MODELS
+        if (i == count) revert NotJudgingModel(msg.sender, model);
+        _models[msg.sender][i] = _models[msg.sender][count - 1];
+        _models[msg.sender].pop();
+        _pools[model].remove(_entryPlusOne[model][msg.sender] - 1);
+        emit VerifierModelRemoved(msg.sender, model);
     }
 
     /// @inheritdoc IVerifierRegistry
@@ -100,8 +131,12 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         uint64 releaseAt = (block.timestamp + unbondingPeriod).toUint64();
         verifier.exitAtBlock = block.number.toUint64();
         verifier.releaseAt = releaseAt;
-        // Its weight leaves the sortition from this block on: rounds opened later never land on it.
-        _pool.remove(_entryPlusOne[msg.sender] - 1);
+        // Its weight leaves every pool from this block on: rounds opened later never land on it.
+        bytes32[] storage models = _models[msg.sender];
+        for (uint256 i = 0; i < models.length; ++i) {
+            bytes32 model = models[i];
+            _pools[model].remove(_entryPlusOne[model][msg.sender] - 1);
+        }
         emit VerifierExitRequested(msg.sender, releaseAt);
     }
 
@@ -128,6 +163,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (a registration that exited since, or the
     /// thinning below) is not drawn again past them, so a round is drawn short rather than at any gas cost.
     function drawSeats(
+        bytes32 model,
         uint256 seed,
         uint256 atBlock,
         uint256 seats,
@@ -135,12 +171,13 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         address[] calldata parties
     ) external onlyRole(ARBITER_ROLE) returns (address[] memory drawn) {
         drawn = new address[](seats);
-        Draw memory draw = _drawWithout(parties, atBlock, seatStake);
+        Sortition.Pool storage pool = _pools[model];
+        Draw memory draw = _drawWithout(pool, _entryPlusOne[model], parties, atBlock, seatStake);
         uint256 filled;
         if (draw.weight != 0) {
             uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
             for (uint256 attempt = 0; filled < seats && attempt < attempts; ++attempt) {
-                address account = _lands(uint256(keccak256(abi.encode(seed, attempt))), draw);
+                address account = _lands(pool, uint256(keccak256(abi.encode(seed, attempt))), draw);
                 if (account != address(0)) drawn[filled++] = account;
             }
         }
@@ -196,8 +233,40 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @inheritdoc IVerifierRegistry
-    function totalWeight() external view returns (uint256) {
-        return _pool.totalAt(block.number);
+    function judges(address account, bytes32 model) external view returns (bool) {
+        Verifier storage verifier = _verifiers[account];
+        uint256 entry = _entryPlusOne[model][account];
+        return verifier.stake != 0 && verifier.exitAtBlock == 0 && entry != 0
+            && _pools[model].weightAt(entry - 1, block.number) != 0;
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function modelsOf(address account) external view returns (bytes32[] memory) {
+        return _models[account];
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function totalWeight(bytes32 model) external view returns (uint256) {
+        return _pools[model].totalAt(block.number);
+    }
+
+    /// @dev Puts an active verifier into `model`'s pool with its stake in whole seats of the minimum stake now
+    /// (in its old place if it was there before).
+    function _join(address account, Verifier storage verifier, bytes32 model) private {
+        if (model == 0) revert ZeroModel();
+        uint256 count = _models[account].length;
+        if (count == MAX_MODELS) revert TooManyModels(count + 1, MAX_MODELS);
+        for (uint256 i = 0; i < count; ++i) {
+            if (_models[account][i] == model) revert AlreadyJudgingModel(account, model);
+        }
+        _models[account].push(model);
+        uint256 weight = verifier.stake / minStake;
+        if (weight == 0) revert VerifierStakeTooLow(verifier.stake, minStake);
+        Sortition.Pool storage pool = _pools[model];
+        uint256 entry = _entryPlusOne[model][account];
+        if (entry == 0) _entryPlusOne[model][account] = pool.append(account, weight) + 1;
+        else pool.reweigh(entry - 1, weight);
+        emit VerifierModelAdded(account, model, weight);
     }
 
     /// @dev Locks `amount` of a verifier's free stake; false if it has less free, or if it asked to exit by the
@@ -217,19 +286,21 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @dev A round's draw: the sortition as it stood at the end of block `atBlock` (the round's opening) but the
     /// parties' registrations, whose ranges are cut out of the number line (kept sorted by start) so that they
     /// take no draws.
-    function _drawWithout(address[] calldata parties, uint256 atBlock, uint256 seatStake)
-        private
-        view
-        returns (Draw memory draw)
-    {
+    function _drawWithout(
+        Sortition.Pool storage pool,
+        mapping(address => uint256) storage entryPlusOne,
+        address[] calldata parties,
+        uint256 atBlock,
+        uint256 seatStake
+    ) private view returns (Draw memory draw) {
         (draw.atBlock, draw.seatStake) = (atBlock, seatStake);
         draw.cutStarts = new uint256[](parties.length);
         draw.cutWeights = new uint256[](parties.length);
         uint256 excluded;
         for (uint256 i = 0; i < parties.length; ++i) {
-            uint256 entry = _entryPlusOne[parties[i]];
+            uint256 entry = entryPlusOne[parties[i]];
             if (entry == 0) continue;
-            (uint256 start, uint256 weight) = _pool.rangeAt(entry - 1, atBlock);
+            (uint256 start, uint256 weight) = pool.rangeAt(entry - 1, atBlock);
             if (weight == 0 || _isCut(draw, start)) continue;
             uint256 j = draw.cuts++;
             while (j > 0 && draw.cutStarts[j - 1] > start) {
@@ -239,7 +310,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
             (draw.cutStarts[j], draw.cutWeights[j]) = (start, weight);
             excluded += weight;
         }
-        draw.weight = _pool.totalAt(atBlock) - excluded;
+        draw.weight = pool.totalAt(atBlock) - excluded;
     }
 
     /// @dev Whether a range starting at `start` is cut already (a party named twice).
@@ -256,14 +327,14 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// equally likely to be drawn however the stake behind it is split: a whale's seats deplete as a one-seat
     /// verifier's do. A registration without a free seat loses the draw; one that asked to exit after the round opened
     /// still serves it.
-    function _lands(uint256 number, Draw memory draw) private returns (address) {
+    function _lands(Sortition.Pool storage pool, uint256 number, Draw memory draw) private returns (address) {
         uint256 point = number % draw.weight;
         for (uint256 i = 0; i < draw.cuts && draw.cutStarts[i] <= point; ++i) {
             point += draw.cutWeights[i];
         }
-        uint256 index = _pool.select(point, draw.atBlock);
-        address account = _pool.accounts[index];
-        uint256 weight = _pool.weightAt(index, draw.atBlock);
+        uint256 index = pool.select(point, draw.atBlock);
+        address account = pool.accounts[index];
+        uint256 weight = pool.weightAt(index, draw.atBlock);
         Verifier storage verifier = _verifiers[account];
         // A registration that exited by the round's opening has no weight in it: it is never selected here.
         uint256 free = (verifier.stake - verifier.locked) / draw.seatStake;

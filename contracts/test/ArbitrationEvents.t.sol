@@ -150,8 +150,10 @@ contract ArbitrationEventsTest is BaseTest {
         _fund(v, address(verifierRegistry), stake);
         vm.expectEmit(address(verifierRegistry));
         emit IVerifierRegistry.VerifierRegistered(v, stake, 2);
+        vm.expectEmit(address(verifierRegistry));
+        emit IVerifierRegistry.VerifierModelAdded(v, MODEL, 2);
         vm.prank(v);
-        verifierRegistry.register(stake);
+        verifierRegistry.register(stake, _models(MODEL));
 
         vm.expectEmit(address(verifierRegistry));
         emit IVerifierRegistry.VerifierExitRequested(v, block.timestamp + VERIFIER_UNBONDING);

@@ -77,14 +77,6 @@ contract AttacksTest is BaseTest {
         }
     }
 
-    function _appeal(uint256 disputeId, address who) internal returns (uint256 bond) {
-        (, IA.Round memory round) = _round(disputeId);
-        bond = round.bond * 2;
-        _fund(who, address(escrow), bond);
-        vm.prank(who);
-        arbitration.appeal(disputeId);
-    }
-
     function _stakeOf(address v) internal view returns (uint256) {
         return verifierRegistry.verifierOf(v).stake;
     }
@@ -546,7 +538,7 @@ contract AttacksTest is BaseTest {
         fee.approve(address(v), 100e6);
         vm.prank(alice);
         vm.expectRevert(abi.encodeWithSelector(IV.TransferShortfall.selector, 100e6, 99e6));
-        v.register(100e6);
+        v.register(100e6, _models(MODEL));
 
         GPURegistry g = new GPURegistry(IERC20(address(fee)), admin, 1e6, 1 days);
         vm.prank(alice);

@@ -173,7 +173,7 @@ contract AuditJoinsTest is BaseTest {
         this.openAs(poor, second, leaf2, proof2, served2);
         vm.prank(poor);
         verifierRegistry.requestExit();
-        vm.expectRevert(abi.encodeWithSelector(IA.NotVerifier.selector, poor));
+        vm.expectRevert(abi.encodeWithSelector(IA.NotVerifierOfModel.selector, poor, MODEL));
         this.openAs(poor, second, leaf2, proof2, served2);
         assertEq(audits.auditOf(second).disputeId, 0, "still open to an honest auditor");
         this.openAs(auditor, second, leaf2, proof2, served2);

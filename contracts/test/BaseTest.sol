@@ -205,10 +205,21 @@ abstract contract BaseTest is Consent {
         _registerVerifier(v, verifierRegistry.minStake());
     }
 
+    /// @dev Stakes `stake` to judge MODEL, the model of every task these tests create.
     function _registerVerifier(address v, uint256 stake) internal {
+        _registerVerifier(v, stake, _models(MODEL));
+    }
+
+    function _registerVerifier(address v, uint256 stake, bytes32[] memory models) internal {
         _fund(v, address(verifierRegistry), stake);
         vm.prank(v);
-        verifierRegistry.register(stake);
+        verifierRegistry.register(stake, models);
+    }
+
+    /// @dev `[model]`: the list of one model a registration takes.
+    function _models(bytes32 model) internal pure returns (bytes32[] memory models) {
+        models = new bytes32[](1);
+        models[0] = model;
     }
 
     /// @dev `count` verifiers named `name`0.. of `seatsEach` seats each, able to sit from the next block on.
@@ -779,6 +790,15 @@ abstract contract BaseTest is Consent {
             if (votes[i] != IArbitration.Vote.None) _revealVote(disputeId, jurors[i], votes[i]);
         }
         vm.warp(round.revealDeadline);
+    }
+
+    /// @dev `who` funds twice the current round's bond and appeals; returns the bond it posted.
+    function _appeal(uint256 disputeId, address who) internal returns (uint256 bond) {
+        (, IArbitration.Round memory round) = _round(disputeId);
+        bond = round.bond * 2;
+        _fund(who, address(escrow), bond);
+        vm.prank(who);
+        arbitration.appeal(disputeId);
     }
 
     /// @dev Warps past the current round's appeal phase, so `resolve` may run.

@@ -120,7 +120,7 @@ contract DeployTest is BaseTest {
         assertEq(c.baseJury, BASE_JURY);
         assertEq(c.auditRewardPerDay, AUDIT_REWARD_PER_DAY);
         assertEq(verifierRegistry.minStake(), MIN_VERIFIER_STAKE);
-        assertEq(verifierRegistry.totalWeight(), VERIFIER_COUNT);
+        assertEq(verifierRegistry.totalWeight(MODEL), VERIFIER_COUNT);
         assertEq(address(verifierRegistry.token()), address(token));
         assertEq(arbitration.disputeCount(), 0);
         assertEq(token.decimals(), 6);

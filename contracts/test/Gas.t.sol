@@ -122,7 +122,7 @@ contract GasTest is BaseTest {
         vm.prank(v);
         vm.resumeGasMetering();
         uint256 g = gasleft();
-        verifierRegistry.register(MIN_VERIFIER_STAKE);
+        verifierRegistry.register(MIN_VERIFIER_STAKE, _models(MODEL));
         used = g - gasleft();
         vm.pauseGasMetering();
         assertTrue(verifierRegistry.isVerifier(v));

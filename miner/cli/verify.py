@@ -23,17 +23,29 @@ from client_sdk.cli.support import (
 )
 from client_sdk.errors import UserError
 from client_sdk.http import coordinator_client
+from client_sdk.protocol.model_identity import describe as describe_model
 from client_sdk.units import parse_amount
 from miner.model.dtypes import dtype_named
 from miner.verify.daemon import LineJudge, Verifier
 
 
-def ensure_registered(market: Market, stake: int | None) -> None:
-    """Stakes and registers this wallet as a verifier unless it already is one (an address registers once)."""
+def ensure_registered(market: Market, stake: int | None, model: bytes) -> None:
+    """Stakes and registers this wallet as a verifier of `model` (the checkpoint it re-runs) unless it already
+    is one (an address registers once); a verifier of other models joins this model's pool too. Juries are
+    drawn per model, so a verifier is never seated on a task it cannot judge."""
     assert market.transactor is not None
     me = market.transactor.account.address
     verifiers = market.verifiers
     if verifiers.is_verifier(me):
+        if not verifiers.judges(me, model):
+            judged = verifiers.models_of(me)
+            if len(judged) >= verifiers.max_models():
+                raise UserError(
+                    f"{me} judges {len(judged)} models, the most one verifier may: "
+                    "`arbitration leave-model HASH` one of them first"
+                )
+            verifiers.add_model(model)
+            console.print(f"{me} now also judges {describe_model(model)}", soft_wrap=True)
         return
     if verifiers.verifier_of(me).registered_at_block:
         raise UserError(
@@ -49,10 +61,11 @@ def ensure_registered(market: Market, stake: int | None) -> None:
             f"staking {market.amount(amount)} needs that much; {me} holds {market.amount(balance)}"
         )
     with market.token.allowing(me, verifiers.address, amount):
-        verifiers.register(amount)
+        verifiers.register(amount, [model])
     console.print(
-        f"registered {me} as a verifier with {market.amount(amount)} staked: "
-        f"{amount // minimum} seat(s) of weight in jury draws"
+        f"registered {me} as a verifier of {describe_model(model)} with {market.amount(amount)} staked: "
+        f"{amount // minimum} seat(s) of weight in its jury draws",
+        soft_wrap=True,
     )
 
 
@@ -76,13 +89,14 @@ def verify(
     ] = False,
     poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
 ) -> None:
-    """Register as a staked verifier (once), then until Ctrl-C: draw juries, and on every jury this wallet
+    """Register as a staked verifier of the model in --model-dir (once; a verifier of other models joins its
+    pool too), then until Ctrl-C: draw juries, and on every jury this wallet
     sits on commit and then reveal a vote from re-scoring the evidence; audit randomly selected lines of
     committed tasks, opening a dispute when one fails; resolve disputes whose last phase has ended."""
     assert market.transactor is not None  # signing
-    ensure_registered(market, None if stake is None else parse_amount(stake))
-    log_to_console()
     judge = LineJudge.load(model_dir, device, dtype_named(dtype))
+    ensure_registered(market, None if stake is None else parse_amount(stake), judge.model_hash)
+    log_to_console()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with coordinator_client(coordinator, market.transactor.account, 60) as http:

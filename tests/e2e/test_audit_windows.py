@@ -70,7 +70,7 @@ def market(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Market]:
         accounts = dev_accounts()[3 + CONFIG.miners : 3 + CONFIG.miners + VERIFIERS]
         clients = [coordinator_client(system.api_url, account, 60) for account in accounts]
         verifiers = [
-            Verifier(register_verifier(admin, account), client, judge)
+            Verifier(register_verifier(admin, account, model=judge.model_hash), client, judge)
             for account, client in zip(accounts, clients, strict=True)
         ]
         try:

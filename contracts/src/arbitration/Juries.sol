@@ -12,8 +12,8 @@ import {SEED_DELAY_BLOCKS} from "../interfaces/IRandomness.sol";
 ///
 /// The random value (`IRandomness`: `prevrandao`) of a block a few blocks after a round opens (unknown when it
 /// opens, and not the choice of any one block's builder) seeds its draw, and the candidates are the verifiers
-/// registered before it opened. Anyone draws the jury once that value is proven: the verifier registry draws
-/// `seats` seats (`IVerifierRegistry.drawSeats`) with every free seat of weight equally likely, the parties to
+/// of the task's model (its pool in the verifier registry) as they stood when it opened. Anyone draws the jury
+/// once that value is proven: the verifier registry draws `seats` seats (`IVerifierRegistry.drawSeats`) with every free seat of weight equally likely, the parties to
 /// the dispute (task owner, opener, coordinator, the task's miners and their signers) cut out of the draw. Each
 /// seat locks `seatStake` of the juror's stake. An appeal round drawn short of its seats ends as undrawn. Jurors commit `voteCommitment(...)`, then reveal; a side wins a round with
 /// more revealed seats. At resolution, jurors of every round who voted against the outcome or did not reveal
@@ -37,7 +37,8 @@ abstract contract Juries is ArbitrationBase {
         if (value == 0) revert JuryNotDrawable(disputeId, round.seedBlock + 1);
         uint256 seed = uint256(keccak256(abi.encode(value, disputeId, r)));
         uint256 seatStake = dispute.terms.seatStake;
-        uint256 drawn = _drawSeats(disputeId, r, seed, round, _parties(disputeId, dispute), seatStake);
+        uint256 drawn =
+            _drawSeats(disputeId, r, seed, dispute.modelId, round, _parties(disputeId, dispute), seatStake);
         if (r > 0 && drawn < round.seats) {
             // An appeal drawn short of its seats fails: the seats go back, and the round ends at once as one never
             // drawn (the previous outcome stands; the appellant's bond pays for it).
@@ -128,16 +129,17 @@ abstract contract Juries is ArbitrationBase {
         returns (address[] memory);
 
     /// @dev Round `r` has `2^r * (baseJury + 1) - 1` seats; its seed is the random value of the block
-    /// SEED_DELAY_BLOCKS from now, and only verifiers registered by now can sit on it.
+    /// SEED_DELAY_BLOCKS from now, and only verifiers in the model's pool by now can sit on it.
     function _openRound(
         uint256 disputeId,
-        Terms memory terms,
+        Dispute storage dispute,
         uint8 r,
         uint128 bond,
         address bondPayer,
         bool challengerSide
     ) internal returns (uint64 seedBlock) {
         seedBlock = (block.number + SEED_DELAY_BLOCKS).toUint64();
+        Terms memory terms = dispute.terms;
         _rounds[disputeId].push(
             Round({
                 seedBlock: seedBlock,
@@ -149,7 +151,7 @@ abstract contract Juries is ArbitrationBase {
                 seatsDrawn: 0,
                 votesCorrect: 0,
                 votesAtFault: 0,
-                weightTotal: verifiers.totalWeight().toUint128(),
+                weightTotal: verifiers.totalWeight(dispute.modelId).toUint128(),
                 bond: bond,
                 bondPayer: bondPayer,
                 challengerSide: challengerSide
@@ -235,13 +237,14 @@ abstract contract Juries is ArbitrationBase {
         uint256 disputeId,
         uint8 r,
         uint256 seed,
+        bytes32 model,
         Round storage round,
         address[] memory parties,
         uint256 seatStake
     ) private returns (uint256) {
         // The sortition as it stood when the round opened (SEED_DELAY_BLOCKS before its seed block).
         uint256 openedAt = round.seedBlock - SEED_DELAY_BLOCKS;
-        address[] memory drawn = verifiers.drawSeats(seed, openedAt, round.seats, seatStake, parties);
+        address[] memory drawn = verifiers.drawSeats(model, seed, openedAt, round.seats, seatStake, parties);
         for (uint256 i = 0; i < drawn.length; ++i) {
             Juror storage juror = _seats[disputeId][r][drawn[i]];
             if (juror.seats == 0) _jurors[disputeId][r].push(drawn[i]);

@@ -30,7 +30,8 @@ interface IArbitration {
 
     /// @notice `challenger` is the task owner (refund and slash share if the miners were at fault); `opener` is
     /// whoever opened it (the owner, or for an audit the verifier). `bond` is round 0's bond (from the audit pool
-    /// when `audit`). The terms below are fixed when the dispute opens.
+    /// when `audit`). `modelId` is the task's model: its jurors are drawn from that model's verifier pool. The terms
+    /// below are fixed when the dispute opens.
     struct Dispute {
         uint256 taskId;
         address challenger;
@@ -43,6 +44,7 @@ interface IArbitration {
         uint64 openedAt;
         uint128 bond;
         bytes32 leafHash;
+        bytes32 modelId;
         Terms terms;
     }
 
@@ -58,7 +60,7 @@ interface IArbitration {
 
     /// @notice One round. `seedBlock`: the future block whose random value (`IRandomness`) seeds the draw; the
     /// draw reads the sortition as it stood when the round opened (later registrations and exits change nothing
-    /// of it). `weightTotal`: the sortition total then. Deadlines are 0 until the jury is drawn.
+    /// of it). `weightTotal`: the model pool's total then. Deadlines are 0 until the jury is drawn.
     /// `bond` was posted by `bondPayer` (for round 0 of an audit: the audit pool, `bondPayer` = 0) on the
     /// challenger's side or not (`challengerSide`).
     struct Round {
@@ -113,7 +115,7 @@ interface IArbitration {
     error AppealByWinner(uint256 disputeId, address account);
     error NotResolvable(uint256 disputeId, uint256 atTime);
 
-    error NotVerifier(address account);
+    error NotVerifierOfModel(address account, bytes32 modelId);
     error AuditorIsAParty(uint256 taskId, address auditor);
 
     error AuditRateTooHigh(uint256 bps, uint256 maximum);

@@ -2,10 +2,12 @@
 pragma solidity ^0.8.24;
 
 /// @title IVerifierRegistry
-/// @notice Verifiers stake the payment token here to sit on dispute juries. Each registration adds selection
-/// weight `stake / seatStake` to the sortition, and an exit removes it; Arbitration draws jurors from it (as it
-/// stood when each round opened), locks one seat stake per seat a juror holds, and releases it when the dispute
-/// ends, less a penalty for an incoherent or silent juror (sent to the escrow).
+/// @notice Verifiers stake the payment token here to sit on dispute juries, for the models (checkpoint hashes) they
+/// say they judge. Each model has its own sortition: a verifier adds selection weight `stake / minStake` to the
+/// pool of each model it judges, and leaving a model or exiting removes it; Arbitration draws a dispute's jurors
+/// from its task's model's pool (as it stood when each round opened), locks one seat stake per seat a juror
+/// holds, and releases it when the dispute ends, less a penalty for an incoherent or silent juror (sent to the
+/// escrow).
 interface IVerifierRegistry {
     /// @notice `locked`: stake held by the seats the verifier sits on. Drawable while active (not exiting);
     /// `releaseAt` is when its stake can be withdrawn (0 while active).
@@ -28,8 +30,15 @@ interface IVerifierRegistry {
     error VerifierStakeLocked(address verifier, uint256 locked);
     error UnbondingTooLong(uint256 period, uint256 maximum);
     error TransferShortfall(uint256 expected, uint256 received);
+    error NoModels();
+    error ZeroModel();
+    error TooManyModels(uint256 count, uint256 maximum);
+    error AlreadyJudgingModel(address verifier, bytes32 model);
+    error NotJudgingModel(address verifier, bytes32 model);
 
     event VerifierRegistered(address indexed verifier, uint256 stake, uint256 weight);
+    event VerifierModelAdded(address indexed verifier, bytes32 indexed model, uint256 weight);
+    event VerifierModelRemoved(address indexed verifier, bytes32 indexed model);
     event VerifierExitRequested(address indexed verifier, uint256 releaseAt);
     event VerifierStakeWithdrawn(address indexed verifier, uint256 amount);
     event SeatLocked(address indexed verifier, uint256 amount);
@@ -37,20 +46,26 @@ interface IVerifierRegistry {
     event MinStakeChanged(uint256 minStake);
     event UnbondingPeriodChanged(uint256 period);
 
-    /// @notice Stakes `stake` (at least `minStake`, approved to this contract): weight `stake / minStake` in
-    /// every jury round opened from this block on. An address registers once.
-    function register(uint256 stake) external;
-    /// @notice Leaves every round opened from this block on (its weight leaves the sortition) and starts the
+    /// @notice Stakes `stake` (at least `minStake`, approved to this contract) to judge `models` (1 to
+    /// MAX_MODELS distinct non-zero checkpoint hashes): weight `stake / minStake` in every jury round of those
+    /// models opened from this block on. An address registers once.
+    function register(uint256 stake, bytes32[] calldata models) external;
+    /// @notice Joins one more model's pool (an active verifier, below MAX_MODELS), with its stake's weight now.
+    function addModel(bytes32 model) external;
+    /// @notice Leaves a model's pool from this block on (rounds of it opened earlier may still draw it).
+    function removeModel(bytes32 model) external;
+    /// @notice Leaves every round opened from this block on (its weight leaves every pool) and starts the
     /// unbonding period; seats already held stay.
     function requestExit() external;
     /// @notice After the unbonding period, once no seat holds it: returns the stake.
     function withdraw() external returns (uint256 amount);
 
-    /// @notice Draws up to `seats` jury seats from `seed` over the sortition as it stood at the end of block
+    /// @notice Draws up to `seats` jury seats from `seed` over `model`'s pool as it stood at the end of block
     /// `atBlock` (the round's opening), the `parties`' registrations cut out: every free seat of `seatStake` is
     /// equally likely, whoever holds it. Locks each seat's stake; returns one account per seat drawn (fewer than
     /// `seats` when the draws run out). Arbiter only.
     function drawSeats(
+        bytes32 model,
         uint256 seed,
         uint256 atBlock,
         uint256 seats,
@@ -67,8 +82,12 @@ interface IVerifierRegistry {
     function verifierOf(address account) external view returns (Verifier memory);
     /// @notice Registered, with stake, and not exiting.
     function isVerifier(address account) external view returns (bool);
-    /// @notice Sortition weight of every registration so far.
-    function totalWeight() external view returns (uint256);
+    /// @notice Whether `account` is an active verifier in `model`'s pool now.
+    function judges(address account, bytes32 model) external view returns (bool);
+    /// @notice The models `account` judges now.
+    function modelsOf(address account) external view returns (bytes32[] memory);
+    /// @notice Sortition weight of `model`'s pool now (its seats of stake).
+    function totalWeight(bytes32 model) external view returns (uint256);
     /// @notice Smallest stake, and the unit of weight: one seat.
     function minStake() external view returns (uint256);
     /// @notice The minimum stake in force at `time`: a task's disputes lock seats of the one in force when the

@@ -35,12 +35,12 @@ library Sortition {
         index = pool.accounts.length;
         if (index == CAPACITY) revert PoolFull(CAPACITY);
         pool.accounts.push(account);
-        _set(pool, index, weight);
+        reweigh(pool, index, weight);
     }
 
     /// @notice Removes entry `index`'s weight from this block on (no-op if it has none).
     function remove(Pool storage pool, uint256 index) internal {
-        _set(pool, index, 0);
+        reweigh(pool, index, 0);
     }
 
     /// @notice The weight of every entry at the end of block `blockNumber` (the current one: as it is now).
@@ -88,8 +88,9 @@ library Sortition {
         return position; // the first position whose prefix sum exceeds `number`, less one: a 0-based index
     }
 
-    /// @dev Sets entry `index`'s weight to `weight` from this block on, updating the nodes above it.
-    function _set(Pool storage pool, uint256 index, uint256 weight) private {
+    /// @notice Sets entry `index`'s weight to `weight` from this block on, updating the nodes above it (an entry
+    /// removed earlier takes weight again in its own place).
+    function reweigh(Pool storage pool, uint256 index, uint256 weight) internal {
         uint48 key = uint48(block.number);
         uint256 old = pool.weights[index].latest();
         if (old == weight) return;

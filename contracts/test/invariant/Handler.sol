@@ -45,6 +45,8 @@ contract Handler is Consent {
     }
 
     bytes32 internal constant MODEL = "llama-3.1-8b-instruct";
+    /// @dev A second model: a third of the tasks are of it, and verifiers judge one model or both.
+    bytes32 internal constant OTHER_MODEL = "mistral-7b-instruct";
     /// @dev Longer than any task (5 days to its deadline), its challenge window, an audit's longest run (which
     /// extends that window) and the owner's dispute's longest run (3 rounds of 4 phases each) together.
     uint256 public constant ENDS_WITHIN = 60 days;
@@ -67,7 +69,9 @@ contract Handler is Consent {
     address[] internal owners;
     address[] public verifiers; // chaos: random stakes, random votes
     address[] public sybils; // minimum stake each; always vote against the truth
-    address[] public honest; // most of the stake; always online, always vote the truth
+    address[] public honest; // most of the stake (two per model); always online, always vote the truth
+    /// @dev Honest one-seat verifiers beside the whales above, each judging one model only (half of them each).
+    address[] public oneSeat;
     address internal sponsor;
     /// @dev A colluding owner and the coordinator, both staked as verifiers: they vote "at fault" on every jury
     /// they sit on and must never sit on a dispute of a task they are party to.
@@ -130,6 +134,9 @@ contract Handler is Consent {
     bool public ghostUnaccountableJoined;
     /// @dev Some miner's stake was locked for a task without its consent to that task and lock.
     bool public ghostLockedWithoutConsent;
+    /// @dev A juror was seated on a dispute of a model it never registered to judge.
+    bool public ghostSeatedOutsideItsModels;
+    mapping(address verifier => mapping(bytes32 model => bool)) internal _everJudged;
     /// @dev Set if a usage that was the leaves' true sum was ever refuted.
     bool public ghostHonestUsageRefuted;
     /// @dev A refutation took stake from a miner whose signature the refuted commitment did not carry.
@@ -180,6 +187,9 @@ contract Handler is Consent {
         }
         for (uint256 i = 0; i < 4; ++i) {
             honest.push(makeAddr(string.concat("honest", vm.toString(i))));
+        }
+        for (uint256 i = 0; i < 8; ++i) {
+            oneSeat.push(makeAddr(string.concat("one seat", vm.toString(i))));
         }
         sponsor = makeAddr("audit sponsor");
         colluders.push(owners[0]);
@@ -311,6 +321,7 @@ contract Handler is Consent {
                 corrupted(d.taskId, d.requestIndex) ? IA.Vote.MinersAtFault : IA.Vote.MinersCorrect;
             IA.Vote lie = truth == IA.Vote.MinersAtFault ? IA.Vote.MinersCorrect : IA.Vote.MinersAtFault;
             _actAll(id, r, round, honest, truth);
+            _actAll(id, r, round, oneSeat, truth);
             _actAll(id, r, round, sybils, lie);
             _actAll(id, r, round, colluders, IA.Vote.MinersAtFault);
         }
@@ -476,10 +487,8 @@ contract Handler is Consent {
         if (m == address(0)) return;
         stake = _bound(stake, registry.minStake(), 1_000e6);
         _mintTo(m, address(registry), stake);
-        bytes32[] memory models = new bytes32[](1);
-        models[0] = MODEL;
         IG.MinerProfile memory p = IG.MinerProfile(
-            vm.addr(_keyOf(m)), "H100-80GB", 80, 1, "eu-west-1", 1, "https://m.example", models
+            vm.addr(_keyOf(m)), "H100-80GB", 80, 1, "eu-west-1", 1, "https://m.example", _bothModels()
         );
         vm.prank(m);
         registry.register(p, stake);
@@ -528,7 +537,7 @@ contract Handler is Consent {
         maxPrice = _bound(maxPrice, 1, 1_000e6);
         _mintTo(owner, address(escrow), maxPrice);
         IT.CreateTaskParams memory p = IT.CreateTaskParams({
-            modelId: MODEL,
+            modelId: duration % 3 == 2 ? OTHER_MODEL : MODEL,
             inputRoot: keccak256(abi.encode(owner, block.timestamp, maxPrice)),
             requestCount: uint32(_bound(requestCount, 1, 6)), // one leaf per request, so audits can open
             paramsHash: 0,
@@ -894,6 +903,7 @@ contract Handler is Consent {
         _prove(round.seedBlock, keccak256(abi.encode(disputeSeed, round.seedBlock)));
         try arbitration.drawJury(id) {
             _checkNoPartySeated(id);
+            _checkJurorsJudgeTheModel(id);
             _jurorsAct();
         } catch {}
     }
@@ -962,32 +972,74 @@ contract Handler is Consent {
     /// 1,000 seats each.
     function registerVerifiers() external {
         for (uint256 i = 0; i < sybils.length; ++i) {
-            _stakeVerifier(sybils[i], verifierRegistry.minStake());
+            _stakeVerifier(sybils[i], verifierRegistry.minStake(), _bothModels());
         }
         for (uint256 i = 0; i < verifiers.length; ++i) {
             registerVerifier(i, 0);
         }
         for (uint256 i = 0; i < colluders.length; ++i) {
-            _stakeVerifier(colluders[i], verifierRegistry.minStake());
+            _stakeVerifier(colluders[i], verifierRegistry.minStake(), _bothModels());
         }
-        // Honest stake dwarfs everyone else's (sybils 6 seats, colluders 2, chaos at most 40): a jury with a
-        // lying majority among its revealed seats is then vanishingly rare, so a correct line is never convicted.
+        // Honest stake dwarfs everyone else's in each model's pool (two 1,000-seat verifiers of each model, against
+        // sybils' 6 seats, colluders' 2, chaos at most 40): a jury with a lying majority among its revealed seats
+        // is then vanishingly rare, so a correct line is never convicted.
         for (uint256 i = 0; i < honest.length; ++i) {
-            _stakeVerifier(honest[i], 1_000 * verifierRegistry.minStake());
+            _stakeVerifier(
+                honest[i], 1_000 * verifierRegistry.minStake(), _oneModel(i % 2 == 0 ? MODEL : OTHER_MODEL)
+            );
+        }
+        for (uint256 i = 0; i < oneSeat.length; ++i) {
+            _stakeVerifier(
+                oneSeat[i], verifierRegistry.minStake(), _oneModel(i % 2 == 0 ? MODEL : OTHER_MODEL)
+            );
         }
     }
 
-    /// @dev A verifier that is not registered (never, or withdrawn) stakes.
+    /// @dev A verifier that is not registered (never, or withdrawn) stakes, for one model or both.
     function registerVerifier(uint256 verifierSeed, uint256 stake) public track {
         address v = verifiers[verifierSeed % verifiers.length];
         if (verifierRegistry.verifierOf(v).registeredAtBlock != 0) return;
-        _stakeVerifier(v, _bound(stake, verifierRegistry.minStake(), 1_000e6));
+        stake = _bound(stake, verifierRegistry.minStake(), 1_000e6);
+        uint256 pick = (stake / verifierRegistry.minStake() + verifierSeed + 2) % 3; // setUp: each kind
+        _stakeVerifier(v, stake, pick == 2 ? _bothModels() : _oneModel(pick == 0 ? MODEL : OTHER_MODEL));
     }
 
-    function _stakeVerifier(address v, uint256 stake) internal {
+    function _stakeVerifier(address v, uint256 stake, bytes32[] memory models) internal {
         _mintTo(v, address(verifierRegistry), stake);
         vm.prank(v);
-        verifierRegistry.register(stake);
+        verifierRegistry.register(stake, models);
+        for (uint256 i = 0; i < models.length; ++i) {
+            _everJudged[v][models[i]] = true;
+        }
+    }
+
+    /// @notice Records that `v`, registered outside the handler (the test's own verifiers), judges `model`.
+    function noteJudge(address v, bytes32 model) external {
+        _everJudged[v][model] = true;
+    }
+
+    /// @dev A chaos verifier joins or leaves one model's pool.
+    function churnVerifierModel(uint256 verifierSeed, bool other) external track {
+        address v = verifiers[verifierSeed % verifiers.length];
+        bytes32 model = other ? OTHER_MODEL : MODEL;
+        vm.prank(v);
+        if (verifierRegistry.judges(v, model)) {
+            try verifierRegistry.removeModel(model) {} catch {}
+        } else {
+            try verifierRegistry.addModel(model) {
+                _everJudged[v][model] = true;
+            } catch {}
+        }
+    }
+
+    function _oneModel(bytes32 model) internal pure returns (bytes32[] memory models) {
+        models = new bytes32[](1);
+        models[0] = model;
+    }
+
+    function _bothModels() internal pure returns (bytes32[] memory models) {
+        models = new bytes32[](2);
+        (models[0], models[1]) = (MODEL, OTHER_MODEL);
     }
 
     function requestVerifierExit(uint256 verifierSeed) external track {
@@ -1091,6 +1143,15 @@ contract Handler is Consent {
             if (parties[i] != address(0) && arbitration.jurorOf(id, d.round, parties[i]).seats != 0) {
                 ghostPartySeated = true;
             }
+        }
+    }
+
+    /// @dev After every draw: each juror of this round registered (at some time) to judge the dispute's model.
+    function _checkJurorsJudgeTheModel(uint256 id) internal {
+        IA.Dispute memory d = arbitration.getDispute(id);
+        address[] memory jurors = arbitration.jurorsOf(id, d.round);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            if (!_everJudged[jurors[i]][d.modelId]) ghostSeatedOutsideItsModels = true;
         }
     }
 
@@ -1363,7 +1424,8 @@ contract Handler is Consent {
     /// @notice Every account the market can credit in this setup.
     function allAccounts() public view returns (address[] memory accounts) {
         accounts = new address[](
-            miners.length + owners.length + verifiers.length + sybils.length + honest.length + 3
+            miners.length + owners.length + verifiers.length + sybils.length + honest.length + oneSeat.length
+                + 3
         );
         uint256 n;
         for (uint256 i = 0; i < miners.length; ++i) {
@@ -1381,6 +1443,9 @@ contract Handler is Consent {
         for (uint256 i = 0; i < honest.length; ++i) {
             accounts[n++] = honest[i];
         }
+        for (uint256 i = 0; i < oneSeat.length; ++i) {
+            accounts[n++] = oneSeat[i];
+        }
         accounts[n++] = feeRecipient;
         accounts[n++] = coordinator;
         accounts[n] = sponsor;
@@ -1392,7 +1457,9 @@ contract Handler is Consent {
 
     /// @notice Every verifier the handler drives: chaos, sybil, honest and colluding.
     function allVerifiers() external view returns (address[] memory all) {
-        all = new address[](verifiers.length + sybils.length + honest.length + colluders.length);
+        all = new address[](
+            verifiers.length + sybils.length + honest.length + oneSeat.length + colluders.length
+        );
         uint256 n;
         for (uint256 i = 0; i < verifiers.length; ++i) {
             all[n++] = verifiers[i];
@@ -1402,6 +1469,9 @@ contract Handler is Consent {
         }
         for (uint256 i = 0; i < honest.length; ++i) {
             all[n++] = honest[i];
+        }
+        for (uint256 i = 0; i < oneSeat.length; ++i) {
+            all[n++] = oneSeat[i];
         }
         for (uint256 i = 0; i < colluders.length; ++i) {
             all[n++] = colluders[i];

@@ -11,8 +11,10 @@ import {IAudits as IAu} from "../../src/interfaces/IAudits.sol";
 import {IVerifierRegistry} from "../../src/interfaces/IVerifierRegistry.sol";
 
 /// @notice Money and state-machine invariants over random sequences of market actions, by honest and adversarial
-/// actors together: chaos verifiers voting at random, sybil verifiers (registered first, at the minimum stake)
-/// always voting against the truth, honest verifiers with most of the stake, always online; owners disputing
+/// actors together, on tasks of two models: chaos verifiers voting at random (judging one model or both, joining
+/// and leaving pools), sybil verifiers (registered first, at the minimum stake) always voting against the truth,
+/// honest verifiers with most of the stake and honest one-seat verifiers of one model each beside them, always
+/// online; owners disputing
 /// correct lines and appealing acquittals with the coordinator's help; miners appealing every conviction and
 /// leaving appeal rounds undrawn; sealers withholding audit seals past the blockhash window.
 contract MarketInvariantTest is StdInvariant, BaseTest {
@@ -44,6 +46,9 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             keys
         );
         handler.registerVerifiers();
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            handler.noteJudge(verifiers[i], MODEL); // BaseTest's own verifiers judge MODEL
+        }
         // Every drawn task is audited (selection itself is tested in Audit.t.sol), from a funded pool.
         _setAuditRate(10_000);
         handler.fundAuditPool(15e6);
@@ -52,7 +57,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             handler.register(i, 500e6);
         }
         for (uint256 i = 0; i < 5; ++i) {
-            handler.createTask(i, 50e6 + i, 1_000 * (i + 1), 3 days, 1e6, 2e6);
+            handler.createTask(i, 50e6 + i, 1_000 * (i + 1), 3 days + i, 1e6, 2e6); // the third of OTHER_MODEL
         }
         for (uint256 i = 0; i < 4; ++i) {
             handler.assignTask(i, 0x7, 10e6);
@@ -76,7 +81,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(handler.joins(), 1);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[58] memory s = [
+        bytes4[59] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -134,7 +139,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.commitUnaccountable.selector,
             Handler.challengeLine.selector,
             Handler.challengeLine.selector,
-            Handler.settleUnanswered.selector
+            Handler.settleUnanswered.selector,
+            Handler.churnVerifierModel.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -166,6 +172,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         onlyFalseUsageIsRefuted();
         refutationSlashesOnlySigners();
         billedLinesAreAccountable();
+        juriesComeFromTheTaskModelsPool();
         tokensConserved();
     }
 
@@ -413,6 +420,13 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
                 assertEq(handler.ghostPaidOut(id), 0, "paid a line no one answers for");
             }
         }
+    }
+
+    /// @dev Every juror of every draw judges its dispute's model (tasks of two models; verifiers of one model or
+    /// both, joining and leaving pools): so no verifier, one-seat or whale, sits on, or loses stake over, a
+    /// dispute of a model it does not judge.
+    function juriesComeFromTheTaskModelsPool() public view {
+        assertFalse(handler.ghostSeatedOutsideItsModels(), "a juror seated on a model it does not judge");
     }
 
     /// @dev No token is created or destroyed by the market.
