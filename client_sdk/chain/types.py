@@ -98,6 +98,9 @@ class Dispute:
     terms: Terms
 
 
+LAST_ROUND = 2  # rounds 0, 1, 2 (Arbitration.MAX_ROUNDS - 1): the last cannot be appealed
+
+
 class Phase(IntEnum):
     """Where a round stands at a given time."""
 

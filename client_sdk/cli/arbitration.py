@@ -13,7 +13,7 @@ import typer
 from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Round
+from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, Round
 from client_sdk.cli import challenges
 from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
@@ -43,7 +43,6 @@ app.add_typer(dispute_app, name="dispute")
 app.add_typer(challenges.app, name="line")
 
 MAX_SCAN = 1_000  # `list` reads at most this many of the newest disputes
-LAST_ROUND = 2
 OUTCOMES = {
     DisputeStatus.MINERS_AT_FAULT: (
         "the miners were at fault: their stake is slashed, the owner refunded and paid the slash less the "

@@ -30,8 +30,10 @@ from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe, model_hash
+from client_sdk.units import parse_amount
 from miner.model.config import ModelConfig
 from miner.model.dtypes import dtype_named
+from miner.node.appeals import Appealer
 from miner.node.challenges import Answerer
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient
@@ -110,6 +112,13 @@ def serve(
         ),
     ] = None,
     heartbeat_s: Annotated[float, typer.Option(min=0.1, help="Seconds between heartbeats.")] = 5.0,
+    max_appeal_bond: Annotated[
+        str | None,
+        typer.Option(
+            help="Most this node posts to appeal a conviction over a line it served whole, e.g. 20 "
+            "(default: the task's stake lock, which the conviction would take).",
+        ),
+    ] = None,
     state_dir: Annotated[
         Path | None,
         typer.Option(
@@ -125,6 +134,7 @@ def serve(
     head, its work units), and sign the results after checking them, until Ctrl-C."""
     torch_dtype = dtype_named(dtype)
     through = relay_option(relay, relay_key)
+    appeal_bound = None if max_appeal_bond is None else parse_amount(max_appeal_bond)
     market = open_market(rpc_url, deployment, keystore, signing=True)
     assert market.transactor is not None  # signing=True loaded the key
     account = market.transactor.account
@@ -175,6 +185,7 @@ def serve(
         link_keys,
     )
     executor = HeadExecutor(reader, corrupt.from_environment())
+    answerer = Answerer(market.challenges, market.tasks, state / "answering")
     node = Node(
         config,
         account,
@@ -185,7 +196,8 @@ def serve(
         journal,
         Consenter(account, market, checkpoint),
         Voucher(market.tasks, config.chain_id),
-        Answerer(market.challenges, market.tasks, state / "answering"),
+        answerer,
+        Appealer(market, answerer, journal, reader.config.num_layers, appeal_bound),
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -43,6 +43,10 @@ class Answerer:
         """The tasks whose challenges this node still answers."""
         return list(self._kept)
 
+    def tree_of(self, task_id: int) -> ResultTrees | None:
+        """The results trees this node signed for task `task_id`, while it follows the task."""
+        return self._kept.get(task_id)
+
     def signed(self, task_id: int, trees: ResultTrees) -> None:
         """This node signed task `task_id`'s commitment of `trees` (a later signature replaces it); kept on
         disk, when it has a directory, before the signature is handed over."""

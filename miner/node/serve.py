@@ -19,6 +19,7 @@ from client_sdk.device import DeviceProfile
 from client_sdk.errors import ContractRevert
 from client_sdk.protocol.endpoint import tcp_connect_ms
 from client_sdk.throttled_log import ThrottledLog
+from miner.node.appeals import Appealer
 from miner.node.challenges import Answerer
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
@@ -77,6 +78,7 @@ class Node:
         consenter: Consenter | None = None,
         voucher: Voucher | None = None,
         answerer: Answerer | None = None,
+        appealer: Appealer | None = None,
     ) -> None:
         self.config = config
         self.consenter = consenter  # None: this node accepts no new task (it only finishes what it has)
@@ -84,6 +86,8 @@ class Node:
         self.voucher = voucher
         # None: this node leaves answering the owner's line challenges to its coordinator (no chain access)
         self.answerer = answerer
+        # None: this node never appeals a conviction (no chain access)
+        self.appealer = appealer
         self._vouch_checked = 0.0
         self.account = account
         self.client = client
@@ -135,13 +139,14 @@ class Node:
 
     def _follow_signed_work(self) -> None:
         """Once a heartbeat interval: the voucher's look at the tasks this node signed and the coordinator has
-        not committed yet, and the answerer's at the owner's challenges of the lines of those it signed (here,
-        in the loop that sends this miner's other transactions)."""
+        not committed yet, the answerer's at the owner's challenges of the lines of those it signed, and the
+        appealer's at their disputes (here, in the loop that sends this miner's other transactions)."""
         now = time.monotonic()
         if now - self._vouch_checked < self.config.heartbeat_s:
             return
         self._vouch_checked = now
-        for name, follower in (("vouch", self.voucher), ("answer", self.answerer)):
+        followers = (("vouch", self.voucher), ("answer", self.answerer), ("appeal", self.appealer))
+        for name, follower in followers:
             if follower is None:
                 continue
             try:

@@ -30,7 +30,7 @@ from web3 import Web3
 
 from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import Dispute, DisputeStatus, Phase, Vote
+from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, Vote
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ChainError, UserError
 from client_sdk.http import json_of
@@ -49,7 +49,6 @@ from miner.verify.rescore import Rescorer
 log = logging.getLogger("batchmarket.verifier")
 MAX_NEW_PER_STEP = 256  # new disputes and tasks taken on per step: a backlog is worked off over steps
 DONE_TASK = (TaskStatus.FINALIZED, TaskStatus.EXPIRED, TaskStatus.CANCELLED)
-LAST_ROUND = 2  # rounds 0, 1, 2: the last cannot be appealed
 BLOCKHASH_WINDOW = 256  # blocks whose hash the EVM keeps: a round undrawn by then can only be resolved
 
 
