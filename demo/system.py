@@ -67,6 +67,9 @@ class SystemConfig:
     database_url: str | None = None  # default: SQLite in the work directory, or a server of `database`
     database: str = "sqlite"  # "postgresql": a PostgreSQL server of this system's own, which can be crashed
     verifiers: int = 0  # `arbitration verify` processes, each staking verifier_stake
+    # verifiers of another model (a tiny checkpoint of other weights, so another model hash): juries are drawn
+    # per model, so they never sit on a dispute of this system's model
+    other_model_verifiers: int = 0
     verifier_stake: int = 100 * UNIT
     audit_pool: int = 50 * UNIT  # funded by the admin when there are verifiers
     audit_rate_bps: int | None = None  # None: the deploy script's default
@@ -92,7 +95,8 @@ def lent_memory_gb(model_dir: Path, stages: int) -> float:
 
 
 class LocalSystem:
-    """Context manager; accounts: 0 admin, 1 coordinator, 2 user, 3.. miners, then verifiers."""
+    """Context manager; accounts: 0 admin, 1 coordinator, 2 user, 3.. miners, then verifiers, then verifiers
+    of the other model."""
 
     def __init__(self, workdir: Path, config: SystemConfig = SystemConfig()) -> None:
         self.workdir = workdir
@@ -100,9 +104,15 @@ class LocalSystem:
         accounts = dev_accounts()
         self.admin, self.coordinator, self.user = accounts[0], accounts[1], accounts[2]
         self.miner_accounts: list[LocalAccount] = accounts[3 : 3 + config.miners]
+        first_verifier = 3 + config.miners
         self.verifier_accounts: list[LocalAccount] = accounts[
-            3 + config.miners : 3 + config.miners + config.verifiers
+            first_verifier : first_verifier + config.verifiers
         ]
+        first_other = first_verifier + config.verifiers
+        self.other_verifier_accounts: list[LocalAccount] = accounts[
+            first_other : first_other + config.other_model_verifiers
+        ]
+        self.other_model_dir = workdir / "other-model"
         self.deployment_file = workdir / "deployment.json"
         self.model_dir = config.model_dir or workdir / "model"
         self.database_url = config.database_url or f"sqlite:///{workdir / 'coordinator.db'}"
@@ -138,6 +148,8 @@ class LocalSystem:
             upgrade(self.database_url)
             if config.model_dir is None and not (self.model_dir / "config.json").is_file():
                 build_tiny_model(self.model_dir)
+            if self.other_verifier_accounts:
+                build_tiny_model(self.other_model_dir, seed=1)
             self.market = deployed.result()
         self.market.token.mint(self.user.address, config.user_funds)
         for miner in self.miner_accounts:
@@ -155,6 +167,8 @@ class LocalSystem:
             self._fund_audit_pool()
         for index in range(len(self.verifier_accounts)):
             self.start_verifier(index)
+        for index in range(len(self.other_verifier_accounts)):
+            self.start_verifier(index, other_model=True)
         self.wait_for_verifiers()
 
     def _deploy(self) -> Market:
@@ -310,19 +324,20 @@ class LocalSystem:
         self._miner_started_at[index] = int(time.time())
         self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty, lends_cpu=True)
 
-    def start_verifier(self, index: int) -> None:
-        """`arbitration verify` with its own key; it stakes and registers itself."""
-        account = self.verifier_accounts[index]
+    def start_verifier(self, index: int, other_model: bool = False) -> None:
+        """`arbitration verify` with its own key, of this system's model or the other one; it stakes and
+        registers itself."""
+        account = (self.other_verifier_accounts if other_model else self.verifier_accounts)[index]
         self.market.token.mint(account.address, self.config.verifier_stake)
         args = [
             "miner.cli.arbitration", "verify",
-            "--model-dir", str(self.model_dir),
+            "--model-dir", str(self.other_model_dir if other_model else self.model_dir),
             "--coordinator", self.api_url,
             "--poll-s", "0.5",
             "--rpc-url", self.anvil.rpc_url,
             "--deployment", str(self.deployment_file),
         ]  # fmt: skip
-        self._spawn(f"verifier{index}", args, account, lends_cpu=True)
+        self._spawn(f"{'other-' if other_model else ''}verifier{index}", args, account, lends_cpu=True)
 
     def wait_for_miners(self, indices: Iterable[int], timeout: float = 120.0) -> None:
         """Until each of these miners has joined the coordinator since it was last started: a batch submitted
@@ -348,8 +363,12 @@ class LocalSystem:
         """Until every verifier has staked and registered on-chain: a dispute opened before would draw its
         jury from the verifiers registered by then."""
         self._wait_until(
-            lambda: all(self.market.verifiers.is_verifier(v.address) for v in self.verifier_accounts),
-            [f"verifier{i}" for i in range(len(self.verifier_accounts))],
+            lambda: all(
+                self.market.verifiers.is_verifier(v.address)
+                for v in self.verifier_accounts + self.other_verifier_accounts
+            ),
+            [f"verifier{i}" for i in range(len(self.verifier_accounts))]
+            + [f"other-verifier{i}" for i in range(len(self.other_verifier_accounts))],
             f"the verifiers did not all register within {timeout} s",
             timeout,
         )

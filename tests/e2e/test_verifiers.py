@@ -1,8 +1,10 @@
 """Arbitration end to end with real verifiers: three `arbitration verify` processes (staked on-chain,
 re-scoring with the reference model) watch a market whose only miner corrupts half of its lines (one
-substituted token, greedy requests). The verifiers draw each jury, commit and reveal their votes and resolve;
-the test only moves the chain clock from phase to phase. The tests run in file order, each on its own batch,
-since every outcome moves balances, and each checks every balance to the unit from the jurors the chain drew:
+substituted token, greedy requests), beside two verifiers of another model, who are never drawn onto its
+juries (juries are drawn per model) and whose stake and balances never move. The verifiers draw each jury,
+commit and reveal their votes and resolve; the test only moves the chain clock from phase to phase. The tests
+run in file order, each on its own batch, since every outcome moves balances, and each checks every balance to
+the unit from the jurors the chain drew:
 
 - an honest line disputed anyway: the jury finds the miner correct; the bond pays the jurors and the miner,
 the task settles normally; - a corrupted line disputed: the jury finds the miner at fault; it is slashed, the
@@ -23,6 +25,7 @@ from typer.testing import CliRunner
 
 from client_sdk.chain.types import Dispute, DisputeStatus, Vote
 from client_sdk.cli.arbitration import app
+from client_sdk.protocol.model_identity import served_model_hash
 from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.corrupt import CorruptionSwitch
@@ -33,7 +36,12 @@ from tests.helpers import govern
 FAULT = CorruptionSwitch("substitute", 0.5)
 MAX_PRICE = UNIT
 CONFIG = SystemConfig(
-    miners=1, verifiers=3, faulty_miner="substitute:0.5", audit_rate_bps=0, timelock_delay=60
+    miners=1,
+    verifiers=3,
+    other_model_verifiers=2,
+    faulty_miner="substitute:0.5",
+    audit_rate_bps=0,
+    timelock_delay=60,
 )
 
 
@@ -91,6 +99,9 @@ def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
     current = wait_for(lambda: (r := arbitration.round_of(dispute_id, 0)).drawn and r, timeout=120)
     jurors = arbitration.jurors_of(dispute_id, 0)
     assert jurors and current.seats_drawn == len(jurors), "one seat of stake per verifier"
+    model = served_model_hash(system.model_dir)
+    assert arbitration.get_dispute(dispute_id).model_id == model
+    assert all(market.verifiers.judges(j, model) for j in jurors), "drawn from the model's pool"
     wait_for(lambda: all(any(arbitration.juror_of(dispute_id, 0, j).commitment) for j in jurors), timeout=120)
     system.advance_chain_time(current.commit_deadline - market.chain_time() + 1)
     revealed = lambda: all(arbitration.juror_of(dispute_id, 0, j).vote != Vote.NONE for j in jurors)  # noqa: E731
@@ -105,13 +116,19 @@ def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
 
 def assert_juror_gains(system: LocalSystem, result: Decided, before: dict[str, int], pot: int) -> None:
     """Every juror got `pot` / seats for its one seat and has no stake locked; verifiers not drawn got
-    nothing."""
+    nothing; the verifiers of the other model were never drawn and keep exactly their stake."""
     after = balances(system)
     for i, verifier in enumerate(system.verifier_accounts):
         drawn = verifier.address in result.jurors
         gain = after[f"verifier{i}"] - before[f"verifier{i}"]
         assert gain == (pot // result.seats if drawn else 0), (i, drawn, gain)
         assert system.market.verifiers.verifier_of(verifier.address).locked == 0
+    for i, other in enumerate(system.other_verifier_accounts):
+        assert other.address not in result.jurors
+        assert after[f"other{i}"] == before[f"other{i}"] == 0
+        record = system.market.verifiers.verifier_of(other.address)
+        assert (record.stake, record.locked) == (system.config.verifier_stake, 0)
+        assert system.market.verifiers.models_of(other.address) == [served_model_hash(system.other_model_dir)]
 
 
 def balances(system: LocalSystem) -> dict[str, int]:
@@ -121,6 +138,7 @@ def balances(system: LocalSystem) -> dict[str, int]:
         "miner": system.miner_accounts[0].address,
         "coordinator": system.coordinator.address,
         **{f"verifier{i}": v.address for i, v in enumerate(system.verifier_accounts)},
+        **{f"other{i}": v.address for i, v in enumerate(system.other_verifier_accounts)},
     }
     return {name: escrow.balance_of(address) for name, address in parties.items()} | {
         "pool": escrow.audit_pool()
