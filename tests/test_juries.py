@@ -305,3 +305,40 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     assert resolved.exit_code == 0, resolved.output
     assert resolved.stdout.startswith(f"dispute {dispute_id}: miners_correct: the results were correct")
     assert admin_market.escrow.balance_of(miners[0].address) >= 2 * bond, "the appeal bond came back"
+
+
+def test_a_dispute_no_one_can_judge_ends_at_once_and_the_owner_s_bond_comes_back_whole(
+    admin_market: Market, chain: Anvil, deployment_file: Path, accounts: list[LocalAccount]
+) -> None:
+    """No verifier judges the task's model: the drawn round 0 seats nobody, says so, ends at once (no phase to
+    wait out) and resolves undecided; the owner gets its bond back whole (no fee for a jury no one could sit
+    on) and the miners are paid as committed."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    task = committed_task(admin_market, coordinator, user, miners)
+    assert admin_market.verifiers.total_weight(admin_market.tasks.get_task(task.task_id).model_id) == 0
+    owner = admin_market.as_account(user)
+    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
+    admin_market.token.mint(user.address, bond)
+    owner.token.approve(owner.escrow.address, bond)
+    dispute_id = owner.arbitration.open_dispute(
+        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
+    )
+    seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
+    while admin_market.w3.eth.block_number <= seed_block:
+        chain.advance_time(1)
+    env = {
+        "BATCHMARKET_PRIVATE_KEY": user.key.to_0x_hex(),
+        "BATCHMARKET_RPC_URL": chain.rpc_url,
+        "BATCHMARKET_DEPLOYMENT": str(deployment_file),
+    }
+    drawn = CliRunner().invoke(
+        arbitration_app, ["dispute", "draw", str(dispute_id)], env=env, terminal_width=200
+    )
+    assert drawn.exit_code == 0, drawn.output
+    assert f"dispute {dispute_id} round 0: no seat could be drawn" in drawn.stdout
+    assert "the opener's bond comes back whole" in drawn.stdout
+    assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.NO_DECISION  # at once
+    config = DemoConfig()
+    assert admin_market.escrow.balance_of(user.address) == config.max_price - task.commitment.payment + bond
+    for miner, amount in zip(miners, task.commitment.miner_amounts, strict=True):
+        assert admin_market.escrow.balance_of(miner.address) == amount

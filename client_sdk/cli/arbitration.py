@@ -313,6 +313,14 @@ def draw(
             soft_wrap=True,
         )
         return
+    if drawn.seats_drawn == 0:
+        console.print(
+            f"dispute {dispute_id} round {record.round}: no seat could be drawn (every free seat of the "
+            "model's pool is a party's, or there is none): the round ended undecided, and the opener's bond "
+            "comes back whole (anyone may resolve the dispute now)",
+            soft_wrap=True,
+        )
+        return
     console.print(
         f"dispute {dispute_id} round {record.round}: {drawn.seats_drawn} of {drawn.seats} seats drawn; "
         f"jurors commit until {_when(drawn.commit_deadline)}",

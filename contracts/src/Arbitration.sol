@@ -287,7 +287,7 @@ contract Arbitration is Juries {
     }
 
     /// @dev Round `r`'s bond: back to its payer if its side won; kept in part (NoDecision fee on the owner's
-    /// round-0 bond) or forfeited otherwise. An audit-pool bond's unpaid rest stays in the float, which returns
+    /// round-0 bond, unless round 0 was drawn and no seat could be) or forfeited otherwise. An audit-pool bond's unpaid rest stays in the float, which returns
     /// to the pool (so does an auditor's lost appeal bond); the pool's juror reward is capped per day.
     function _settleBond(
         uint256 disputeId,
@@ -301,7 +301,11 @@ contract Arbitration is Juries {
         uint256 bond = escrow.releaseBond(_bondId(disputeId, r));
         address payer = round.bondPayer;
         if (outcome == DisputeStatus.NoDecision) {
-            uint256 fee = payer != address(0) && r == 0 ? bond * dispute.terms.noDecisionFeeBps / BPS : 0;
+            // The fee charges an owner for a dispute left undecided, not for a pool with no seat to draw.
+            bool seatedNobody = round.commitDeadline != 0 && round.seatsDrawn == 0;
+            uint256 fee = payer != address(0) && r == 0 && !seatedNobody
+                ? bond * dispute.terms.noDecisionFeeBps / BPS
+                : 0;
             _payPipeline(ledger, pipeline, fee, dispute.taskId);
             if (payer != address(0)) ledger.pay(payer, bond - fee);
             return;

@@ -125,7 +125,7 @@ contract Audits is IAudits {
         }
         uint256 previous = audit.disputeId;
         if (previous != 0) {
-            // Only an audit its opener abandoned (its jury never drawn) is opened again, by anyone.
+            // Only an audit its opener abandoned (its jury never seated) is opened again, by anyone.
             if (!_abandoned(previous)) revert AuditAlreadyOpened(taskId, previous);
             if (!audit.settled) _settle(taskId, audit);
             audit.settled = false;
@@ -171,9 +171,11 @@ contract Audits is IAudits {
         escrow.distribute(new address[](0), new uint256[](0));
     }
 
-    /// @dev The dispute ended without a jury: round 0 was never drawn (anyone may draw; its opener did not).
+    /// @dev The dispute ended without a jury: round 0 seated nobody, because it was never drawn (anyone may
+    /// draw; its opener did not) or because no free seat of the pool was anyone's but a party's (an audit no jury
+    /// can judge costs its opener, as one it left undrawn does).
     function _abandoned(uint256 disputeId) private view returns (bool) {
         return arbitration.getDispute(disputeId).status == IArbitration.DisputeStatus.NoDecision
-            && arbitration.roundOf(disputeId, 0).commitDeadline == 0;
+            && arbitration.roundOf(disputeId, 0).seatsDrawn == 0;
     }
 }

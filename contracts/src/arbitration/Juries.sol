@@ -47,7 +47,9 @@ abstract contract Juries is ArbitrationBase {
             emit AppealJuryShort(disputeId, r, uint16(drawn), round.seats);
             return;
         }
-        uint64 phase = dispute.terms.phase;
+        // A round 0 nobody could sit on (every free seat of the pool a party's, or none) ends at once, undecided:
+        // there is no vote to wait for, and its opener is charged nothing for it (see `_settleBond`).
+        uint64 phase = drawn == 0 ? 0 : dispute.terms.phase;
         round.seatsDrawn = uint16(drawn);
         round.commitDeadline = (block.timestamp + phase).toUint64();
         round.revealDeadline = round.commitDeadline + phase;

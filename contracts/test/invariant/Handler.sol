@@ -1327,8 +1327,9 @@ contract Handler is Consent {
             if (a.disputeId == 0 || a.settled) continue;
             IA.Dispute memory d = arbitration.getDispute(a.disputeId);
             if (d.status == IA.DisputeStatus.Open) continue;
+            // Abandoned: undecided with round 0 seating nobody (never drawn, or no free seat but a party's).
             bool abandoned = d.status == IA.DisputeStatus.NoDecision
-                && arbitration.roundOf(a.disputeId, 0).commitDeadline == 0;
+                && arbitration.roundOf(a.disputeId, 0).seatsDrawn == 0;
             bool charged = d.status == IA.DisputeStatus.MinersCorrect || abandoned;
             uint256 due = charged ? a.deposit * d.terms.penaltyBps / 10_000 : 0;
             uint256 stakeBefore = verifierRegistry.verifierOf(a.opener).stake;

@@ -380,7 +380,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             uint256 slot = d.audit ? audits.auditOf(d.taskId).disputeId : arbitration.disputeOfTask(d.taskId);
             // An audit left without a jury may be opened again: only then does its slot move on to a later one.
             bool abandoned =
-                d.status == IA.DisputeStatus.NoDecision && arbitration.roundOf(id, 0).commitDeadline == 0;
+                d.status == IA.DisputeStatus.NoDecision && arbitration.roundOf(id, 0).seatsDrawn == 0;
             if (!(d.audit && abandoned && slot > id)) {
                 assertEq(slot, id, "one owner dispute and one audit per task");
             }
