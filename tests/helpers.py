@@ -134,6 +134,17 @@ def committed_task(
     return Committed(task_id, leaves, ResultTrees(leaves, addresses), commitment)
 
 
+def owner_disputes(admin: Market, owner: LocalAccount, task: Committed, line: int = 0) -> int:
+    """The task's owner is given the dispute bond, approves it and disputes `line` of the committed results;
+    returns the dispute's id."""
+    mine = admin.as_account(owner)
+    bond = admin.arbitration.config_of(task.task_id).dispute_bond
+    admin.token.mint(owner.address, bond)
+    mine.token.approve(mine.escrow.address, bond)
+    trees = task.trees
+    return mine.arbitration.open_dispute(task.leaves[line], trees.proof(line), trees.served_proofs(line))
+
+
 def govern(admin: Market, chain: Anvil, call: ContractFunction) -> None:
     """Runs an admin `call` the only way there is: scheduled in the timelock, executed after its delay."""
     admin.timelock.schedule(call)

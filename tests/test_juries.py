@@ -22,7 +22,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import DisputeStatus, Vote
 from client_sdk.cli.arbitration import app as arbitration_app
 from demo.lifecycle import DemoConfig
-from tests.helpers import committed_task, past_appeal, register_verifier, run_round
+from tests.helpers import committed_task, owner_disputes, past_appeal, register_verifier, run_round
 
 LAST_ROUND = 2
 
@@ -117,13 +117,8 @@ def test_a_jury_that_never_reveals_leaves_no_decision(
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     jurors = {a.address: register_verifier(admin_market, a) for a in accounts[6:9]}
     task = committed_task(admin_market, coordinator, user, miners)
-    owner = admin_market.as_account(user)
-    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
-    admin_market.token.mint(user.address, bond)
-    owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(
-        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
-    )
+    dispute_id = owner_disputes(admin_market, user, task)
+    bond = admin_market.arbitration.get_dispute(dispute_id).bond
     pool = admin_market.escrow.audit_pool()
 
     seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
@@ -186,12 +181,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert shown in idle.stdout
 
     task = committed_task(admin_market, coordinator, user, miners)
-    task_id, leaves, trees = task.task_id, task.leaves, task.trees
-    owner = admin_market.as_account(user)
-    bond = admin_market.arbitration.config_of(task_id).dispute_bond
-    admin_market.token.mint(user.address, bond)
-    owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(leaves[0], trees.proof(0), trees.served_proofs(0))
+    dispute_id = owner_disputes(admin_market, user, task)
     seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
     while admin_market.w3.eth.block_number <= seed_block:
         chain.advance_time(1)
@@ -230,13 +220,8 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     # enough free seats for round 1 (11) beside round 0's (5): an appeal drawn short ends as undrawn
     jurors = {a.address: register_verifier(admin_market, a, seats=20) for a in accounts[5:8]}
     task = committed_task(admin_market, coordinator, user, miners)
-    owner = admin_market.as_account(user)
-    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
-    admin_market.token.mint(user.address, bond)
-    owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(
-        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
-    )
+    dispute_id = owner_disputes(admin_market, user, task)
+    bond = admin_market.arbitration.get_dispute(dispute_id).bond
 
     def cli(account: LocalAccount, *args: str) -> Result:
         env = {
@@ -316,13 +301,8 @@ def test_a_dispute_no_one_can_judge_ends_at_once_and_the_owner_s_bond_comes_back
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     task = committed_task(admin_market, coordinator, user, miners)
     assert admin_market.verifiers.total_weight(admin_market.tasks.get_task(task.task_id).model_id) == 0
-    owner = admin_market.as_account(user)
-    bond = admin_market.arbitration.config_of(task.task_id).dispute_bond
-    admin_market.token.mint(user.address, bond)
-    owner.token.approve(owner.escrow.address, bond)
-    dispute_id = owner.arbitration.open_dispute(
-        task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0)
-    )
+    dispute_id = owner_disputes(admin_market, user, task)
+    bond = admin_market.arbitration.get_dispute(dispute_id).bond
     seed_block = admin_market.arbitration.round_of(dispute_id, 0).seed_block
     while admin_market.w3.eth.block_number <= seed_block:
         chain.advance_time(1)

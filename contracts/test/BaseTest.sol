@@ -259,11 +259,27 @@ abstract contract BaseTest is Consent {
     function _fourLineTask() internal returns (uint256 id) {
         ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
         p.requestCount = 4;
-        _fund(alice, address(escrow), MAX_PRICE);
-        vm.prank(alice);
+        return _committedTaskWith(alice, p);
+    }
+
+    /// @dev The task of `p`, funded by `owner`, assigned to miners 0..2 (they serve MODEL and OTHER_MODEL), the
+    /// standard leaves committed.
+    function _committedTaskWith(address owner, ITaskRegistry.CreateTaskParams memory p)
+        internal
+        returns (uint256 id)
+    {
+        _fund(owner, address(escrow), p.maxPrice);
+        vm.prank(owner);
         id = tasks.createTask(p);
         _assign(id, _miners(3));
         _commitLeaves(id, _standardLeaves(id));
+    }
+
+    /// @dev The standard committed task (MAX_PRICE, the test prices) of `model`, owned by `owner`.
+    function _committedTaskOf(address owner, bytes32 model) internal returns (uint256) {
+        ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
+        p.modelId = model;
+        return _committedTaskWith(owner, p);
     }
 
     function _openAudit(uint256 id, address auditor) internal returns (uint256) {

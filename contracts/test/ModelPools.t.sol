@@ -3,7 +3,6 @@ pragma solidity ^0.8.24;
 
 import {BaseTest} from "./BaseTest.sol";
 import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
-import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
 import {IVerifierRegistry as IV} from "../src/interfaces/IVerifierRegistry.sol";
 
 /// @notice Juries per model (class 7 of the second review): a verifier judges only the models it registered, and a
@@ -27,18 +26,6 @@ contract ModelPoolsTest is BaseTest {
             _registerVerifier(others[i], MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
         }
         vm.roll(block.number + 1);
-    }
-
-    /// @dev A task of `model` owned by `owner`, assigned to miners 0..2 (they serve both models), standard
-    /// leaves committed.
-    function _committedTaskOf(address owner, bytes32 model) internal returns (uint256 id) {
-        ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
-        p.modelId = model;
-        _fund(owner, address(escrow), MAX_PRICE);
-        vm.prank(owner);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
     }
 
     /// @dev Every verifier of MODEL: setUp's and the one-seat ones.

@@ -28,33 +28,13 @@ contract ReviewPoolsTest is BaseTest {
     /// miners 0..2, standard leaves committed honestly.
     function _taskOf(address owner, bytes32 model, uint128 maxPrice, uint128 pricePerMillion)
         internal
-        returns (uint256 id)
+        returns (uint256)
     {
         ITaskRegistry.CreateTaskParams memory p = _taskParams(maxPrice);
         p.modelId = model;
         p.inputPricePerMillion = pricePerMillion;
         p.outputPricePerMillion = pricePerMillion;
-        _fund(owner, address(escrow), maxPrice);
-        vm.prank(owner);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
-    }
-
-    /// @dev The standard task (MAX_PRICE, PAYMENT) of `model`.
-    function _committedTaskOf(address owner, bytes32 model) internal returns (uint256) {
-        return _standardTaskOf(owner, model);
-    }
-
-    /// @dev A standard task with the test prices (PAYMENT for the standard leaves).
-    function _standardTaskOf(address owner, bytes32 model) internal returns (uint256 id) {
-        ITaskRegistry.CreateTaskParams memory p = _taskParams(MAX_PRICE);
-        p.modelId = model;
-        _fund(owner, address(escrow), MAX_PRICE);
-        vm.prank(owner);
-        id = tasks.createTask(p);
-        _assign(id, _miners(3));
-        _commitLeaves(id, _standardLeaves(id));
+        return _committedTaskWith(owner, p);
     }
 
     function _minerShare(uint256 i) internal pure returns (uint256) {
@@ -92,7 +72,7 @@ contract ReviewPoolsTest is BaseTest {
         vm.roll(block.number + 1);
         assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 15, "what the honest owner reads: 15 seats");
 
-        uint256 id = _standardTaskOf(alice, OTHER_MODEL);
+        uint256 id = _committedTaskOf(alice, OTHER_MODEL);
         uint256 d = _openDispute(id, 1); // miner 2's (wrong) line
         assertEq(arbitration.roundOf(d, 0).weightTotal, 15);
         uint256 openedAt = block.timestamp;
@@ -124,7 +104,7 @@ contract ReviewPoolsTest is BaseTest {
         }
         vm.roll(block.number + 1);
         assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 10, "what the owner reads when it pays");
-        uint256 id = _standardTaskOf(alice, OTHER_MODEL);
+        uint256 id = _committedTaskOf(alice, OTHER_MODEL);
         for (uint256 i = 0; i < 2; ++i) {
             vm.prank(sybils[i]);
             verifierRegistry.removeModel(OTHER_MODEL);
@@ -166,7 +146,7 @@ contract ReviewPoolsTest is BaseTest {
         }
         vm.roll(block.number + 1);
 
-        uint256 idB = _standardTaskOf(cartelOwner, OTHER_MODEL);
+        uint256 idB = _committedTaskOf(cartelOwner, OTHER_MODEL);
 
         // Control: without the locks, H holds the majority of B's jury.
         {
@@ -267,7 +247,7 @@ contract ReviewPoolsTest is BaseTest {
         _registerVerifier(auditor, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
         vm.roll(block.number + 1);
         _setAuditRate(10_000);
-        uint256 id = _standardTaskOf(alice, OTHER_MODEL);
+        uint256 id = _committedTaskOf(alice, OTHER_MODEL);
         _selectedAudit(id);
         uint256 endsBefore = tasks.challengeEndsAt(id);
 

@@ -19,7 +19,7 @@ from demo.lifecycle import DemoConfig
 from miner.node.appeals import Appealer
 from miner.node.challenges import Answerer
 from miner.node.journal import Journal, Served
-from tests.helpers import Committed, committed_task, past_appeal, register_verifier, run_round
+from tests.helpers import Committed, committed_task, owner_disputes, past_appeal, register_verifier, run_round
 
 LAYERS = 30  # the model's layers, as the node's config says
 
@@ -38,22 +38,13 @@ def node_of(
     return Appealer(mine, answerer, journal, LAYERS, max_bond)
 
 
-def disputed(admin: Market, user: LocalAccount, task: Committed) -> int:
-    """The owner disputes line 0, a correct one."""
-    owner = admin.as_account(user)
-    bond = admin.arbitration.config_of(task.task_id).dispute_bond
-    admin.token.mint(user.address, bond)
-    owner.token.approve(owner.escrow.address, bond)
-    return owner.arbitration.open_dispute(task.leaves[0], task.trees.proof(0), task.trees.served_proofs(0))
-
-
 def test_a_node_wrongly_convicted_over_a_line_it_served_whole_appeals_and_is_found_correct(
     admin_market: Market, chain: Anvil, accounts: list[LocalAccount], tmp_path: Path
 ) -> None:
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     jurors = {a.address: register_verifier(admin_market, a, seats=20) for a in accounts[6:10]}
     task = committed_task(admin_market, coordinator, user, miners)
-    dispute_id = disputed(admin_market, user, task)
+    dispute_id = owner_disputes(admin_market, user, task)
     appealer = node_of(admin_market, miners[0], task, tmp_path, LAYERS)
     assert appealer.check() == []  # nothing decided yet
 
@@ -105,7 +96,7 @@ def test_a_node_does_not_appeal_what_it_cannot_vouch_for_or_what_costs_more_than
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     jurors = {a.address: register_verifier(admin_market, a, seats=20) for a in accounts[6:10]}
     task = committed_task(admin_market, coordinator, user, miners)
-    dispute_id = disputed(admin_market, user, task)
+    dispute_id = owner_disputes(admin_market, user, task)
     appealer = node_of(admin_market, miners[0], task, tmp_path, layers, max_bond)
     admin_market.token.mint(miners[0].address, 10**12)
     run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)

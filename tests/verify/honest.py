@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from client_sdk.protocol.sampling import SamplingParams
@@ -11,8 +12,14 @@ from miner.model.shard import StageShard
 from miner.verify.rescore import Claim
 
 
+@functools.cache
+def whole_model(checkpoint: Path) -> StageShard:
+    """The checkpoint's weights as one stage, loaded once per test process (a shard holds weights only: each
+    engine brings its own KV pages)."""
+    return StageShard.load(checkpoint, 0, ModelConfig.load(checkpoint).num_layers)
+
+
 def generate(checkpoint: Path, prompts: list[list[int]], params: list[SamplingParams]) -> list[Claim]:
-    layers = ModelConfig.load(checkpoint).num_layers
-    engine = Engine([StageShard.load(checkpoint, 0, layers)], page_size=4, local_pages=128)
+    engine = Engine([whole_model(checkpoint)], page_size=4, local_pages=128)
     outputs = engine.generate(prompts, params)
     return [Claim(tuple(p), tuple(o), sp) for p, o, sp in zip(prompts, outputs, params, strict=True)]

@@ -3,6 +3,7 @@ corruption kind failing on real re-scorings."""
 
 from __future__ import annotations
 
+import functools
 import random
 from pathlib import Path
 
@@ -112,15 +113,22 @@ def test_each_corruption_of_greedy_outputs_fails(
         assert not verify(claim.output, claim.params, scores).passed, claim
 
 
-def sampled_corruptions_fail(kind: str, honest_model: Path, corrupt_model: Path, rescorer: Rescorer) -> None:
-    """Six sampled lines of 48 tokens (no stop token) and their corruptions: every honest one passes, every
-    corrupted one that differs from the honest one fails (another rule can draw the very same tokens: then
-    nothing was corrupted)."""
+@functools.cache
+def sampled_honestly(model: Path) -> list[Claim]:
+    """Six sampled lines of 48 tokens (no stop token), generated once per model for every corruption kind."""
     prompts = [[11 + i, 40, 7 * i + 1] for i in range(6)]
     params = [
         SamplingParams(max_tokens=48, temperature=1.0, top_p=(0.9, 1.0)[i % 2], seed=i) for i in range(6)
     ]
-    honest = generate(honest_model, prompts, params)
+    return generate(model, prompts, params)
+
+
+def sampled_corruptions_fail(kind: str, honest_model: Path, corrupt_model: Path, rescorer: Rescorer) -> None:
+    """Six sampled lines of 48 tokens (no stop token) and their corruptions: every honest one passes, every
+    corrupted one that differs from the honest one fails (another rule can draw the very same tokens: then
+    nothing was corrupted)."""
+    honest = sampled_honestly(honest_model)
+    prompts, params = [list(c.prompt) for c in honest], [c.params for c in honest]
     outputs = corrupt(
         kind,
         prompts,
