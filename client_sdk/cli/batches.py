@@ -29,6 +29,7 @@ from client_sdk.cli.support import (
     KeystoreOption,
     RpcUrlOption,
     console,
+    error_console,
     one_line_errors,
     open_client,
     with_client,
@@ -148,10 +149,17 @@ def submit(
             prices=prices,
             model_hash=model_hash,
         )
+    market = client.market
+    task_model = market.tasks.get_task(batch.task_id).model_id
+    if market.verifiers.total_weight(task_model) == 0:
+        error_console.print(
+            f"warning: no verifier judges {describe(task_model)} now, so a wrong line of this batch could "
+            f"not be disputed; `market cancel {batch.id}` refunds the escrow while no miner has started",
+            soft_wrap=True,
+            markup=False,
+        )
     if not as_json:
-        market = client.market
         escrowed = market.amount(parse_amount(max_price))
-        task_model = client.market.tasks.get_task(batch.task_id).model_id
         console.print(
             f"batch {batch.id} (task {batch.task_id}, model {describe(task_model)}) with {escrowed} in "
             "escrow, paying "

@@ -21,7 +21,6 @@ import logging
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import LAST_ROUND, DisputeStatus, Phase
-from client_sdk.protocol.task import TaskStatus
 from miner.node.challenges import Answerer
 from miner.node.journal import Journal
 
@@ -30,7 +29,8 @@ log = logging.getLogger("batchmarket.miner")
 
 class Appealer:
     """Appeals lost rounds of disputes over lines this node served whole. `market` is bound to this miner's
-    key; `answerer` holds the trees it signed; `layers` is the model's layer count."""
+    key; `answerer` holds the trees it signed and, from its latest check (the node's loop runs it just
+    before), which of their tasks are disputed; `layers` is the model's layer count."""
 
     def __init__(
         self, market: Market, answerer: Answerer, journal: Journal, layers: int, max_bond: int | None = None
@@ -46,9 +46,7 @@ class Appealer:
         """Appeals every round the policy above allows; returns the disputes appealed. A chain error
         propagates (the node's loop tries again next time)."""
         appealed = []
-        for task_id in self.answerer.following:
-            if self.market.tasks.get_task(task_id).status != TaskStatus.DISPUTED:
-                continue
+        for task_id in self.answerer.disputed:
             owner_dispute = self.market.arbitration.dispute_of_task(task_id)
             audit_dispute = self.market.audits.audit_of(task_id).dispute_id
             for dispute_id in {owner_dispute, audit_dispute} - {0}:

@@ -33,6 +33,9 @@ class Answerer:
         self.tasks = tasks
         self.keep_dir = keep_dir
         self._kept: dict[int, ResultTrees] = {}
+        # the kept tasks that were disputed (a challenge or a dispute open) at the last check: the appealer
+        # looks at these only, without reading every task's status again
+        self.disputed: list[int] = []
         if keep_dir is not None:
             keep_dir.mkdir(parents=True, exist_ok=True)
             for path in sorted(keep_dir.glob("*.json")):
@@ -82,7 +85,7 @@ class Answerer:
     def check(self) -> list[tuple[int, int]]:
         """Answers every open challenge of the kept tasks; forgets the settled ones. Returns the (task, line)
         pairs answered. A chain error propagates (the node's loop tries again next time)."""
-        answered = []
+        answered, disputed = [], []
         for task_id, trees in list(self._kept.items()):
             status = self.tasks.get_task(task_id).status
             if status in SETTLED:
@@ -90,6 +93,7 @@ class Answerer:
                 continue
             if status != TaskStatus.DISPUTED:
                 continue
+            disputed.append(task_id)
             open_lines = self.challenges.open_challenges(task_id)
             for index, refusal in self.challenges.answer_from(trees, open_lines).items():
                 if refusal is None:
@@ -97,4 +101,5 @@ class Answerer:
                     answered.append((task_id, index))
                 else:  # answered by someone else first, most likely
                     log.info("task %d: not answering the challenge of line %d: %s", task_id, index, refusal)
+        self.disputed = disputed
         return answered

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from client_sdk.protocol.model_identity import served_model_hash
 from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem
 from tests.coordinator.helpers import chat_line, jsonl
@@ -34,6 +35,10 @@ def test_submit_wait_results_list(system: LocalSystem, tmp_path: Path) -> None:
     assert submitted.returncode == 0, submitted.stderr
     batch = json.loads(submitted.stdout)
     assert batch["status"] == "completed" and batch["request_counts"]["completed"] == 6
+    # this market has no verifier: the owner is told before any miner starts, with the way out
+    served = served_model_hash(system.model_dir).hex()
+    assert f"warning: no verifier judges 0x{served} now" in submitted.stderr
+    assert f"`market cancel {batch['id']}` refunds the escrow" in submitted.stderr
     status = market(system, "status", batch["id"], "--json")
     assert json.loads(status.stdout)["results_root"] == batch["results_root"]
     out = tmp_path / "out.jsonl"

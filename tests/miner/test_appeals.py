@@ -27,7 +27,8 @@ LAYERS = 30  # the model's layers, as the node's config says
 def node_of(
     admin: Market, miner: LocalAccount, task: Committed, path: Path, layers: int, max_bond: int | None = None
 ) -> Appealer:
-    """The appealer of a node that signed `task` and journaled each of its lines with `layers` layers run."""
+    """The appealer of a node that signed `task` and journaled each of its lines with `layers` layers run.
+    (`follow` runs it as the node's loop does: the answerer's check first.)"""
     mine = admin.as_account(miner)
     answerer = Answerer(mine.challenges, mine.tasks)
     answerer.signed(task.task_id, task.trees)
@@ -38,6 +39,12 @@ def node_of(
     return Appealer(mine, answerer, journal, LAYERS, max_bond)
 
 
+def follow(appealer: Appealer) -> list[int]:
+    """One turn of the node's loop over its signed work: the answerer's check, then the appealer's."""
+    appealer.answerer.check()
+    return appealer.check()
+
+
 def test_a_node_wrongly_convicted_over_a_line_it_served_whole_appeals_and_is_found_correct(
     admin_market: Market, chain: Anvil, accounts: list[LocalAccount], tmp_path: Path
 ) -> None:
@@ -46,20 +53,20 @@ def test_a_node_wrongly_convicted_over_a_line_it_served_whole_appeals_and_is_fou
     task = committed_task(admin_market, coordinator, user, miners)
     dispute_id = owner_disputes(admin_market, user, task)
     appealer = node_of(admin_market, miners[0], task, tmp_path, LAYERS)
-    assert appealer.check() == []  # nothing decided yet
+    assert follow(appealer) == []  # nothing decided yet
 
     run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)  # the jury errs
     bond = 2 * admin_market.arbitration.round_of(dispute_id, 0).bond
     admin_market.token.mint(miners[0].address, bond)
-    assert appealer.check() == [dispute_id]
-    assert appealer.check() == []  # one appeal a round
+    assert follow(appealer) == [dispute_id]
+    assert follow(appealer) == []  # one appeal a round
     record = admin_market.arbitration.get_dispute(dispute_id)
     assert record.round == 1
     assert admin_market.arbitration.round_of(dispute_id, 1).bond_payer == miners[0].address
     assert admin_market.token.balance_of(miners[0].address) == 0  # the bond is posted
 
     run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_CORRECT)
-    assert appealer.check() == []  # a round the miners won is not appealed
+    assert follow(appealer) == []  # a round the miners won is not appealed
     past_appeal(admin_market, chain, dispute_id)
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_CORRECT
 
@@ -101,8 +108,8 @@ def test_a_node_does_not_appeal_what_it_cannot_vouch_for_or_what_costs_more_than
     admin_market.token.mint(miners[0].address, 10**12)
     run_round(admin_market, chain, dispute_id, jurors, Vote.MINERS_AT_FAULT)
     with caplog.at_level(logging.WARNING, logger="batchmarket.miner"):
-        assert appealer.check() == []
-        assert appealer.check() == []
+        assert follow(appealer) == []
+        assert follow(appealer) == []
     refusals = [r.getMessage() for r in caplog.records if "not appealing" in r.getMessage()]
     assert len(refusals) == 1 and reason in refusals[0], refusals  # logged once
     assert admin_market.arbitration.get_dispute(dispute_id).round == 0
