@@ -386,11 +386,11 @@ class Verifier:
         return False  # watched until its audit is opened and settled, or the task is done
 
     def _abandoned(self, dispute_id: int, record: Dispute) -> bool:
-        """The audit's dispute (`record`) ended without a jury (round 0 never drawn): anyone may open the
-        audit again."""
+        """The audit's dispute (`record`) ended without a jury (round 0 seated nobody: never drawn, or no
+        free seat but a party's): anyone may open the audit again (`Audits._abandoned`)."""
         if record.status != DisputeStatus.NO_DECISION:
             return False
-        return self.market.arbitration.round_of(dispute_id, 0).commit_deadline == 0
+        return self.market.arbitration.round_of(dispute_id, 0).seats_drawn == 0
 
     def _opened_audit_settled(self, task_id: int, dispute_id: int, record: Dispute) -> bool:
         """An opened, unsettled audit: while its dispute (`record`) runs, completes it from the coordinator's
