@@ -67,14 +67,15 @@ class Appealer:
             return False  # not convicted in this round
         if self.market.address not in arbitration.pipeline_of(dispute_id):
             return False
-        self._decided.add((dispute_id, r))
         line = dispute.request_index
         refusal = self._refusal(task_id, line, dispute.leaf_hash, 2 * current.bond)
         what = f"dispute {dispute_id} (task {task_id} line {line}) round {r}"
         if refusal is not None:
+            self._decided.add((dispute_id, r))
             log.warning("%s convicted this node; not appealing: %s", what, refusal)
             return False
-        self._pay_and_appeal(dispute_id, 2 * current.bond)
+        self._pay_and_appeal(dispute_id, 2 * current.bond)  # a chain error propagates: tried again next time
+        self._decided.add((dispute_id, r))
         log.warning(
             "%s convicted this node %d seats to %d over a line it served whole: appealed (bond %s)",
             what,
