@@ -84,21 +84,40 @@ class Transactor:
             hashes = [self._broadcast(tx)]
         for _ in range(MAX_REPLACEMENTS):
             try:
-                return self._receipt(hashes[-1])
+                return self._receipt(call, tx, hashes[-1])
             except TimeExhausted:
                 tx = _bumped(tx)
                 hashes.append(self._broadcast(tx))
-        return self._receipt(hashes[-1])
+        return self._receipt(call, tx, hashes[-1])
 
     def _broadcast(self, tx: TxParams) -> bytes:
         signed = self.account.sign_transaction(dict(tx))  # type: ignore[arg-type]
         return bytes(self.w3.eth.send_raw_transaction(signed.raw_transaction))
 
-    def _receipt(self, tx_hash: bytes) -> TxReceipt:
+    def _receipt(self, call: ContractFunction, tx: TxParams, tx_hash: bytes) -> TxReceipt:
         receipt = self.w3.eth.wait_for_transaction_receipt(HexBytes(tx_hash), timeout=self.receipt_timeout_s)
         if receipt["status"] != 1:
-            raise ContractRevert("Reverted", {}, f"transaction 0x{tx_hash.hex()} reverted on-chain")
+            raise reverted_on_chain(call, tx, receipt)
         return receipt
+
+
+def reverted_on_chain(call: ContractFunction, tx: TxParams, receipt: TxReceipt) -> ContractRevert:
+    """Why a mined transaction of `call` reverted, as far as the chain tells after its estimate passed: out of
+    gas when it used all it had, else the error the same call raises at the end of its block (the state it met
+    may have moved on: the message says where the reason comes from), else a bare revert."""
+    where = (
+        f"transaction 0x{bytes(receipt['transactionHash']).hex()} reverted on-chain in block "
+        f"{receipt['blockNumber']}"
+    )
+    limit = int(tx["gas"])
+    if receipt["gasUsed"] >= limit:
+        return ContractRevert("OutOfGas", {"gas": limit}, f"{where}: it ran out of its {limit} gas")
+    try:
+        call.call({"from": tx["from"]}, block_identifier=receipt["blockNumber"])
+    except ContractLogicError as exc:
+        named = _rejection(exc)
+        return ContractRevert(named.error_name, named.error_args, f"{where}; replayed on that block: {named}")
+    return ContractRevert("Reverted", {}, where)
 
 
 def _bumped(tx: TxParams) -> TxParams:
