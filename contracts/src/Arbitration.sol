@@ -287,8 +287,9 @@ contract Arbitration is Juries {
     }
 
     /// @dev Round `r`'s bond: back to its payer if its side won; kept in part (NoDecision fee on the owner's
-    /// round-0 bond, unless round 0 was drawn and no seat could be) or forfeited otherwise. An audit-pool bond's unpaid rest stays in the float, which returns
-    /// to the pool (so does an auditor's lost appeal bond); the pool's juror reward is capped per day.
+    /// round-0 bond, unless round 0 was drawn and no seat could be) or forfeited otherwise. An audit-pool bond's
+    /// unpaid rest stays in the float, which returns to the pool (so does an auditor's lost appeal bond); the
+    /// pool's juror reward is capped per day.
     function _settleBond(
         uint256 disputeId,
         Dispute storage dispute,

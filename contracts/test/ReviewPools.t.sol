@@ -180,23 +180,13 @@ contract ReviewPoolsTest is BaseTest {
         assertEq(jurors.length, 2);
 
         // Everyone votes: H (and the bystanders) honestly in the lockers, the cartel at fault in B.
-        for (uint256 j = 0; j < k; ++j) {
-            address[] memory lj = arbitration.jurorsOf(lockers[j], 0);
-            for (uint256 i = 0; i < lj.length; ++i) {
-                _commitVote(lockers[j], lj[i], CORRECT);
-            }
-        }
+        _lockersVote(lockers, k, false);
         for (uint256 i = 0; i < jurors.length; ++i) {
             _commitVote(d, jurors[i], AT_FAULT);
         }
         (, IA.Round memory r0) = _round(d);
         vm.warp(r0.commitDeadline);
-        for (uint256 j = 0; j < k; ++j) {
-            address[] memory lj = arbitration.jurorsOf(lockers[j], 0);
-            for (uint256 i = 0; i < lj.length; ++i) {
-                _revealVote(lockers[j], lj[i], CORRECT);
-            }
-        }
+        _lockersVote(lockers, k, true);
         for (uint256 i = 0; i < jurors.length; ++i) {
             _revealVote(d, jurors[i], AT_FAULT);
         }
@@ -234,6 +224,17 @@ contract ReviewPoolsTest is BaseTest {
         assertEq(registry.stakeOf(miners[2]).free, MINER_STAKE - STAKE_LOCK, "the honest miner slashed");
         uint256 lockerShare = _split(777_777 - _fee(777_777), 3)[2]; // its pay from the attacker's locker tasks
         assertEq(escrow.balanceOf(miners[2]), k * lockerShare, "and unpaid for its correct work in B");
+    }
+
+    /// @dev Every round-0 juror of the first `k` locker disputes commits (or, with `reveal`, reveals) CORRECT.
+    function _lockersVote(uint256[] memory lockers, uint256 k, bool reveal) internal {
+        for (uint256 j = 0; j < k; ++j) {
+            address[] memory jurors = arbitration.jurorsOf(lockers[j], 0);
+            for (uint256 i = 0; i < jurors.length; ++i) {
+                if (reveal) _revealVote(lockers[j], jurors[i], CORRECT);
+                else _commitVote(lockers[j], jurors[i], CORRECT);
+            }
+        }
     }
 
     // ========================================================================= 3. audits of a tiny pool

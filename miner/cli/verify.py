@@ -90,9 +90,9 @@ def verify(
     poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
 ) -> None:
     """Register as a staked verifier of the model in --model-dir (once; a verifier of other models joins its
-    pool too), then until Ctrl-C: draw juries, and on every jury this wallet
-    sits on commit and then reveal a vote from re-scoring the evidence; audit randomly selected lines of
-    committed tasks, opening a dispute when one fails; resolve disputes whose last phase has ended."""
+    pool too), then until Ctrl-C: draw juries, and on every jury this wallet sits on commit and then reveal a
+    vote from re-scoring the evidence; audit randomly selected lines of committed tasks, opening a dispute
+    when one fails; resolve disputes whose last phase has ended."""
     assert market.transactor is not None  # signing
     judge = LineJudge.load(model_dir, device, dtype_named(dtype))
     ensure_registered(market, None if stake is None else parse_amount(stake), judge.model_hash)

@@ -86,7 +86,7 @@ class Node:
         self.voucher = voucher
         # None: this node leaves answering the owner's line challenges to its coordinator (no chain access)
         self.answerer = answerer
-        # None: this node never appeals a conviction (no chain access)
+        # None: this node never appeals a conviction (no chain access, or a node made to corrupt its lines)
         self.appealer = appealer
         self._vouch_checked = 0.0
         self.account = account
