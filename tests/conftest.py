@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,19 @@ LONGEST_FIRST = (
     "tests/miner/test_sessions.py",
     "tests/coordinator/test_ingest_memory.py",
 )
+
+
+# One torch thread in each pytest worker and in every process the tests start (they inherit the variable; a
+# miner given --threads sets its own): `make test` runs two workers on two cores beside their markets'
+# processes, and an intra-op thread pool on an oversubscribed machine spins waiting for its threads. Measured
+# with one core busy elsewhere: the two real-model policy tests 134 CPU-s at two threads, 63 CPU-s at one.
+TORCH_THREADS = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["OMP_NUM_THREADS"] = TORCH_THREADS  # read when torch loads, so before any test imports it
+    if "torch" in sys.modules:  # already loaded by a plugin or an import above: tell it directly
+        sys.modules["torch"].set_num_threads(int(TORCH_THREADS))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
