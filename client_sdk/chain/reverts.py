@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -14,6 +15,19 @@ from client_sdk.abis import CONTRACT_NAMES, load_abi
 from client_sdk.errors import ContractRevert
 
 _ERROR_STRING = bytes.fromhex("08c379a0")  # Error(string)
+
+# The errors that mean "not yet", and the argument saying from when: a block number or a chain timestamp. A
+# devnet whose anvil mines only when a transaction comes never gets there by waiting; the message says how to.
+_NOT_YET_BLOCK = {"JuryNotDrawable": "readyAtBlock", "AuditSeedNotReady": "readyAtBlock"}
+_NOT_YET_TIME = {
+    "ChallengeWindowOpen": "endsAt",
+    "AnswerPeriodNotOver": "answerBy",
+    "DeadlineNotPassed": "deadline",
+    "ReleaseNotDue": "releaseAt",
+    "UnbondingNotFinished": "releaseAt",
+    "VerifierUnbondingNotFinished": "releaseAt",
+}
+_DEVNET_CLOCK = "docs/coordinator.md#devnet-recipes"
 
 
 def _abi_type(param: dict[str, Any]) -> str:
@@ -61,4 +75,25 @@ def decode_revert(data: str | bytes | None) -> ContractRevert:
     ]
     args = dict(zip(names, values, strict=True))
     rendered = ", ".join(f"{k}={_render(v)}" for k, v in args.items())
-    return ContractRevert(name, args, f"the contract rejected the call: {name}({rendered})")
+    return ContractRevert(
+        name, args, f"the contract rejected the call: {name}({rendered}){_when(name, args)}"
+    )
+
+
+def _when(name: str, args: dict[str, object]) -> str:
+    """For an error that means "not yet": when the call becomes possible, and how a devnet gets there."""
+    if name in _NOT_YET_BLOCK:
+        block = args[_NOT_YET_BLOCK[name]]
+        return (
+            f"; not yet: possible once the chain has mined block {block} (a local anvil that mines only "
+            f"on transactions: run it with --block-time 1, or `cast rpc anvil_mine 10`; {_DEVNET_CLOCK})"
+        )
+    if name in _NOT_YET_TIME:
+        at = int(str(args[_NOT_YET_TIME[name]]))
+        when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return (
+            f"; not yet: possible after {when} of chain time (a local anvil: run it with --block-time 1 "
+            "so that its clock follows the wall clock, or `cast rpc evm_increaseTime SECONDS` then "
+            f"`cast rpc evm_mine`; {_DEVNET_CLOCK})"
+        )
+    return ""
