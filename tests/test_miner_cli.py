@@ -364,6 +364,27 @@ def test_stake_withdraw_unbonds_then_moves_the_stake_to_the_wallet(
     assert admin_market.registry.stake_of(miner.address).unbonding == 0
 
 
+def test_unbonding_warns_when_it_restarts_a_wait_or_leaves_less_than_the_minimum_free(
+    admin_market: Market, run: Invoke, miner: LocalAccount
+) -> None:
+    admin_market.token.mint(miner.address, 250 * 10**6)
+    assert run(*REGISTER, "--stake", "250").exit_code == 0
+    first = run("stake", "withdraw", "--amount", "50")
+    assert first.exit_code == 0 and first.stderr == "", first.output
+    due = utc(admin_market.registry.stake_of(miner.address).unbonding_release_at)
+    second = run("stake", "withdraw", "--amount", "120")
+    assert second.exit_code == 0, second.output
+    release = utc(admin_market.registry.stake_of(miner.address).unbonding_release_at)
+    assert second.stderr.splitlines() == [
+        f"warning: the 50.000000 mUSD already unbonding (due {due}) waits again with it: all 170.000000 mUSD "
+        f"unbond at {release}",
+        "warning: this leaves 80.000000 mUSD of free stake, under the 100.000000 mUSD a registration must "
+        "stake; every task this node takes locks part of what is free",
+    ]
+    stake = admin_market.registry.stake_of(miner.address)
+    assert (stake.free, stake.unbonding) == (80 * 10**6, 170 * 10**6)
+
+
 def test_entry_point_prints_one_line_without_traceback(tmp_path: Path) -> None:
     env = {"BATCHMARKET_PRIVATE_KEY": "0x" + "11" * 32, "PATH": "/usr/bin:/bin"}
     missing = tmp_path / "none.json"

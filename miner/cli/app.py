@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import MinerProfile
+from client_sdk.chain.types import MinerProfile, Stake
 from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
     DEFAULT_RPC_URL,
@@ -259,6 +259,27 @@ def stake_withdraw(
         f"unbonding {market.amount(value)}; `miner stake withdraw` moves it to your wallet after "
         f"{_utc(release)}"
     )
+    for warning in _unbonding_warnings(market, stake, value, release):
+        error_console.print(f"warning: {warning}", soft_wrap=True, markup=False)
+
+
+def _unbonding_warnings(market: Market, before: Stake, value: int, release: int) -> list[str]:
+    """What an unbonding of `value` from the stake `before` does besides: restart the wait of stake already
+    unbonding (the contract keeps one release time), and leave less free stake than the registry's minimum."""
+    warnings = []
+    if before.unbonding:
+        due = _utc(before.unbonding_release_at)
+        warnings.append(
+            f"the {market.amount(before.unbonding)} already unbonding (due {due}) waits again with it: all "
+            f"{market.amount(before.unbonding + value)} unbond at {_utc(release)}"
+        )
+    left, minimum = before.free - value, market.registry.min_stake()
+    if left < minimum:
+        warnings.append(
+            f"this leaves {market.amount(left)} of free stake, under the {market.amount(minimum)} a "
+            "registration must stake; every task this node takes locks part of what is free"
+        )
+    return warnings
 
 
 @stake_app.command("show")
