@@ -44,6 +44,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_faults.py",
     "tests/coordinator/test_batches_api.py",
     "tests/e2e/test_verifiers.py",
+    "tests/test_quick_start.py",
     "tests/e2e/test_market_cli.py",
     "tests/test_miner_cli.py",
     "tests/e2e/test_openai_python.py",

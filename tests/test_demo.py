@@ -24,6 +24,10 @@ from demo.batch_demo import (
 from demo.system import SystemConfig
 from tests.conftest import ROOT
 
+# The demo is the whole system on the real model; on two cores shared with the rest of `make test` it took
+# over pytest's default 300 s (56 s alone). A hang still fails, at the subprocess's own timeout.
+pytestmark = pytest.mark.timeout(660)
+
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, DemoReport]:
