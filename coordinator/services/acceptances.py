@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from client_sdk import eip712
 from client_sdk.encoding import hex_bytes
 from coordinator.chain import CoordinatorChain
-from coordinator.db.models import Acceptance, Batch
+from coordinator.db.models import Acceptance, Batch, File
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 
 # How long miners have to accept (chain seconds): their nodes poll every half second, so a live one answers
@@ -39,17 +39,24 @@ def collected(session: Session, batch: Batch) -> list[eip712.Acceptance] | None:
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
-    """The proposals naming this miner that it has not accepted yet."""
+    """The proposals naming this miner that it has not accepted yet, each with what its batch can cost at most
+    in tokens (its file's prompt tokens and every line's max_tokens), which the miner's consent prices."""
     accepted = set(session.scalars(select(Acceptance.batch_id).where(Acceptance.miner == miner)))
-    batches = session.scalars(select(Batch).where(Batch.status == "validating", Batch.proposal.is_not(None)))
+    rows = session.execute(
+        select(Batch, File.input_tokens, File.max_output_tokens)
+        .join(File, File.id == Batch.input_file_id)
+        .where(Batch.status == "validating", Batch.proposal.is_not(None))
+    )
     return [
         {
             "batch_id": b.id,
             "task_id": b.task_id,
             "stake_lock": b.proposal["stake_lock"],
             "expiry": b.proposal["expiry"],
+            "input_tokens": input_tokens,
+            "max_output_tokens": max_output_tokens,
         }
-        for b in batches
+        for b, input_tokens, max_output_tokens in rows
         if b.proposal is not None and miner in b.proposal["miners"] and b.id not in accepted
     ]
 

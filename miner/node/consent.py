@@ -1,13 +1,14 @@
 """A miner's consent to a task's stake lock. The coordinator proposes an assignment; the node reads the task
 on-chain and accepts only what its policy allows: an open task of the model it serves, paying at least the
-miner's registered price floor per million tokens, a lock its free stake
-covers, a deadline not too far off (the lock lasts until the task settles, and at most until its deadline plus
-the dispute period), and an acceptance that expires soon. Only then does it sign `AcceptTask`."""
+miner's registered price floor per million tokens, funded for the most its batch can cost (the proposal's
+token counts of the file at the task's prices: a smaller maximum price caps what the miners are paid), a lock
+its free stake covers, a deadline not too far off (the lock lasts until the task settles, and at most until
+its deadline plus the dispute period), an acceptance that expires soon. Then it signs `AcceptTask`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from eth_account.signers.local import LocalAccount
 
@@ -57,6 +58,16 @@ def refusal(
             f"{format_amount(prices.output_per_million)} per million output tokens, under this miner's price "
             f"floor of {format_amount(price_floor)}"
         )
+    worst = _worst_case_cost(proposal, prices)
+    if worst is None:
+        return f"the proposal of task {task_id} does not say how many tokens its batch can take"
+    if worst > task.max_price:
+        tokens, most = proposal["input_tokens"], proposal["max_output_tokens"]
+        return (
+            f"task {task_id}'s batch can cost {format_amount(worst)} at its prices ({tokens} input tokens "
+            f"and at most {most} output tokens), over its maximum price of {format_amount(task.max_price)}: "
+            "this node would serve work nobody pays for"
+        )
     if lock > free_stake:
         return f"a lock of {lock} exceeds this miner's free stake of {free_stake}"
     if task.deadline - chain_now > policy.max_task_days * DAY:
@@ -64,6 +75,19 @@ def refusal(
     if not chain_now < expiry <= chain_now + policy.max_acceptance_s:
         return f"the acceptance would expire at {expiry}, not within {policy.max_acceptance_s} s from now"
     return None
+
+
+def _worst_case_cost(proposal: dict[str, Any], prices: TaskPrices) -> int | None:
+    """What the proposal's batch costs at most at the task's prices: its prompt tokens and every line's
+    max_tokens, as the coordinator counted them from the file (None: the proposal does not say)."""
+    tokens, most = proposal.get("input_tokens"), proposal.get("max_output_tokens")
+    if not (_is_count(tokens) and _is_count(most)):
+        return None
+    return prices.price(tokens, most)
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return type(value) is int and 0 <= value < 2**64  # not a bool, a float or a string of digits
 
 
 class Consenter:

@@ -15,7 +15,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import sign_acceptance
 from coordinator.chain import CoordinatorChain
 from coordinator.db.migrate import upgrade
-from coordinator.db.models import Acceptance, Batch
+from coordinator.db.models import Acceptance, Batch, File
 from coordinator.db.session import Database
 from coordinator.services import acceptances
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
@@ -57,6 +57,23 @@ def signed(
 def accept(database: Database, market: Market, batch_id: str, miner: str, signature: str) -> None:
     with database.session() as session:
         acceptances.accept(session, CoordinatorChain(market), miner, batch_id, signature, now=0)
+
+
+def test_a_proposal_says_what_its_batch_can_cost_at_most_in_tokens(
+    admin_market: Market, accounts: list[LocalAccount], database: Database
+) -> None:
+    """The counts the miner's consent prices against the task's maximum price: its file's."""
+    miner = accounts[3]
+    batch_id, expiry = proposed(database, admin_market, [miner.address])
+    with database.session() as session:
+        file = session.get(File, session.get(Batch, batch_id).input_file_id)  # type: ignore[union-attr]
+        assert file is not None
+        file.input_tokens, file.max_output_tokens = 1_234, 56_789
+    with database.session() as session:
+        assert acceptances.pending(session, miner.address) == [
+            {"batch_id": batch_id, "task_id": TASK, "stake_lock": LOCK, "expiry": expiry,
+             "input_tokens": 1_234, "max_output_tokens": 56_789},
+        ]  # fmt: skip
 
 
 def test_only_each_named_miners_consent_to_this_task_and_lock_counts(

@@ -1,5 +1,6 @@
 """A miner node consents only to what its policy allows: an open task of its model, prices at or above its
-price floor, a lock its free stake covers, a deadline not too far off, an acceptance that expires soon."""
+price floor, a maximum price that covers the most the batch can cost, a lock its free stake covers, a deadline
+not too far off, an acceptance that expires soon."""
 
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ TASK = Task(
     committed_at=0, request_count=8, model_id=HASH, input_root=bytes(32), params_hash=bytes(32),
     results_root=bytes(32), input_tokens=0, output_tokens=0, payment=0, stake_lock=0, fee=0,
 )  # fmt: skip
-PROPOSAL = {"batch_id": "batch_a", "task_id": 7, "stake_lock": LOCK, "expiry": NOW + 120}
+# The batch's file: 100,000 prompt tokens and at most 1,000,000 output tokens: 32 at PRICES, under TASK's 50.
+PROPOSAL = {
+    "batch_id": "batch_a", "task_id": 7, "stake_lock": LOCK, "expiry": NOW + 120,
+    "input_tokens": 100_000, "max_output_tokens": 1_000_000,
+}  # fmt: skip
 POLICY = ConsentPolicy(max_task_days=30, max_acceptance_s=3_600)
 PRICES, FLOOR = TaskPrices(20 * 10**6, 30 * 10**6), 20 * 10**6  # per million tokens (in, out); the floor
 
@@ -52,3 +57,27 @@ def test_a_proposal_outside_the_policy_is_refused_with_its_reason(
 ) -> None:
     refused = refusal(proposal, task, PRICES, HASH, free, FLOOR, NOW, POLICY)
     assert refused is not None and reason in refused
+
+
+def test_a_task_funded_under_what_its_batch_can_cost_is_refused() -> None:
+    """The payment is capped at the maximum price: serving a batch that can cost more is serving for free."""
+    funded = replace(TASK, max_price=32 * 10**6)  # exactly the worst case (2 + 30): accepted
+    assert refusal(PROPOSAL, funded, PRICES, HASH, LOCK, FLOOR, NOW, POLICY) is None
+    short = replace(TASK, max_price=32 * 10**6 - 1)
+    assert refusal(PROPOSAL, short, PRICES, HASH, LOCK, FLOOR, NOW, POLICY) == (
+        "task 7's batch can cost 32.000000 at its prices (100000 input tokens and at most 1000000 output "
+        "tokens), over its maximum price of 31.999999: this node would serve work nobody pays for"
+    )
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [{}, {"input_tokens": None, "max_output_tokens": 5}, {"input_tokens": 5, "max_output_tokens": -1},
+     {"input_tokens": "5", "max_output_tokens": 5}, {"input_tokens": True, "max_output_tokens": 5},
+     {"input_tokens": 5, "max_output_tokens": 2**64}],
+)  # fmt: skip
+def test_a_proposal_that_does_not_say_what_its_batch_can_cost_is_refused(counts: dict[str, object]) -> None:
+    proposal = {k: v for k, v in PROPOSAL.items() if k not in ("input_tokens", "max_output_tokens")} | counts
+    assert refusal(proposal, TASK, PRICES, HASH, LOCK, FLOOR, NOW, POLICY) == (
+        "the proposal of task 7 does not say how many tokens its batch can take"
+    )
