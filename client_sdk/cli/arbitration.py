@@ -24,6 +24,7 @@ from client_sdk.cli.support import (
     RpcUrlOption,
     command_group,
     console,
+    error_console,
     on_chain,
     one_line_errors,
     open_market,
@@ -187,6 +188,14 @@ def open_dispute(
     input_proof = ["0x" + p.hex() for p in input_tree(inputs).proof(index)]
     bond = market.arbitration.config_of(batch.task_id).dispute_bond
     _check_bond(market, me, bond, "dispute bond")
+    if market.verifiers.total_weight(task.model_id) == 0:
+        error_console.print(
+            f"warning: no verifier judges {describe(task.model_id)} now: unless one joins its pool, no jury "
+            "can sit and the dispute ends undecided, the line paid as committed (drawn: at once, the bond "
+            "back whole; left undrawn past its drawing phase: the bond back less the no-decision fee)",
+            soft_wrap=True,
+            markup=False,
+        )
     with market.token.allowing(me, market.escrow.address, bond):
         dispute_id = market.arbitration.open_dispute(disputed.leaf, disputed.proof, disputed.served_proofs)
     evidence = {
@@ -205,12 +214,12 @@ def open_dispute(
     if as_json:
         console.print_json(json.dumps(_report(market, dispute_id, record) | {"custom_id": custom_id}))
         return
-    phase = record.terms.phase
+    phase, seed_block = record.terms.phase, market.arbitration.round_of(dispute_id, 0).seed_block
     console.print(
         f"dispute {dispute_id} opened on task {record.task_id}, line {record.request_index} (custom_id "
         f"{custom_id!r}): bond {market.amount(record.bond)} posted, evidence published; a jury of "
-        f"{record.terms.base_jury} is drawn from the next block, then commits and reveals its votes "
-        f"({phase // 3600} h {phase % 3600 // 60} min per phase)",
+        f"{record.terms.base_jury} is drawn once the chain has mined block {seed_block} (its seed), then "
+        f"commits and reveals its votes ({phase // 3600} h {phase % 3600 // 60} min per phase)",
         markup=False,
         highlight=False,
         soft_wrap=True,

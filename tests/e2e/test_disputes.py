@@ -122,6 +122,7 @@ def test_opening_a_dispute_posts_the_bond_and_publishes_checkable_evidence(
         system, "open", "--batch", a.id, "--custom-id", "a-1", "--reason", "1 plus 1 is 2", "--json"
     )
     assert opened.exit_code == 0, opened.output
+    assert opened.stderr.startswith("warning: no verifier judges "), opened.stderr  # none in this market
     report = json.loads(opened.stdout)
     assert (report["task"], report["request_index"], report["status"]) == (a.task_id, 1, "open")
     assert market.token.balance_of(system.user.address) == wallet - bond
