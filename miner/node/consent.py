@@ -61,6 +61,12 @@ def refusal(
     worst = _worst_case_cost(proposal, prices)
     if worst is None:
         return f"the proposal of task {task_id} does not say how many tokens its batch can take"
+    most = proposal["max_output_tokens"]
+    if most < task.request_count:  # every line's max_tokens is at least one
+        return (
+            f"the proposal of task {task_id} counts at most {most} output tokens for {task.request_count} "
+            "lines: not this task's file"
+        )
     if worst > task.max_price:
         tokens, most = proposal["input_tokens"], proposal["max_output_tokens"]
         return (
@@ -75,6 +81,16 @@ def refusal(
     if not chain_now < expiry <= chain_now + policy.max_acceptance_s:
         return f"the acceptance would expire at {expiry}, not within {policy.max_acceptance_s} s from now"
     return None
+
+
+def well_formed(proposal: object) -> bool:
+    """Whether a proposal from the coordinator has the fields the consent reads, of their types (a node takes
+    nothing else: a malformed answer is a fault of the coordinator's, skipped, never a crash)."""
+    if not isinstance(proposal, dict):
+        return False
+    batch_id = proposal.get("batch_id")
+    numbers = (proposal.get(name) for name in ("task_id", "stake_lock", "expiry"))
+    return isinstance(batch_id, str) and 0 < len(batch_id) <= 64 and all(map(_is_count, numbers))
 
 
 def _worst_case_cost(proposal: dict[str, Any], prices: TaskPrices) -> int | None:

@@ -45,7 +45,12 @@ class CoordinatorClient:
                 error[0] if error else f"HTTP {response.status_code}",
                 error[1] if error else None,
             )
-        return json_of(response)
+        try:
+            return json_of(response)
+        except ValueError as exc:  # not JSON, too deep, or a number too long: a fault of the coordinator's
+            raise CoordinatorError(
+                response.status_code, f"unreadable answer to {method} {path}: {exc}"
+            ) from exc
 
     def join(
         self,

@@ -21,7 +21,7 @@ from client_sdk.protocol.endpoint import tcp_connect_ms
 from client_sdk.throttled_log import ThrottledLog
 from miner.node.appeals import Appealer
 from miner.node.challenges import Answerer
-from miner.node.consent import Consenter
+from miner.node.consent import Consenter, well_formed
 from miner.node.coordinator_client import CoordinatorClient, CoordinatorError
 from miner.node.executor import HeadExecutor, Started
 from miner.node.journal import Journal, Served
@@ -386,6 +386,11 @@ class Node:
             return False
         accepted = False
         for proposal in self.client.proposals():
+            if not well_formed(proposal):
+                self._warn.warning(
+                    "proposal", "skipping a malformed proposal of the coordinator's: %.200r", proposal
+                )
+                continue
             key = (proposal["batch_id"], proposal["expiry"])
             if key in self.declined:
                 continue

@@ -10,7 +10,7 @@ import pytest
 
 from client_sdk.protocol.model_identity import model_id_of
 from client_sdk.protocol.task import Task, TaskPrices, TaskStatus
-from miner.node.consent import DAY, ConsentPolicy, refusal
+from miner.node.consent import DAY, ConsentPolicy, refusal, well_formed
 
 HASH, NOW, LOCK = model_id_of("HuggingFaceTB/SmolLM2-135M-Instruct"), 1_700_000_000, 10 * 10**6
 TASK = Task(
@@ -81,3 +81,23 @@ def test_a_proposal_that_does_not_say_what_its_batch_can_cost_is_refused(counts:
     assert refusal(proposal, TASK, PRICES, HASH, LOCK, FLOOR, NOW, POLICY) == (
         "the proposal of task 7 does not say how many tokens its batch can take"
     )
+
+
+def test_counts_no_file_of_the_task_can_have_are_refused() -> None:
+    """Every line's max_tokens is at least one: fewer output tokens than the task's lines is a false count."""
+    lying = PROPOSAL | {"input_tokens": 0, "max_output_tokens": TASK.request_count - 1}
+    assert refusal(lying, replace(TASK, max_price=1), PRICES, HASH, LOCK, FLOOR, NOW, POLICY) == (
+        "the proposal of task 7 counts at most 7 output tokens for 8 lines: not this task's file"
+    )
+
+
+@pytest.mark.parametrize(
+    "proposal",
+    [None, [], "batch_a", PROPOSAL | {"task_id": "7"}, PROPOSAL | {"expiry": [1]}, PROPOSAL | {"batch_id": 7},
+     PROPOSAL | {"batch_id": "b" * 65}, PROPOSAL | {"stake_lock": 10**80}, PROPOSAL | {"task_id": True},
+     {k: v for k, v in PROPOSAL.items() if k != "expiry"}],
+)  # fmt: skip
+def test_a_malformed_proposal_is_told_apart_before_the_consent_reads_it(proposal: object) -> None:
+    """What the coordinator's answer holds is not trusted: a proposal of the wrong shape is skipped."""
+    assert well_formed(PROPOSAL)
+    assert not well_formed(proposal)
