@@ -150,9 +150,10 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         targetContract(address(handler));
     }
 
-    /// @notice Every property below, after every call of every run (`make test`: 256 runs of 64 calls; `make
-    /// test-deep`: 5,000 of 64): one campaign checks them all at the same states, where a campaign per property
-    /// paid the handler's calls and the end-of-run checks once per property.
+    /// @notice Every property below (`make test`: 256 runs of 64 calls, checked after every 4th call and each
+    /// run's last, foundry.toml says why; `make test-deep`: 5,000 runs of 64, checked after every call): one
+    /// campaign checks them all at the same states, where a campaign per property paid the handler's calls and
+    /// the end-of-run checks once per property.
     function invariant_market() public view {
         registryBalanceEqualsStakes();
         escrowBalanceEqualsLiabilities();
