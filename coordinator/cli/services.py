@@ -17,6 +17,12 @@ from coordinator.config import Settings
 
 db_app = command_group("Database schema (Alembic migrations).")
 
+# How long the supervisor of several HTTP workers waits for a worker's answer to its ping before it kills and
+# restarts it (uvicorn's default: 5 s). A worker still importing the app on a machine whose cores are busy may
+# answer later: on two cores shared with the whole test suite, an API of two workers restarted its workers in
+# a loop and never came up (the likely cause, not yet confirmed by a run with this setting).
+WORKER_HEALTHCHECK_S = 30
+
 
 @db_app.command("upgrade")
 @one_line_errors
@@ -51,7 +57,14 @@ def serve(
     import uvicorn
 
     Settings.from_env()  # fail here, in one line, on a bad environment
-    uvicorn.run("coordinator.app_factory:app", host=host, port=port, workers=workers, factory=True)
+    uvicorn.run(
+        "coordinator.app_factory:app",
+        host=host,
+        port=port,
+        workers=workers,
+        factory=True,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+    )
 
 
 def worker(
