@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation, localcontext
 
 from client_sdk.errors import UserError
@@ -33,3 +34,8 @@ def format_amount(base_units: int) -> str:
     sign = "-" if base_units < 0 else ""
     whole, frac = divmod(abs(base_units), _SCALE)
     return f"{sign}{whole}.{frac:0{TOKEN_DECIMALS}d}"
+
+
+def format_utc(timestamp: int) -> str:
+    """A Unix timestamp (chain or wall-clock seconds) as people read it, in UTC: 2026-12-02 01:29:00 UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from eth_abi.abi import decode
 from eth_utils.abi import function_signature_to_4byte_selector
@@ -13,6 +12,7 @@ from hexbytes import HexBytes
 
 from client_sdk.abis import CONTRACT_NAMES, load_abi
 from client_sdk.errors import ContractRevert
+from client_sdk.units import format_utc
 
 _ERROR_STRING = bytes.fromhex("08c379a0")  # Error(string)
 
@@ -89,8 +89,7 @@ def _when(name: str, args: dict[str, object]) -> str:
             f"on transactions: run it with --block-time 1, or `cast rpc anvil_mine 10`; {_DEVNET_CLOCK})"
         )
     if name in _NOT_YET_TIME:
-        at = int(str(args[_NOT_YET_TIME[name]]))
-        when = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        when = format_utc(cast(int, args[_NOT_YET_TIME[name]]))
         return (
             f"; not yet: possible after {when} of chain time (a local anvil: run it with --block-time 1 "
             "so that its clock follows the wall clock, or `cast rpc evm_increaseTime SECONDS` then "

@@ -6,7 +6,6 @@ your task's results shown to you."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -35,7 +34,7 @@ from client_sdk.errors import UserError
 from client_sdk.inputs import input_tree
 from client_sdk.protocol.model_identity import describe, model_id_of
 from client_sdk.protocol.task import Task, TaskStatus
-from client_sdk.units import format_amount
+from client_sdk.units import format_amount, format_utc
 from client_sdk.verify import VerifiedLine, WrongUsage, check_inputs
 
 app = command_group("Dispute results and verify disputes.")
@@ -70,10 +69,6 @@ PHASES = {
 }
 
 DisputeIdArgument = Annotated[int, typer.Argument(min=1, help="On-chain dispute id.")]
-
-
-def _when(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _existing(market: Market, dispute_id: int) -> Dispute:
@@ -136,7 +131,7 @@ def _check_disputable(market: Market, task_id: int) -> Task:
         return task  # an audit runs: the owner may dispute until it ends, and after it for the time it took
     closes = market.tasks.challenge_ends_at(task_id)
     if task.committed_at and market.chain_time() >= closes:
-        raise UserError(f"the challenge window of task {task_id} closed at {_when(closes)}")
+        raise UserError(f"the challenge window of task {task_id} closed at {format_utc(closes)}")
     if task.status != TaskStatus.RESULTS_COMMITTED:
         raise UserError(
             f"task {task_id} is {task.status.name.lower()}: it has no committed results to dispute"
@@ -242,7 +237,7 @@ def show(
         return
     ends = int(str(report["phase_ends"]))
     table = Table(show_header=False, title=f"dispute {dispute_id}")
-    for key, value in (report | {"phase_ends": _when(ends) if ends else "-"}).items():
+    for key, value in (report | {"phase_ends": format_utc(ends) if ends else "-"}).items():
         table.add_row(key.replace("_", " "), str(value))
     console.print(table)
     jurors = Table("round", "juror", "seats", "vote", title="jurors")
@@ -290,7 +285,7 @@ def list_disputes(
         state = r["phase"] if r["status"] == "open" else r["status"]
         votes = f"{r['votes_correct']}/{r['votes_at_fault']}"
         cells = (r["dispute"], r["task"], r["request_index"], state, r["round"], r["seats"], votes)
-        table.add_row(*map(str, cells), _when(ends) if ends else "-")
+        table.add_row(*map(str, cells), format_utc(ends) if ends else "-")
     console.print(table)
 
 
@@ -332,7 +327,7 @@ def draw(
         return
     console.print(
         f"dispute {dispute_id} round {record.round}: {drawn.seats_drawn} of {drawn.seats} seats drawn; "
-        f"jurors commit until {_when(drawn.commit_deadline)}",
+        f"jurors commit until {format_utc(drawn.commit_deadline)}",
         soft_wrap=True,
     )
 
@@ -383,7 +378,8 @@ def resolve(
     if phase != Phase.OVER:
         raise UserError(
             f"dispute {dispute_id} round {record.round}: {PHASES[phase]} until "
-            f"{_when(_next_deadline(current, phase))} (chain time is {_when(now)}): resolve it after that"
+            f"{format_utc(_next_deadline(current, phase))} (chain time is {format_utc(now)}): resolve it "
+            "after that"
         )
     outcome = market.arbitration.resolve(dispute_id)
     said = AUDIT_NO_DECISION if record.audit and outcome == DisputeStatus.NO_DECISION else OUTCOMES[outcome]
@@ -490,7 +486,7 @@ def status(
         state = (
             f"active: drawable onto juries of {judged}"
             if record.active
-            else f"exiting: no new juries; stake withdrawable from {_when(record.release_at)}"
+            else f"exiting: no new juries; stake withdrawable from {format_utc(record.release_at)}"
         )
         console.print(
             f"{me}: {market.amount(record.stake)} staked, {market.amount(record.locked)} of it held by jury "
@@ -502,7 +498,7 @@ def status(
         ends = int(str(d["phase_ends"]))
         console.print(
             f"dispute {d['dispute']} round {d['round']}: {d['seats']} seat(s), {d['locked']} locked; "
-            f"phase {d['phase']}" + (f" until {_when(ends)}" if ends else "") + f"; needs: {d['needs']}",
+            f"phase {d['phase']}" + (f" until {format_utc(ends)}" if ends else "") + f"; needs: {d['needs']}",
             markup=False,
             soft_wrap=True,
         )
@@ -518,7 +514,7 @@ def exit_verifier(
         raise UserError(f"{market.address} is not an active verifier")
     market.verifiers.request_exit()
     release = market.verifiers.verifier_of(market.address).release_at
-    console.print(f"exiting: no new juries; `arbitration withdraw-stake` from {_when(release)}")
+    console.print(f"exiting: no new juries; `arbitration withdraw-stake` from {format_utc(release)}")
 
 
 @app.command("leave-model")
@@ -548,7 +544,7 @@ def withdraw_stake(
     if record.exit_at_block == 0:
         raise UserError("request your exit first: `arbitration exit`")
     if market.chain_time() < record.release_at:
-        raise UserError(f"the unbonding period ends at {_when(record.release_at)}")
+        raise UserError(f"the unbonding period ends at {format_utc(record.release_at)}")
     if record.locked:
         held = market.amount(record.locked)
         raise UserError(f"{held} is still held by jury seats: wait for those disputes to end")

@@ -6,7 +6,6 @@ once: a challenge costs the owner only gas and holds the task's payment while it
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
@@ -16,6 +15,7 @@ from client_sdk.chain.types import ChallengeStatus
 from client_sdk.cli.support import JsonOption, command_group, console, on_chain
 from client_sdk.errors import UserError
 from client_sdk.protocol.task import TaskStatus
+from client_sdk.units import format_utc
 
 app = command_group("Challenge lines of your task's committed results: each must be answered in time.")
 
@@ -28,10 +28,6 @@ STATES = {
     ChallengeStatus.ANSWERED: "answered: the line is in the results and a signing miner answers for it",
     ChallengeStatus.UNANSWERED: "unanswered: the task was refunded and its signers slashed",
 }
-
-
-def _when(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @app.command("challenge")
@@ -47,7 +43,7 @@ def challenge(market: Market, task_id: TaskArgument, lines: Annotated[list[int],
     for line in lines:
         market.challenges.challenge_line(task_id, line)
         answer_by = market.challenges.challenge_of(task_id, line).answer_by
-        console.print(f"task {task_id} line {line}: challenged; to be answered by {_when(answer_by)}")
+        console.print(f"task {task_id} line {line}: challenged; to be answered by {format_utc(answer_by)}")
 
 
 @app.command("show")
@@ -65,7 +61,7 @@ def show(market: Market, task_id: TaskArgument, as_json: JsonOption = False) -> 
         console.print(f"task {task_id}: no line challenged")
     for item in report:
         state = STATES[ChallengeStatus[str(item["status"]).upper()]]
-        until = f" until {_when(int(str(item['answer_by'])))}" if item["status"] == "open" else ""
+        until = f" until {format_utc(int(str(item['answer_by'])))}" if item["status"] == "open" else ""
         console.print(f"task {task_id} line {item['line']}: {state}{until}", soft_wrap=True)
 
 
@@ -79,7 +75,9 @@ def settle(market: Market, task_id: TaskArgument, line: LineArgument) -> None:
         state = STATES.get(record.status, "never challenged")
         raise UserError(f"task {task_id} line {line} is not waiting for an answer: {state}")
     if market.chain_time() <= record.answer_by:
-        raise UserError(f"task {task_id} line {line} may still be answered until {_when(record.answer_by)}")
+        raise UserError(
+            f"task {task_id} line {line} may still be answered until {format_utc(record.answer_by)}"
+        )
     owner = market.tasks.get_task(task_id).owner
     before = market.escrow.balance_of(owner)
     market.challenges.settle_unanswered(task_id, line)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -34,7 +33,7 @@ from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
-from client_sdk.units import format_amount, parse_amount
+from client_sdk.units import format_amount, format_utc, parse_amount
 from miner.cli import relay as relay_command
 from miner.cli import serve as node_command
 
@@ -119,10 +118,6 @@ def _registered(market: Market) -> str:
     return me
 
 
-def _utc(timestamp: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(timestamp))
-
-
 def _check_can_register(market: Market, me: str, amount: int, approve: bool) -> None:
     """The common reasons a registration would revert, each as its own clear sentence."""
     if market.registry.is_registered(me):
@@ -168,7 +163,7 @@ def status(
         "stake_free": format_amount(stake.free),
         "stake_locked": format_amount(stake.locked),
         "stake_unbonding": format_amount(stake.unbonding),
-        "unbonding_release_at": _utc(stake.unbonding_release_at) if stake.unbonding else None,
+        "unbonding_release_at": format_utc(stake.unbonding_release_at) if stake.unbonding else None,
         "earnings_withdrawable": format_amount(market.escrow.balance_of(me)),
         "wallet_balance": format_amount(market.token.balance_of(me)),
         "token": market.token.symbol,
@@ -242,7 +237,7 @@ def stake_withdraw(
             raise UserError("nothing is unbonding: start with `miner stake withdraw --amount X` (or --all)")
         if market.chain_time() < stake.unbonding_release_at:
             raise UserError(
-                f"{market.amount(stake.unbonding)} unbonds at {_utc(stake.unbonding_release_at)}; "
+                f"{market.amount(stake.unbonding)} unbonds at {format_utc(stake.unbonding_release_at)}; "
                 "withdraw it then"
             )
         market.registry.withdraw_stake()
@@ -257,7 +252,7 @@ def stake_withdraw(
     release = market.registry.stake_of(me).unbonding_release_at
     console.print(
         f"unbonding {market.amount(value)}; `miner stake withdraw` moves it to your wallet after "
-        f"{_utc(release)}"
+        f"{format_utc(release)}"
     )
     for warning in _unbonding_warnings(market, stake, value, release):
         error_console.print(f"warning: {warning}", soft_wrap=True, markup=False)
@@ -268,10 +263,10 @@ def _unbonding_warnings(market: Market, before: Stake, value: int, release: int)
     unbonding (the contract keeps one release time), and leave less free stake than the registry's minimum."""
     warnings = []
     if before.unbonding:
-        due = _utc(before.unbonding_release_at)
+        due = format_utc(before.unbonding_release_at)
         warnings.append(
             f"the {market.amount(before.unbonding)} already unbonding (due {due}) waits again with it: all "
-            f"{market.amount(before.unbonding + value)} unbond at {_utc(release)}"
+            f"{market.amount(before.unbonding + value)} unbond at {format_utc(release)}"
         )
     left, minimum = before.free - value, market.registry.min_stake()
     if left < minimum:
@@ -295,7 +290,7 @@ def stake_show(
         "free": format_amount(stake.free),
         "locked": format_amount(stake.locked),
         "unbonding": format_amount(stake.unbonding),
-        "unbonded_at": _utc(stake.unbonding_release_at) if stake.unbonding else None,
+        "unbonded_at": format_utc(stake.unbonding_release_at) if stake.unbonding else None,
         "minimum": format_amount(market.registry.min_stake()),
         "token": market.token.symbol,
     }

@@ -68,7 +68,7 @@ def refusal(
             "lines: not this task's file"
         )
     if worst > task.max_price:
-        tokens, most = proposal["input_tokens"], proposal["max_output_tokens"]
+        tokens = proposal["input_tokens"]
         return (
             f"task {task_id}'s batch can cost {format_amount(worst)} at its prices ({tokens} input tokens "
             f"and at most {most} output tokens), over its maximum price of {format_amount(task.max_price)}: "
