@@ -2,8 +2,7 @@
 
 An attacker holds a share p of the verifiers' seat weight. Honest jurors always reveal the true vote; both
 sides appeal a round they lost while they can, so the last round (23 seats) always runs and decides. Each
-round's seats are drawn as independent binomials (draws with replacement; the contract redraws a verifier
-whose free stake is used up, which is closer to drawing without replacement and only tightens the tails).
+round's seats are drawn as independent binomials (draws with replacement by weight: what the contract does).
 The attacker wins iff it holds a strict majority of the last round: P_win(p) = P[Bin(23, p) >= 12].
 
 Two bounds on V, the value one dispute moves, below which corruption does not pay a risk-neutral attacker:
@@ -15,13 +14,12 @@ Two bounds on V, the value one dispute moves, below which corruption does not pa
   V_max = (E[attacker seats; lose] - E[honest seats; win]) * penalty / P_win. Tends to 0 as p -> 1/2.
   Bonds (5, 10, 20 tokens) and the 10% juror reward (paid out of V) are left out.
 
-The binomial model assumes draws with replacement. The second table simulates the contract's own draw
-(`VerifierRegistry.drawSeats`): an attacker holding its share as one whale registration against one-seat
-honest verifiers, each draw landing by weight and counting with probability free seats / weight, each seat
-drawn at most once per round, four draws per seat at most. It gives the attacker's chance of a strict
-majority of the last round and its mean share of seats, beside the same for the draw before the thinning (a
-one-seat verifier drawn once was skipped, the whale never): the bounds above hold when the contract's P_win
-is not above the binomial one.
+The binomial model is the contract's draw (`VerifierRegistry.drawSeats`): every seat lands by weight, with
+replacement, as the pool stood when the round opened, and seats that other rounds locked play no part. The
+second table simulates it, an attacker holding its share as one whale registration against one-seat honest
+verifiers, beside the previous draw over free seats (a landing counted with probability free seats / weight,
+each seat drawn at most once per round), alone and with a quarter of the honest verifiers' seats locked by
+other disputes: the lever that made the order of draws, and cheap disputes elsewhere, choose juries.
 
 Parameters are the defaults of contracts/script/Deploy.s.sol. Prints the tables and writes them, with a plot
 of both bounds against the cap, under bench/results/.
@@ -81,24 +79,37 @@ def safe_share(cap: float, penalty: float = SEAT_PENALTY) -> float:
 HONEST_VERIFIERS = 200  # one-seat honest verifiers in the simulated pool
 TRIALS = 20_000  # juries simulated per share
 ATTEMPTS_PER_SEAT = 4  # VerifierRegistry.DRAW_ATTEMPTS_PER_SEAT
+HONEST_LOCKED = 0.25  # share of the honest verifiers whose one seat other disputes hold, for the earlier draw
 
 
-def simulated_draw(share: float, seats: int, thinning: bool, rng: np.random.Generator) -> tuple[float, float]:
-    """(P[the whale holds a strict majority of the seats drawn], its mean share of them) over TRIALS juries
-    drawn as the contract draws them (`thinning`) or as it drew them before (no thinning)."""
+def contract_draw(share: float, seats: int, rng: np.random.Generator) -> tuple[float, float]:
+    """(P[the whale holds a strict majority], its mean share of the seats) over TRIALS juries drawn as
+    `VerifierRegistry.drawSeats` draws them: every seat lands by weight as the pool stood at the round's
+    opening, whatever other rounds locked (no stake was penalized here, so no landing is thinned)."""
+    whale = max(1, round(share / (1 - share) * HONEST_VERIFIERS))
+    landings = rng.integers(0, whale + HONEST_VERIFIERS, (TRIALS, seats))
+    mine = (landings < whale).sum(axis=1)
+    return float((2 * mine > seats).mean()), float((mine / seats).mean())
+
+
+def free_seat_draw(share: float, seats: int, locked: float, rng: np.random.Generator) -> tuple[float, float]:
+    """The same for the contract's previous draw, over free seats: a landing counted with probability free
+    seats / weight and each seat was drawn at most once per round, four draws per seat at most; `locked` of
+    the honest verifiers sit on other disputes, so their landings are lost."""
     whale = max(1, round(share / (1 - share) * HONEST_VERIFIERS))
     total = whale + HONEST_VERIFIERS
+    busy = set(range(whale, whale + round(locked * HONEST_VERIFIERS)))
     wins, shares = 0, 0.0
     for _ in range(TRIALS):
         landings = rng.integers(0, total, seats * ATTEMPTS_PER_SEAT)
         coins = rng.random(seats * ATTEMPTS_PER_SEAT)
-        whale_free, honest_taken = whale, set()
+        whale_free, honest_taken = whale, set(busy)
         mine = drawn = 0
         for point, coin in zip(landings.tolist(), coins.tolist(), strict=True):
             if drawn == seats:
                 break
             if point < whale:
-                if whale_free == 0 or (thinning and coin >= whale_free / whale):
+                if coin >= whale_free / whale:
                     continue
                 whale_free -= 1
                 mine += 1
@@ -118,24 +129,24 @@ def draw_table() -> Table:
         f"P_win binomial, {SIZES[-1]} seats",
         "P_win, contract's draw",
         "mean seat share, contract's draw",
-        "P_win, draw before thinning",
-        "mean seat share, before thinning",
+        "P_win, free-seat draw",
+        "mean seat share, free-seat draw",
+        f"P_win, free-seat draw, {HONEST_LOCKED:.0%} honest locked",
+        f"mean seat share, free-seat draw, {HONEST_LOCKED:.0%} honest locked",
         title=(
             f"The contract's draw, simulated: one whale against {HONEST_VERIFIERS} one-seat verifiers, "
-            f"{SIZES[-1]} seats, {TRIALS:,} juries per row"
+            f"{SIZES[-1]} seats, {TRIALS:,} juries per row; beside it the previous draw over free seats"
         ),
     )
     rng = np.random.default_rng(2026)
     for share in (0.30, 0.40, 0.44, 0.45, 0.49):
-        now = simulated_draw(share, SIZES[-1], True, rng)
-        before = simulated_draw(share, SIZES[-1], False, rng)
+        now = contract_draw(share, SIZES[-1], rng)
+        free = free_seat_draw(share, SIZES[-1], 0.0, rng)
+        busy = free_seat_draw(share, SIZES[-1], HONEST_LOCKED, rng)
         table.add_row(
             f"{share:g}",
             f"{win_probability(share, SIZES[-1]):.3f}",
-            f"{now[0]:.3f}",
-            f"{now[1]:.3f}",
-            f"{before[0]:.3f}",
-            f"{before[1]:.3f}",
+            *(f"{value:.3f}" for value in (*now, *free, *busy)),
         )
     return table
 

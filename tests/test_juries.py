@@ -126,7 +126,7 @@ def test_a_jury_that_never_reveals_leaves_no_decision(
         chain.advance_time(1)
     admin_market.arbitration.draw_jury(dispute_id)
     drawn = admin_market.arbitration.jurors_of(dispute_id, 0)
-    assert sorted(drawn) == sorted(jurors), "every eligible verifier, one seat of stake each"
+    assert set(drawn) <= set(jurors), "only eligible verifiers (each seat lands by weight, with replacement)"
     silent = jurors[drawn[0]]  # commits, then never reveals
     sealed = silent.arbitration.vote_commitment(dispute_id, 0, drawn[0], Vote.MINERS_CORRECT, bytes(32))
     silent.arbitration.commit_vote(dispute_id, sealed)
@@ -138,11 +138,13 @@ def test_a_jury_that_never_reveals_leaves_no_decision(
     penalty = seat_stake * terms.penalty_bps // 10_000
     assert penalty == seat_stake // 2, "the deploy script's default: half of each seat's stake"
     seats = {j: admin_market.arbitration.juror_of(dispute_id, 0, j).seats for j in drawn}
+    assert sum(seats.values()) == 5
+    lost = {j: min(seats[j] * penalty, seat_stake) for j in drawn}  # never more than the one seat it staked
     for juror in drawn:
         verifier = admin_market.verifiers.verifier_of(juror)
-        assert (verifier.stake, verifier.locked) == (seat_stake - seats[juror] * penalty, 0)
+        assert (verifier.stake, verifier.locked) == (seat_stake - lost[juror], 0)
         assert admin_market.escrow.balance_of(juror) == 0
-    assert admin_market.escrow.audit_pool() == pool + sum(seats.values()) * penalty
+    assert admin_market.escrow.audit_pool() == pool + sum(lost.values())
 
     fee = bond * terms.no_decision_fee_bps // 10_000
     pipeline = admin_market.arbitration.pipeline_of(dispute_id)
@@ -163,8 +165,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
     `exit` and `withdraw-stake` refuse with the reason until the stake is free."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     verifier = accounts[6]
-    # 20 seats of weight for 5 seats: a draw landing on it counts with probability free seats / weight, so the
-    # margin keeps all five drawn within the draws a round allows (a 5-seat verifier could come up short)
+    # the only verifier: every draw lands on it, whatever its seats of weight
     mine = register_verifier(admin_market, verifier, seats=20)
 
     def cli(*args: str) -> Result:
@@ -177,7 +178,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
 
     idle = cli("status")
     assert idle.exit_code == 0, idle.output
-    shown = f"{verifier.address}: 2000.000000 mUSD staked, 0.000000 mUSD of it held by jury seats; active"
+    shown = f"{verifier.address}: 2000.000000 mUSD staked, 0.000000 mUSD held by jury seats; active"
     assert shown in idle.stdout
 
     task = committed_task(admin_market, coordinator, user, miners)
@@ -190,7 +191,7 @@ def test_a_juror_reads_its_duty_in_plain_words(
     assert seats == 5, "the only verifier: all five seats, one seat stake each"
 
     due = cli("status")
-    assert "500.000000 mUSD of it held by jury seats" in due.stdout
+    assert "500.000000 mUSD held by jury seats" in due.stdout
     assert f"dispute {dispute_id} round 0: 5 seat(s), 500.000000 locked; phase commit until " in due.stdout
     assert due.stdout.rstrip().endswith("needs: commit your vote")
     sealed = mine.arbitration.vote_commitment(dispute_id, 0, verifier.address, Vote.MINERS_CORRECT, bytes(32))
@@ -217,7 +218,6 @@ def test_draw_appeal_and_resolve_from_the_command_line(
     """`arbitration dispute draw | appeal | resolve`: a miner convicted in round 0 appeals from its shell and
     posts twice the bond; the larger jury acquits; every refusal on the way is one clear line."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
-    # enough free seats for round 1 (11) beside round 0's (5): an appeal drawn short ends as undrawn
     jurors = {a.address: register_verifier(admin_market, a, seats=20) for a in accounts[5:8]}
     task = committed_task(admin_market, coordinator, user, miners)
     dispute_id = owner_disputes(admin_market, user, task)

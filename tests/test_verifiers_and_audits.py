@@ -152,14 +152,15 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     past_appeal(admin_market, chain, dispute_id)
     assert verifier.address not in drawn_jurors, "the auditor never sits on its own audit"
     seats = admin_market.arbitration.round_of(dispute_id, 0).seats_drawn
-    assert seats == 3, "three eligible verifiers, one seat of stake each"
+    assert seats == 5, "five seats, each landing by weight on one of three eligible verifiers"
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_AT_FAULT
     slashed = 2 * config.stake_lock
     reward = slashed * 1_000 // 10_000
     assert admin_market.escrow.audit_pool() == 2 * bond + reward % seats, "bond back, plus the dust"
     assert admin_market.escrow.balance_of(user.address) == config.max_price + slashed - reward
     for juror in drawn_jurors:
-        assert admin_market.escrow.balance_of(juror) == reward // seats
+        held = admin_market.arbitration.juror_of(dispute_id, 0, juror).seats
+        assert admin_market.escrow.balance_of(juror) == reward // seats * held
         assert admin_market.verifiers.verifier_of(juror).locked == 0
     assert admin_market.escrow.balance_of(verifier.address) == 0, "the auditor is paid nothing for opening"
 

@@ -698,6 +698,19 @@ class Market:
         """The same deployment, signing as another account."""
         return Market(self.w3, self.deployment, account, self.shared)
 
+    def holds(self) -> int:
+        """What the signing account can pay with: its wallet's tokens and its escrow balance."""
+        return self.token.balance_of(self.address) + self.escrow.balance_of(self.address)
+
+    def appeal_paying(self, dispute_id: int, bond: int) -> None:
+        """Appeals `dispute_id` for `bond` out of the wallet, withdrawing the escrow balance into it first
+        when the wallet alone holds too little (a daemon's earnings pay its appeals)."""
+        me = self.address
+        if self.token.balance_of(me) < bond:
+            self.escrow.withdraw()
+        with self.token.allowing(me, self.escrow.address, bond):
+            self.arbitration.appeal(dispute_id)
+
 
 def connect(
     rpc_url: str,

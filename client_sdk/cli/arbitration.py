@@ -319,7 +319,7 @@ def draw(
         return
     if drawn.seats_drawn == 0:
         console.print(
-            f"dispute {dispute_id} round {record.round}: no seat could be drawn (every free seat of the "
+            f"dispute {dispute_id} round {record.round}: no seat could be drawn (all the weight of the "
             "model's pool is a party's, or there is none): the round ended undecided, and the opener's bond "
             "comes back whole (anyone may resolve the dispute now)",
             soft_wrap=True,
@@ -489,7 +489,7 @@ def status(
             else f"exiting: no new juries; stake withdrawable from {format_utc(record.release_at)}"
         )
         console.print(
-            f"{me}: {market.amount(record.stake)} staked, {market.amount(record.locked)} of it held by jury "
+            f"{me}: {market.amount(record.stake)} staked, {market.amount(record.locked)} held by jury "
             f"seats; {state}",
             soft_wrap=True,
         )

@@ -163,7 +163,7 @@ contract Audits is IAudits {
         if (dispute.status == IArbitration.DisputeStatus.MinersCorrect || _abandoned(disputeId)) {
             penalty = uint256(audit.deposit) * dispute.terms.penaltyBps / BPS;
         }
-        verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
+        penalty = verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
         emit AuditSettled(taskId, audit.opener, penalty);
         if (penalty == 0) return 0;
         // The penalty reached the escrow as a transfer: owed from now on, all of it to the audit pool.
@@ -172,7 +172,7 @@ contract Audits is IAudits {
     }
 
     /// @dev The dispute ended without a jury: round 0 seated nobody, because it was never drawn (anyone may
-    /// draw; its opener did not) or because no free seat of the pool was anyone's but a party's (an audit no jury
+    /// draw; its opener did not) or because no weight of the pool was anyone's but a party's (an audit no jury
     /// can judge costs its opener, as one it left undrawn does).
     function _abandoned(uint256 disputeId) private view returns (bool) {
         return arbitration.getDispute(disputeId).status == IArbitration.DisputeStatus.NoDecision

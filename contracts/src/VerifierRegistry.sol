@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 import {Sortition} from "./libraries/Sortition.sol";
@@ -41,9 +42,10 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @notice Most models one verifier judges: each is a sortition entry that every exit updates.
     uint256 public constant MAX_MODELS = 4;
 
-    /// @dev A round's draw (`drawSeats`): the block whose sortition it reads (`atBlock`), the parties' ranges cut
+    /// @dev A round's draw (`drawSeats`): the model whose pool it draws from, the block whose sortition it reads (`atBlock`), the parties' ranges cut
     /// out of it (`cuts` of them, by start), the `weight` left, and the stake each seat locks.
     struct Draw {
+        bytes32 model;
         uint256 atBlock;
         uint256 weight;
         uint256 seatStake;
@@ -61,6 +63,8 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @dev Each verifier's entry in a model's pool, plus one (0: never joined it). An entry is the verifier's for
     /// good: leaving a pool sets its weight to zero, joining it again restores it in place.
     mapping(bytes32 model => mapping(address account => uint256)) private _entryPlusOne;
+    /// @dev The stake each verifier's entry in a model's pool was last weighed with (its weight's backing).
+    mapping(bytes32 model => mapping(address account => uint256)) private _weighedStake;
     /// @dev The models each verifier judges now.
     mapping(address account => bytes32[]) private _models;
 
@@ -160,8 +164,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------ arbitration
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (a registration that exited since, or the
-    /// thinning below) is not drawn again past them, so a round is drawn short rather than at any gas cost.
+    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (stake penalized or withdrawn since the
+    /// registration was weighed, see `_lands`) is not drawn again past them, so a round is drawn short rather than
+    /// at any gas cost.
     function drawSeats(
         bytes32 model,
         uint256 seed,
@@ -171,13 +176,12 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         address[] calldata parties
     ) external onlyRole(ARBITER_ROLE) returns (address[] memory drawn) {
         drawn = new address[](seats);
-        Sortition.Pool storage pool = _pools[model];
-        Draw memory draw = _drawWithout(pool, _entryPlusOne[model], parties, atBlock, seatStake);
+        Draw memory draw = _drawWithout(model, parties, atBlock, seatStake);
         uint256 filled;
         if (draw.weight != 0) {
             uint256 attempts = seats * DRAW_ATTEMPTS_PER_SEAT;
             for (uint256 attempt = 0; filled < seats && attempt < attempts; ++attempt) {
-                address account = _lands(pool, uint256(keccak256(abi.encode(seed, attempt))), draw);
+                address account = _lands(uint256(keccak256(abi.encode(seed, attempt))), draw);
                 if (account != address(0)) drawn[filled++] = account;
             }
         }
@@ -187,19 +191,29 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @inheritdoc IVerifierRegistry
+    /// @dev Unlike a jury seat (`_lands`), only out of free stake: what an audit's opener locks bounds its audits.
     function lockSeat(address account, uint256 amount) external onlyRole(ARBITER_ROLE) returns (bool) {
-        return _lockSeat(account, amount, block.number);
+        Verifier storage verifier = _verifiers[account];
+        if (verifier.exitAtBlock != 0 || verifier.locked + amount > verifier.stake) return false;
+        verifier.locked += amount.toUint128();
+        emit SeatLocked(account, amount);
+        return true;
     }
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev `penalty <= amount`, so stake never falls below what is still locked.
-    function releaseSeat(address account, uint256 amount, uint256 penalty) external onlyRole(ARBITER_ROLE) {
+    /// @dev The penalty taken is at most `amount` and at most the stake left: seats are drawn whatever is locked,
+    /// so a verifier's locks may exceed its stake, and its penalties together never exceed it.
+    function releaseSeat(address account, uint256 amount, uint256 penalty)
+        external
+        onlyRole(ARBITER_ROLE)
+        returns (uint256 taken)
+    {
         Verifier storage verifier = _verifiers[account];
         verifier.locked -= amount.toUint128();
-        if (penalty > amount) penalty = amount;
-        verifier.stake -= penalty.toUint128();
-        if (penalty != 0) token.safeTransfer(penaltySink, penalty);
-        emit SeatReleased(account, amount, penalty);
+        taken = Math.min(Math.min(penalty, amount), verifier.stake);
+        verifier.stake -= taken.toUint128();
+        if (taken != 0) token.safeTransfer(penaltySink, taken);
+        emit SeatReleased(account, amount, taken);
     }
 
     // ------------------------------------------------------------------------------------------------ admin
@@ -262,6 +276,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         _models[account].push(model);
         uint256 weight = verifier.stake / minStake;
         if (weight == 0) revert VerifierStakeTooLow(verifier.stake, minStake);
+        _weighedStake[model][account] = verifier.stake;
         Sortition.Pool storage pool = _pools[model];
         uint256 entry = _entryPlusOne[model][account];
         if (entry == 0) _entryPlusOne[model][account] = pool.append(account, weight) + 1;
@@ -269,31 +284,17 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         emit VerifierModelAdded(account, model, weight);
     }
 
-    /// @dev Locks `amount` of a verifier's free stake; false if it has less free, or if it asked to exit by the
-    /// end of block `servesUntil` (an exit leaves the rounds opened from its block on; earlier ones it still
-    /// serves, its stake bound by the seats they lock).
-    function _lockSeat(address account, uint256 amount, uint256 servesUntil) private returns (bool) {
-        Verifier storage verifier = _verifiers[account];
-        uint256 exitAt = verifier.exitAtBlock;
-        if ((exitAt != 0 && exitAt <= servesUntil) || verifier.stake - verifier.locked < amount) {
-            return false;
-        }
-        verifier.locked += amount.toUint128();
-        emit SeatLocked(account, amount);
-        return true;
-    }
-
     /// @dev A round's draw: the sortition as it stood at the end of block `atBlock` (the round's opening) but the
     /// parties' registrations, whose ranges are cut out of the number line (kept sorted by start) so that they
     /// take no draws.
-    function _drawWithout(
-        Sortition.Pool storage pool,
-        mapping(address => uint256) storage entryPlusOne,
-        address[] calldata parties,
-        uint256 atBlock,
-        uint256 seatStake
-    ) private view returns (Draw memory draw) {
-        (draw.atBlock, draw.seatStake) = (atBlock, seatStake);
+    function _drawWithout(bytes32 model, address[] calldata parties, uint256 atBlock, uint256 seatStake)
+        private
+        view
+        returns (Draw memory draw)
+    {
+        (draw.model, draw.atBlock, draw.seatStake) = (model, atBlock, seatStake);
+        Sortition.Pool storage pool = _pools[model];
+        mapping(address => uint256) storage entryPlusOne = _entryPlusOne[model];
         draw.cutStarts = new uint256[](parties.length);
         draw.cutWeights = new uint256[](parties.length);
         uint256 excluded;
@@ -322,24 +323,28 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @dev The verifier one draw seats, its seat stake locked; address(0) when the draw is lost. `number` lands
-    /// on a registration with probability weight / draw weight (past the parties' ranges); the landing counts
-    /// with probability free seats / weight (the rest of `number`'s bits decide), so every free seat of weight is
-    /// equally likely to be drawn however the stake behind it is split: a whale's seats deplete as a one-seat
-    /// verifier's do. A registration without a free seat loses the draw; one that asked to exit after the round opened
-    /// still serves it.
-    function _lands(Sortition.Pool storage pool, uint256 number, Draw memory draw) private returns (address) {
+    /// on a registration with probability weight / draw weight (past the parties' ranges); the landing counts with
+    /// probability stake now / stake it was weighed with (the rest of `number`'s bits decide), so a penalty or a
+    /// withdrawal since the round opened lowers its chance in proportion: weight follows stake. Seat locks play
+    /// no part: nothing another round's draw changes is read here, so the order in which rounds are drawn chooses
+    /// no jury, and seats locked by other disputes steer none. A verifier may so hold more seats at once than its
+    /// free stake covers; its penalties are capped at its stake (`releaseSeat`).
+    function _lands(uint256 number, Draw memory draw) private returns (address) {
+        Sortition.Pool storage pool = _pools[draw.model];
         uint256 point = number % draw.weight;
         for (uint256 i = 0; i < draw.cuts && draw.cutStarts[i] <= point; ++i) {
             point += draw.cutWeights[i];
         }
-        uint256 index = pool.select(point, draw.atBlock);
-        address account = pool.accounts[index];
-        uint256 weight = pool.weightAt(index, draw.atBlock);
+        // A registration that left the pool by the round's opening has no weight in it: it is never selected here.
+        address account = pool.accounts[pool.select(point, draw.atBlock)];
         Verifier storage verifier = _verifiers[account];
-        // A registration that exited by the round's opening has no weight in it: it is never selected here.
-        uint256 free = (verifier.stake - verifier.locked) / draw.seatStake;
-        if (free < weight && (number / draw.weight) % weight >= free) return address(0);
-        return _lockSeat(account, draw.seatStake, draw.atBlock) ? account : address(0);
+        uint256 weighed = _weighedStake[draw.model][account];
+        if (verifier.stake < weighed && (number / draw.weight) % weighed >= verifier.stake) {
+            return address(0);
+        }
+        verifier.locked += draw.seatStake.toUint128();
+        emit SeatLocked(account, draw.seatStake);
+        return account;
     }
 
     function _setMinStake(uint256 amount) private {

@@ -24,9 +24,9 @@ contract JurySharesTest is BaseTest {
 
     /// @dev Class 4: a whale holding 44 seats of weight against fifty-four one-seat verifiers (50 here, 4 from
     /// BaseTest: 44 / 98 of the weight) is never skipped, while a one-seat verifier drawn once is: in the draw
-    /// the review attacked, the whale's share of a jury exceeded its share of the weight. A landing now counts
-    /// with probability (free seats / weight), so every free seat is equally likely whoever holds it: over 800
-    /// juries of 15 seats, the whale's mean share is its weight share within the stated tolerance.
+    /// the review attacked, the whale's share of a jury exceeded its share of the weight. Every seat now lands by
+    /// weight, whatever is locked (a verifier drawn once may be drawn again): over 800 juries of 15 seats, the
+    /// whale's mean share is its weight share within the stated tolerance.
     function test_attack_aWhaleGetsNoMoreThanItsWeightShare() public {
         address whale = makeAddr("whale");
         _registerVerifier(whale, 44 * MIN_VERIFIER_STAKE);
@@ -57,15 +57,25 @@ contract JurySharesTest is BaseTest {
         assertApproxEqAbs(sharePpm, weightPpm, TOLERANCE_PPM, "the whale's seat share is its weight share");
     }
 
-    /// @dev Class 3: a convicted miner appeals to a jury that cannot be filled (the market's verifiers already
-    /// sit on round 0, or too few exist). The appeal round drawn short ends at once as undrawn: its seats go back,
-    /// the conviction stands, and the miner's appeal bond is forfeited (the jurors' reward to round 0's coherent
-    /// jurors, the rest to the owner). Before, a short round decided with the few seats it had.
+    /// @dev Class 3: a convicted miner appeals to a jury that cannot be filled (every verifier of the model asked
+    /// to exit after round 0 was drawn: they still serve round 0, and the appeal's pool is empty). The appeal
+    /// round drawn short ends at once as undrawn: its seats go back, the conviction stands, and the miner's appeal
+    /// bond is forfeited (the jurors' reward to round 0's coherent jurors, the rest to the owner). Before, a short
+    /// round decided with the few seats it had.
     function test_attack_anAppealDrawnShortLeavesTheConvictionStanding() public {
         uint256 id = _committedTask(alice);
         uint256 d = _openDispute(id, 1); // [m2], a wrong line
-        address[] memory jurors = _runRound(d, AT_FAULT);
-        assertEq(jurors.length, 4, "BaseTest's four one-seat verifiers");
+        address[] memory jurors = _drawJury(d);
+        assertEq(arbitration.roundOf(d, 0).seatsDrawn, 5, "BaseTest's four one-seat verifiers fill it");
+        for (uint256 i = 0; i < verifiers.length; ++i) {
+            vm.prank(verifiers[i]);
+            verifierRegistry.requestExit();
+        }
+        IA.Vote[] memory votes = new IA.Vote[](jurors.length);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            votes[i] = AT_FAULT;
+        }
+        _runRoundWith(d, jurors, votes);
         _warpPastReveal(d);
         uint256 bond = 2 * DISPUTE_BOND;
         _fund(miners[2], address(escrow), bond);
@@ -83,9 +93,13 @@ contract JurySharesTest is BaseTest {
         assertEq(arbitration.resolve(d) == IA.DisputeStatus.MinersAtFault, true, "the conviction stands");
 
         uint256 reward = STAKE_LOCK / 10 + bond / 10;
-        uint256 perSeat = reward / 4;
-        for (uint256 i = 0; i < 4; ++i) {
-            assertEq(escrow.balanceOf(jurors[i]), perSeat, "round 0's jurors share both rewards");
+        uint256 perSeat = reward / 5;
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            assertEq(
+                escrow.balanceOf(jurors[i]),
+                perSeat * _seats(d, 0, jurors[i]),
+                "round 0's seats share both rewards"
+            );
             assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
         }
         assertEq(
@@ -93,6 +107,42 @@ contract JurySharesTest is BaseTest {
             MAX_PRICE + DISPUTE_BOND + STAKE_LOCK - STAKE_LOCK / 10 + bond - bond / 10
         );
         assertEq(escrow.balanceOf(miners[2]), 0, "the appellant's bond is gone");
+        _assertEscrowSolvent();
+    }
+
+    /// @dev Seats are drawn whatever is locked, so a one-seat verifier can hold more seats at once than its stake
+    /// covers: here each of BaseTest's four verifiers (one seat of stake each) sits on two 5-seat juries at once
+    /// and stays silent on both. Its penalties stop at its stake (never more than it has), the escrow receives
+    /// exactly what was taken and stays solvent, and a verifier left with no stake is seated no more.
+    function test_aVerifierHoldingMoreSeatsThanItsStakeLosesAtMostItsStake() public {
+        uint256 d1 = _openDispute(_committedTask(alice), 1);
+        uint256 d2 = _openDispute(_committedTask(alice), 1);
+        _drawJury(d1);
+        _drawJury(d2);
+        address[4] memory four = [verifiers[0], verifiers[1], verifiers[2], verifiers[3]];
+        uint256 seats;
+        for (uint256 i = 0; i < 4; ++i) {
+            seats += _seats(d1, 0, four[i]) + _seats(d2, 0, four[i]);
+        }
+        assertEq(seats, 10, "both juries seated in full by four one-seat verifiers");
+        uint256 poolBefore = escrow.auditPool();
+        _warpPastAppeal(d2);
+        arbitration.resolve(d1);
+        arbitration.resolve(d2);
+        uint256 taken;
+        for (uint256 i = 0; i < 4; ++i) {
+            uint256 held = _seats(d1, 0, four[i]) + _seats(d2, 0, four[i]);
+            uint256 due = held * MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
+            uint256 lost = due < MIN_VERIFIER_STAKE ? due : MIN_VERIFIER_STAKE;
+            assertEq(
+                verifierRegistry.verifierOf(four[i]).stake, MIN_VERIFIER_STAKE - lost, "at most the stake"
+            );
+            assertEq(verifierRegistry.verifierOf(four[i]).locked, 0);
+            taken += lost;
+        }
+        assertEq(
+            escrow.auditPool(), poolBefore + taken, "no coherent seat: every penalty taken goes to the pool"
+        );
         _assertEscrowSolvent();
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {BaseTest} from "./BaseTest.sol";
 import {IArbitration as IA} from "../src/interfaces/IArbitration.sol";
 import {ITaskRegistry} from "../src/interfaces/ITaskRegistry.sol";
@@ -8,9 +9,9 @@ import {IVerifierRegistry as IV} from "../src/interfaces/IVerifierRegistry.sol";
 
 /// @notice A cold review of juries per model (one sortition per model hash), by a reviewer that did not write
 /// them, kept as tests. `test_attack_*`: attacks that worked until the fix they led to (a round 0 that can seat
-/// nobody now ends at once, undecided, at no fee to the owner, and counts as an abandoned audit for its opener);
-/// `test_residual_*`: one that still works (documented in docs/security.md); `test_defended_*`: ideas the code
-/// already defended.
+/// nobody now ends at once, undecided, at no fee to the owner, and counts as an abandoned audit for its opener;
+/// seats are drawn by weight whatever other disputes locked); `test_defended_*`: ideas the code already
+/// defended.
 contract ReviewPoolsTest is BaseTest {
     IA.Vote internal constant CORRECT = IA.Vote.MinersCorrect;
     IA.Vote internal constant AT_FAULT = IA.Vote.MinersAtFault;
@@ -130,13 +131,14 @@ contract ReviewPoolsTest is BaseTest {
     // ============================================================ 2. one model's disputes starve another's
 
     /// @dev Honest H (11 seats) judges MODEL and OTHER_MODEL; a cartel of two one-seat verifiers judges
-    /// OTHER_MODEL only. Left alone, an OTHER_MODEL dispute seats H's majority. The attacker owns near-free MODEL
-    /// tasks (1 token each) and disputes them: MODEL's pool is H plus four one-seat bystanders, so the 5-seat
-    /// juries land on H until every seat of its stake is locked (100 tokens per seat for a 5-token bond). Then
-    /// it disputes a correct line of an honest miner in its OTHER_MODEL task: H has no free seat, the jury is
-    /// the cartel alone (round 0 may be short), it convicts; the miner's appeal (11 seats), drawn while H is
-    /// still locked, comes up short and the conviction stands.
-    function test_residual_locksFromAnotherModelsDisputesHandTheJuryToACartel() public {
+    /// OTHER_MODEL only. The attacker owns near-free MODEL tasks (1 token each) and disputes them: MODEL's pool is
+    /// H plus four one-seat bystanders, so the 5-seat juries land on H until every seat of its stake is locked
+    /// (100 tokens per seat for a 5-token bond). Then it disputes a correct line of an honest miner in its
+    /// OTHER_MODEL task, hoping H is skipped for want of a free seat (before the fix: the jury was the cartel
+    /// alone, it convicted, and the miner's appeal, drawn while H was still locked, came up short). Seats are
+    /// drawn by weight whatever is locked: H sits as if the lockers did not exist, the line is acquitted, the
+    /// miner keeps its stake and H loses nothing.
+    function test_attack_locksFromAnotherModelsDisputesLeaveTheJuryAlone() public {
         address h = makeAddr("honestBoth");
         _registerVerifier(h, 11 * MIN_VERIFIER_STAKE, _two(MODEL, OTHER_MODEL));
         address[] memory cartel = new address[](2);
@@ -145,85 +147,77 @@ contract ReviewPoolsTest is BaseTest {
             _registerVerifier(cartel[i], MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
         }
         vm.roll(block.number + 1);
-
         uint256 idB = _committedTaskOf(cartelOwner, OTHER_MODEL);
 
-        // Control: without the locks, H holds the majority of B's jury.
-        {
-            uint256 snap = vm.snapshotState();
-            uint256 dc = _openDispute(idB, 1);
-            address[] memory jc = _drawJury(dc);
-            uint256 cartelSeats = _seats(dc, 0, cartel[0]) + _seats(dc, 0, cartel[1]);
-            assertGt(_seats(dc, 0, h), cartelSeats, "control: the honest verifier outvotes the cartel");
-            assertEq(jc.length > 0, true);
-            vm.revertToState(snap);
+        // Lock every seat of H's stake through disputes of the other model.
+        uint256 k = 4;
+        uint256[] memory lockers = new uint256[](k);
+        for (uint256 j = 0; j < k; ++j) {
+            lockers[j] = _openDispute(_taskOf(cartelOwner, MODEL, 1e6, 1e6), 0);
+            _drawJury(lockers[j]);
         }
-
-        // Lock H through disputes of the other model.
-        uint256[] memory lockers = new uint256[](8);
-        uint256 k;
-        while (_lockedOf(h) < _stake(h)) {
-            require(k < 8, "not locked");
-            uint256 ida = _taskOf(cartelOwner, MODEL, 1e6, 1e6); // costs 777,777
-            lockers[k] = _openDispute(ida, 0);
-            _drawJury(lockers[k]);
-            ++k;
-        }
-        assertEq(k, 4, "four 5-token disputes lock 1,100 tokens of honest stake");
+        assertGe(_lockedOf(h), _stake(h), "no seat of H's stake is free");
 
         uint256 d = _openDispute(idB, 1); // a correct line of miner 2
         address[] memory jurors = _drawJury(d);
-        assertEq(_seats(d, 0, h), 0, "H has no free seat");
-        for (uint256 i = 0; i < jurors.length; ++i) {
-            assertTrue(jurors[i] == cartel[0] || jurors[i] == cartel[1], "only the cartel sits");
-        }
-        assertEq(jurors.length, 2);
+        assertEq(arbitration.roundOf(d, 0).seatsDrawn, 5, "the jury is seated in full");
+        uint256 cartelSeats = _seats(d, 0, cartel[0]) + _seats(d, 0, cartel[1]);
+        assertGt(_seats(d, 0, h), cartelSeats, "H sits on it and outvotes the cartel");
 
-        // Everyone votes: H (and the bystanders) honestly in the lockers, the cartel at fault in B.
+        // Round 0 and the lockers at once: H and the bystanders vote the truth everywhere, the cartel at fault.
         _lockersVote(lockers, k, false);
         for (uint256 i = 0; i < jurors.length; ++i) {
-            _commitVote(d, jurors[i], AT_FAULT);
+            _commitVote(d, jurors[i], jurors[i] == h ? CORRECT : AT_FAULT);
         }
-        (, IA.Round memory r0) = _round(d);
-        vm.warp(r0.commitDeadline);
+        vm.warp(arbitration.roundOf(d, 0).commitDeadline);
         _lockersVote(lockers, k, true);
         for (uint256 i = 0; i < jurors.length; ++i) {
-            _revealVote(d, jurors[i], AT_FAULT);
+            _revealVote(d, jurors[i], jurors[i] == h ? CORRECT : AT_FAULT);
         }
-        vm.warp(r0.revealDeadline);
-
-        // The honest miner appeals at once: 11 seats, H still locked (the lockers resolve 12 hours later).
-        uint256 appealBond = _appeal(d, miners[2]);
-        _drawJury(d);
-        assertEq(arbitration.jurorsOf(d, 1).length, 0, "appeal drawn short");
+        vm.warp(arbitration.roundOf(d, 0).revealDeadline);
+        // The owner appeals at once: 11 seats, drawn in full while H is still locked by the lockers.
+        _appeal(d, cartelOwner);
+        jurors = _drawJury(d);
+        assertGt(_lockedOf(h), _stake(h), "H holds more seats than its stake now");
+        assertEq(arbitration.roundOf(d, 1).seatsDrawn, 11, "the appeal is seated in full");
+        assertGt(_seats(d, 1, h), _seatsOf(d, 1, cartel), "H outvotes the cartel again");
+        IA.Vote[] memory votes = new IA.Vote[](jurors.length);
+        for (uint256 i = 0; i < jurors.length; ++i) {
+            votes[i] = jurors[i] == h ? CORRECT : AT_FAULT;
+        }
+        _runRoundWith(d, jurors, votes);
+        _warpPastAppeal(d);
         arbitration.resolve(d);
-        assertEq(uint8(_statusOf(d)), uint8(IA.DisputeStatus.MinersAtFault), "a correct line convicted");
-
-        vm.warp(arbitration.roundOf(lockers[0], 0).appealDeadline);
+        assertEq(uint8(_statusOf(d)), uint8(IA.DisputeStatus.MinersCorrect), "the correct line is acquitted");
         for (uint256 j = 0; j < k; ++j) {
             arbitration.resolve(lockers[j]);
             assertEq(uint8(_statusOf(lockers[j])), uint8(IA.DisputeStatus.MinersCorrect));
         }
 
-        // B: the owner has its whole escrow back, its bond, and 90% of the slash and of the miner's appeal bond;
-        // the two cartel seats share the 10% rewards. Each locker task: 1e6 - 777,777 back, the bond forfeited.
-        uint256 slashShare = STAKE_LOCK - STAKE_LOCK * REWARD_BPS / 10_000; // 9e6
-        uint256 appealShare = appealBond - appealBond * REWARD_BPS / 10_000; // 9e6
-        uint256 lockerRefund = 1e6 - 777_777;
+        assertEq(_lockedOf(h), 0);
+        assertEq(_stake(h), 11 * MIN_VERIFIER_STAKE, "H voted with every outcome: no penalty");
+        for (uint256 i = 0; i < 2; ++i) {
+            uint256 wrong = _seats(d, 0, cartel[i]) + _seats(d, 1, cartel[i]);
+            uint256 lost = Math.min(wrong * MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000, MIN_VERIFIER_STAKE);
+            assertEq(_stake(cartel[i]), MIN_VERIFIER_STAKE - lost, "each wrong seat costs the cartel");
+            assertEq(_lockedOf(cartel[i]), 0);
+        }
         assertEq(
-            escrow.balanceOf(cartelOwner),
-            MAX_PRICE + DISPUTE_BOND + slashShare + appealShare + k * lockerRefund,
-            "the attacker's balance"
+            registry.stakeOf(miners[2]).free + registry.stakeOf(miners[2]).locked,
+            MINER_STAKE,
+            "the honest miner keeps its whole stake"
         );
-        assertEq(escrow.balanceOf(cartel[0]), 1e6);
-        assertEq(escrow.balanceOf(cartel[1]), 1e6);
-        // Spent: MAX_PRICE + bond for B, k * (1e6 + bond) for the lockers. Net tokens: 18e6 - k * 5,777,777
-        // (-5,111,108 for k = 4) to the owner and +2e6 to the cartel: -3,111,108 in all, for a task whose honest
-        // price was PAYMENT (77,777,777), so 74,666,669 better off than paying; the honest miner lost its 10e6 lock,
-        // its 10e6 appeal bond and its share of the pay.
-        assertEq(registry.stakeOf(miners[2]).free, MINER_STAKE - STAKE_LOCK, "the honest miner slashed");
-        uint256 lockerShare = _split(777_777 - _fee(777_777), 3)[2]; // its pay from the attacker's locker tasks
-        assertEq(escrow.balanceOf(miners[2]), k * lockerShare, "and unpaid for its correct work in B");
+    }
+
+    /// @dev Seats `accounts` hold together in round `r` of `disputeId`.
+    function _seatsOf(uint256 disputeId, uint8 r, address[] memory accounts)
+        internal
+        view
+        returns (uint256 n)
+    {
+        for (uint256 i = 0; i < accounts.length; ++i) {
+            n += _seats(disputeId, r, accounts[i]);
+        }
     }
 
     /// @dev Every round-0 juror of the first `k` locker disputes commits (or, with `reveal`, reveals) CORRECT.
@@ -286,19 +280,22 @@ contract ReviewPoolsTest is BaseTest {
         vm.prank(whale);
         verifierRegistry.addModel(MODEL);
         address[] memory jurors = _drawJury(d);
-        assertEq(jurors.length, 4, "the four setUp verifiers, one seat each");
+        assertEq(arbitration.roundOf(d, 0).seatsDrawn, 5, "the four setUp verifiers fill the five seats");
         assertFalse(_in(jurors, whale));
         assertEq(_lockedOf(whale), 0);
         assertEq(arbitration.roundOf(d, 0).weightTotal, 4);
     }
 
-    /// @dev A drawn juror leaves the model's pool and asks to exit, then stays silent: it still holds its seat,
-    /// loses exactly the silent seat's penalty, and cannot withdraw while the seat is locked.
+    /// @dev A drawn juror leaves the model's pool and asks to exit, then stays silent: it still holds its seats,
+    /// loses exactly the silent seats' penalty, and cannot withdraw while they are locked.
     function test_defended_leavingAfterBeingDrawnDodgesNoPenalty() public {
-        address v = verifiers[0];
+        address v = makeAddr("leaver");
+        _registerVerifier(v, 10 * MIN_VERIFIER_STAKE, _models(MODEL));
+        vm.roll(block.number + 1);
         uint256 d = _openDispute(_committedTask(alice), 1);
         address[] memory jurors = _drawJury(d);
         assertTrue(_in(jurors, v));
+        uint256 seats = _seats(d, 0, v);
         vm.startPrank(v);
         verifierRegistry.removeModel(MODEL);
         verifierRegistry.requestExit();
@@ -310,42 +307,66 @@ contract ReviewPoolsTest is BaseTest {
         _runRoundWith(d, jurors, votes);
         vm.warp(block.timestamp + VERIFIER_UNBONDING);
         vm.prank(v);
-        vm.expectRevert(abi.encodeWithSelector(IV.VerifierStakeLocked.selector, v, MIN_VERIFIER_STAKE));
+        vm.expectRevert(
+            abi.encodeWithSelector(IV.VerifierStakeLocked.selector, v, seats * MIN_VERIFIER_STAKE)
+        );
         verifierRegistry.withdraw();
         _warpPastAppeal(d);
         arbitration.resolve(d);
-        uint256 penalty = MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
-        assertEq(_stake(v), MIN_VERIFIER_STAKE - penalty, "penalized as any silent seat");
+        uint256 penalty = seats * MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
+        assertEq(_stake(v), 10 * MIN_VERIFIER_STAKE - penalty, "penalized as any silent seat");
         vm.warp(verifierRegistry.verifierOf(v).releaseAt);
         vm.prank(v);
-        assertEq(verifierRegistry.withdraw(), MIN_VERIFIER_STAKE - penalty);
+        assertEq(verifierRegistry.withdraw(), 10 * MIN_VERIFIER_STAKE - penalty);
     }
 
-    /// @dev A verifier penalized in one model's dispute keeps its old (stale) weight in its other pool, but lands
-    /// there only on free seats (thinning); leaving and re-adding a model takes its stake now, never the old
-    /// weight.
+    /// @dev A verifier penalized in one model's dispute keeps its old (stale) weight in its other pools, where a
+    /// landing on it counts in proportion to the stake it has left; leaving and re-adding a model takes its stake
+    /// now, never the old weight. One penalized down to nothing is seated no more, and cannot re-add a model.
     function test_defended_reAddingAModelTakesTheStakeNowNotTheOldWeight() public {
         address v = makeAddr("twoModels");
-        _registerVerifier(v, 2 * MIN_VERIFIER_STAKE, _two(MODEL, OTHER_MODEL));
+        _registerVerifier(v, 10 * MIN_VERIFIER_STAKE, _two(MODEL, OTHER_MODEL));
         vm.roll(block.number + 1);
-        // v alone in OTHER_MODEL's pool: it takes both its seats and stays silent.
+        // v alone in OTHER_MODEL's pool: it takes all five seats and stays silent.
         uint256 d = _openDispute(_committedTaskOf(alice, OTHER_MODEL), 1);
         assertEq(_drawJury(d).length, 1);
-        assertEq(_seats(d, 0, v), 2);
+        assertEq(_seats(d, 0, v), 5);
         vm.warp(arbitration.roundOf(d, 0).appealDeadline);
         arbitration.resolve(d);
-        assertEq(_stake(v), MIN_VERIFIER_STAKE, "two silent seats: 2 * 50 lost");
-        assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 2, "stale weight stays until it moves");
+        assertEq(
+            _stake(v), 10 * MIN_VERIFIER_STAKE - 5 * MIN_VERIFIER_STAKE / 2, "five silent seats: 5 * 50 lost"
+        );
+        assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 10, "stale weight stays until it moves");
         vm.startPrank(v);
         verifierRegistry.removeModel(OTHER_MODEL);
         verifierRegistry.addModel(OTHER_MODEL);
         vm.stopPrank();
-        assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 1, "re-added at its stake now");
-        // In MODEL's pool its weight is still 2, but only one seat of it is free: it never takes two.
+        assertEq(verifierRegistry.totalWeight(OTHER_MODEL), 7, "re-added at its stake now (750 tokens)");
+    }
+
+    /// @dev See above: a verifier with no stake left keeps its stale weight in the pool it did not leave, but
+    /// every landing on it is lost, so the other verifiers fill the jury; it cannot join a pool again.
+    function test_defended_aVerifierPenalizedToNothingIsSeatedNoMore() public {
+        address v = makeAddr("twoModels");
+        _registerVerifier(v, 2 * MIN_VERIFIER_STAKE, _two(MODEL, OTHER_MODEL));
         vm.roll(block.number + 1);
+        uint256 d = _openDispute(_committedTaskOf(alice, OTHER_MODEL), 1);
+        _drawJury(d);
+        assertEq(_seats(d, 0, v), 5, "alone in the pool: all five seats on a stake of two");
+        vm.warp(arbitration.roundOf(d, 0).appealDeadline);
+        arbitration.resolve(d);
+        assertEq(_stake(v), 0, "five silent seats cost 250, capped at its 200");
+        assertEq(verifierRegistry.totalWeight(MODEL), 4 + 2, "its stale weight in MODEL's pool");
+        vm.prank(v);
+        verifierRegistry.removeModel(OTHER_MODEL);
+        vm.prank(v);
+        vm.expectRevert(abi.encodeWithSelector(IV.NotVerifier.selector, v));
+        verifierRegistry.addModel(OTHER_MODEL);
         uint256 d2 = _openDispute(_committedTask(bob), 1);
         _drawJury(d2);
-        assertLe(_seats(d2, 0, v), 1, "stale weight buys no seat beyond the free stake");
+        assertEq(_seats(d2, 0, v), 0, "never seated on no stake");
+        assertEq(arbitration.roundOf(d2, 0).seatsDrawn, 5, "the four others fill the jury");
+        _assertEscrowSolvent();
     }
 
     /// @dev Model list games: zero model, a duplicate, a fifth model, removing one not judged, and churning

@@ -88,19 +88,28 @@ def verify(
         ),
     ] = False,
     poll_s: Annotated[float, typer.Option(min=0.1, help="Seconds between passes over the chain.")] = 2.0,
+    max_appeal_bond: Annotated[
+        str | None,
+        typer.Option(
+            help="Most this verifier posts to appeal an acquittal of a line it audited and finds at fault, "
+            "e.g. 20 (default: the task's stake lock, which the conviction would take).",
+        ),
+    ] = None,
 ) -> None:
     """Register as a staked verifier of the model in --model-dir (once; a verifier of other models joins its
     pool too), then until Ctrl-C: draw juries, and on every jury this wallet sits on commit and then reveal a
     vote from re-scoring the evidence; audit randomly selected lines of committed tasks, opening a dispute
-    when one fails; resolve disputes whose last phase has ended."""
+    when one fails, and appeal a round that acquits such a line; resolve disputes whose last phase has
+    ended."""
     assert market.transactor is not None  # signing
+    appeal_bound = None if max_appeal_bond is None else parse_amount(max_appeal_bond)
     judge = LineJudge.load(model_dir, device, dtype_named(dtype))
     ensure_registered(market, None if stake is None else parse_amount(stake), judge.model_hash)
     log_to_console()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with coordinator_client(coordinator, market.transactor.account, 60) as http:
-        verifier = Verifier(market, http, judge, audits=not no_audits)
+        verifier = Verifier(market, http, judge, audits=not no_audits, max_appeal_bond=appeal_bound)
         console.print(f"verifying as {verifier.address}; Ctrl-C stops")
         try:
             while not stop.is_set():

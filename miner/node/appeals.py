@@ -74,7 +74,7 @@ class Appealer:
             self._decided.add((dispute_id, r))
             log.warning("%s convicted this node; not appealing: %s", what, refusal)
             return False
-        self._pay_and_appeal(dispute_id, 2 * current.bond)  # a chain error propagates: tried again next time
+        self.market.appeal_paying(dispute_id, 2 * current.bond)  # a chain error propagates: tried again
         self._decided.add((dispute_id, r))
         log.warning(
             "%s convicted this node %d seats to %d over a line it served whole: appealed (bond %s)",
@@ -97,15 +97,7 @@ class Appealer:
         bound = self.market.tasks.get_task(task_id).stake_lock if self.max_bond is None else self.max_bond
         if bond > bound:
             return f"the bond of {self.market.amount(bond)} is above the bound of {self.market.amount(bound)}"
-        me = self.market.address
-        held = self.market.token.balance_of(me) + self.market.escrow.balance_of(me)
+        held = self.market.holds()
         if held < bond:
             return f"the wallet and its escrow balance hold {self.market.amount(held)}, not the bond"
         return None
-
-    def _pay_and_appeal(self, dispute_id: int, bond: int) -> None:
-        me = self.market.address
-        if self.market.token.balance_of(me) < bond:
-            self.market.escrow.withdraw()  # its earnings pay the bond
-        with self.market.token.allowing(me, self.market.escrow.address, bond):
-            self.market.arbitration.appeal(dispute_id)

@@ -4,10 +4,11 @@ checks that they hash to the leaf the chain holds, re-scores the claimed output 
 one teacher-forced pass, commits its vote, and reveals it in the reveal phase; it resolves disputes whose last
 phase has ended. When a randomly audited line fails, it opens the audit on the owner's behalf; so it does when
 the line passes alone but a miner accountable for it scores as a cheaper copy of the model over its window of
-audited lines (miner_scores), and on an audit's jury it votes by the same rule. An audit someone else opened
-it follows: it adds the accountable miners the opener left out, publishes the line if the opener did not (and
-judges an audit without evidence from the coordinator's audit line), and settles the audit once its dispute is
-resolved. Every decision is logged with its numbers.
+audited lines (miner_scores), and on an audit's jury it votes by the same rule; a round that acquits the line
+of an audit it opened it appeals, if it still finds the line at fault and the bond is within its bound. An
+audit someone else opened it follows: it adds the accountable miners the opener left out, publishes the line
+if the opener did not (and judges an audit without evidence from the coordinator's audit line), and settles
+the audit once its dispute is resolved. Every decision is logged with its numbers.
 
 Nothing here trusts the coordinator: a line counts only if it hashes to the on-chain leaf (and, for an audit,
 if its proof leads to the committed root). No state is kept on disk: a vote's salt is derived from the
@@ -127,7 +128,12 @@ class Verifier:
     wallet. `step()` does one pass over everything new or pending."""
 
     def __init__(
-        self, market: Market, coordinator: httpx.Client, judge: LineJudge, audits: bool = True
+        self,
+        market: Market,
+        coordinator: httpx.Client,
+        judge: LineJudge,
+        audits: bool = True,
+        max_appeal_bond: int | None = None,
     ) -> None:
         assert market.transactor is not None, "a verifier signs its votes"
         self.market = market
@@ -135,7 +141,9 @@ class Verifier:
         self.coordinator = coordinator
         self.judge = judge
         self.audits = audits
+        self.max_appeal_bond = max_appeal_bond  # None: the task's stake lock
         self.watching = Watching()
+        self._appeals: set[tuple[int, int]] = set()  # (dispute, round) appealed or refused once
         self.scores = MinerScores()  # of the miners whose audited lines this verifier judged
 
     def step(self) -> None:
@@ -180,9 +188,63 @@ class Verifier:
             self._commit(dispute_id, record, now, current.commit_deadline)
         elif phase == Phase.REVEAL:
             self._reveal(dispute_id, record.round)
+        elif phase == Phase.APPEAL and record.round < LAST_ROUND:
+            self._appeal_acquittal(
+                dispute_id, record, current.votes_correct, current.votes_at_fault, current.bond
+            )
         elif phase == Phase.OVER or record.round == LAST_ROUND:
             self._attempt(f"resolve dispute {dispute_id}", arbitration.resolve, dispute_id)
         return False
+
+    def _appeal_acquittal(
+        self, dispute_id: int, record: Dispute, correct: int, at_fault: int, bond: int
+    ) -> None:
+        """Appeals a round that acquitted the line of an audit this verifier opened, when it still judges
+        the line at fault: the cost to corrupt a jury assumes the losing side appeals while it can, and for an
+        audit that side is its opener. Once a round; the appeal's bond (twice the round's) must be within the
+        bound (the task's stake lock, which the conviction would take, or `max_appeal_bond`)."""
+        key = (dispute_id, record.round)
+        if not record.audit or record.opener != self.address or key in self._appeals or correct <= at_fault:
+            return
+        what = f"dispute {dispute_id} (the audit of task {record.task_id} line {record.request_index})"
+        evidence = self._get(f"/v1/disputes/{dispute_id}/evidence") or self._get(
+            f"/v1/audits/{record.task_id}"
+        )
+        judged = None if evidence is None else self._judge(dispute_id, record, evidence)
+        if judged is None:
+            return  # the line cannot be judged now (logged): tried again next pass
+        self._appeals.add(key)
+        stake_lock = self.market.tasks.get_task(record.task_id).stake_lock
+        bound = stake_lock if self.max_appeal_bond is None else self.max_appeal_bond
+        need, held = 2 * bond, self.market.holds()
+        refusal = None
+        if judged[0] != Vote.MINERS_AT_FAULT:
+            refusal = f"this verifier now finds the line correct ({judged[1]})"
+        elif need > bound:
+            refusal = (
+                f"the bond of {self.market.amount(need)} is above the bound of {self.market.amount(bound)}"
+            )
+        elif held < need:
+            refusal = f"the wallet and its escrow balance hold {self.market.amount(held)}, not the bond"
+        if refusal is not None:
+            log.warning("%s round %d acquitted the miners; not appealing: %s", what, record.round, refusal)
+            return
+        try:
+            self.market.appeal_paying(dispute_id, need)
+        except (UserError, ChainError) as exc:
+            self._appeals.discard(key)  # tried again next pass, while the appeal phase lasts
+            log.warning("%s: the appeal failed (%s)", what, exc)
+            return
+        log.warning(
+            "%s round %d acquitted the miners %d seats to %d, but the line is at fault (%s): appealed "
+            "(bond %s)",
+            what,
+            record.round,
+            correct,
+            at_fault,
+            judged[1],
+            self.market.amount(need),
+        )
 
     def _attempt(self, what: str, action: Any, *args: Any) -> None:
         """Runs a chain action anyone may take; another party may have taken it first, so a refusal is only
@@ -387,7 +449,7 @@ class Verifier:
 
     def _abandoned(self, dispute_id: int, record: Dispute) -> bool:
         """The audit's dispute (`record`) ended without a jury (round 0 seated nobody: never drawn, or no
-        free seat but a party's): anyone may open the audit again (`Audits._abandoned`)."""
+        weight but a party's): anyone may open the audit again (`Audits._abandoned`)."""
         if record.status != DisputeStatus.NO_DECISION:
             return False
         return self.market.arbitration.round_of(dispute_id, 0).seats_drawn == 0

@@ -28,7 +28,7 @@ from client_sdk.http import coordinator_client
 from client_sdk.protocol.task import TaskStatus
 from demo.system import UNIT, LocalSystem, SystemConfig
 from miner.verify.daemon import LineJudge, Verifier
-from miner.verify.miner_scores import WINDOW_TOKENS
+from miner.verify.miner_scores import WINDOW_TOKENS, MinerScores
 from miner.verify.policy import LineStats
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.helpers import register_verifier
@@ -95,19 +95,29 @@ def committed_batch(system: LocalSystem, tag: str) -> tuple[str, int]:
     return batch.id, done.task_id
 
 
-def round_zero_decided(market: Market, dispute_id: int) -> list[str]:
-    """Steps the verifiers through round 0 of the dispute, moving the clock from phase to phase: they draw
-    the jury, every juror commits and then reveals, and one of them resolves it; returns the jurors."""
+def round_voted(market: Market, dispute_id: int, r: int) -> list[str]:
+    """Steps the verifiers through round `r` of the dispute up to the end of its reveal phase, moving the
+    clock from phase to phase: they draw the jury, every juror commits, then reveals; returns the jurors."""
     system, arbitration = market.system, market.system.market.arbitration
-    market.step(lambda: arbitration.round_of(dispute_id, 0).drawn, "the jury drawn")
-    jurors = arbitration.jurors_of(dispute_id, 0)
+    market.step(lambda: arbitration.round_of(dispute_id, r).drawn, f"round {r}'s jury drawn")
+    jurors = arbitration.jurors_of(dispute_id, r)
     assert jurors
-    committed = lambda: all(any(arbitration.juror_of(dispute_id, 0, j).commitment) for j in jurors)  # noqa: E731
+    committed = lambda: all(any(arbitration.juror_of(dispute_id, r, j).commitment) for j in jurors)  # noqa: E731
     market.step(committed, "every juror committed")
-    round0 = arbitration.round_of(dispute_id, 0)
-    system.advance_chain_time(round0.commit_deadline - system.market.chain_time() + 1)
-    revealed = lambda: all(arbitration.juror_of(dispute_id, 0, j).vote != Vote.NONE for j in jurors)  # noqa: E731
+    current = arbitration.round_of(dispute_id, r)
+    system.advance_chain_time(current.commit_deadline - system.market.chain_time() + 1)
+    revealed = lambda: all(arbitration.juror_of(dispute_id, r, j).vote != Vote.NONE for j in jurors)  # noqa: E731
     market.step(revealed, "every juror revealed")
+    system.advance_chain_time(current.reveal_deadline - system.market.chain_time() + 1)
+    return jurors
+
+
+def round_zero_decided(market: Market, dispute_id: int) -> list[str]:
+    """Round 0 voted (`round_voted`), then past its appeal phase until one of the verifiers resolves it;
+    returns the jurors."""
+    system, arbitration = market.system, market.system.market.arbitration
+    jurors = round_voted(market, dispute_id, 0)
+    round0 = arbitration.round_of(dispute_id, 0)
     system.advance_chain_time(round0.appeal_deadline - system.market.chain_time() + 1)
     market.step(lambda: arbitration.get_dispute(dispute_id).status != DisputeStatus.OPEN, "resolved")
     return jurors
@@ -169,7 +179,7 @@ def test_a_miner_whose_audited_window_strays_is_convicted_on_a_line_that_passes_
     record = arbitration.get_dispute(dispute_id)
     assert record.status == DisputeStatus.MINERS_AT_FAULT
     seats = arbitration.round_of(dispute_id, 0).seats_drawn
-    assert seats == len(jurors)  # one seat of stake each
+    assert seats == 5  # each seat lands by weight, whatever is locked
     reward = stake_lock * record.terms.reward_bps // 10_000
     after = balances(market)
     assert after["user"] - before["user"] == MAX_PRICE + stake_lock - reward  # refunded, and the slash
@@ -177,7 +187,8 @@ def test_a_miner_whose_audited_window_strays_is_convicted_on_a_line_that_passes_
     assert staked - stake() == stake_lock
     for verifier in market.verifiers:
         gain = after[verifier.address] - before[verifier.address]
-        assert gain == (reward // seats if verifier.address in jurors else 0)
+        held = arbitration.juror_of(dispute_id, 0, verifier.address).seats
+        assert gain == reward // seats * held
     assert after["pool"] == before["pool"] + reward % seats  # the audit's bond back, and the dust
 
 
@@ -202,3 +213,47 @@ def test_an_owner_s_dispute_is_judged_on_its_line_alone_and_never_scored(market:
     assert {arbitration.juror_of(dispute_id, 0, j).vote for j in jurors} == {Vote.MINERS_CORRECT}
     assert arbitration.get_dispute(dispute_id).status == DisputeStatus.MINERS_CORRECT
     assert [verifier.scores.score(miner) for verifier in market.verifiers] == scores
+
+
+def test_the_opener_appeals_an_acquittal_of_a_line_it_still_finds_at_fault(market: Market) -> None:
+    """The losing side of a round appeals while it can (the cost to corrupt a jury assumes it): for an audit
+    that side is its opener. Only the auditor's window finds the miner suspect here; the jurors, with empty
+    windows, judge the line alone and acquit it. The auditor appeals round 0 (twice its bond, from its
+    wallet), and refuses round 1's appeal, whose bond is above its bound; the acquittal then stands."""
+    system, arbitration = market.system, market.system.market.arbitration
+    miner = system.miner_accounts[0].address
+    auditor, jurors = market.verifiers[0], market.verifiers[1:]
+    assert auditor.scores.suspect(miner)
+    auditor.audits = True
+    for juror in jurors:
+        juror.audits = False
+        juror.scores = MinerScores()  # no memory of the miner: each judges the line alone
+    bond = system.market.arbitration.config().dispute_bond
+    auditor.max_appeal_bond = 2 * bond  # round 0's appeal, not round 1's (4 x bond)
+    system.market.token.mint(auditor.address, 2 * bond)
+    _, task_id = committed_batch(system, "appeal")
+    audits = system.market.audits
+    market.step(lambda: audits.audit_of(task_id).dispute_id, "the audit opened")
+    dispute_id = audits.audit_of(task_id).dispute_id
+    assert arbitration.get_dispute(dispute_id).opener == auditor.address
+    held = auditor.market.holds()
+
+    jury = round_voted(market, dispute_id, 0)
+    market.step(lambda: arbitration.get_dispute(dispute_id).round == 1, "the opener appealed")
+    assert auditor.address not in jury
+    assert {arbitration.juror_of(dispute_id, 0, j).vote for j in jury} == {Vote.MINERS_CORRECT}
+    appeal = arbitration.round_of(dispute_id, 1)
+    assert (appeal.bond, appeal.bond_payer) == (2 * bond, auditor.address)
+    assert auditor.market.holds() == held - 2 * bond, "the appeal bond, exactly, from its wallet"
+
+    jury = round_voted(market, dispute_id, 1)
+    assert {arbitration.juror_of(dispute_id, 1, j).vote for j in jury} == {Vote.MINERS_CORRECT}
+    for _ in range(3):  # in round 1's appeal phase
+        auditor.step()
+    assert arbitration.get_dispute(dispute_id).round == 1, "4 x bond is above its bound: no second appeal"
+    assert auditor.market.holds() == held - 2 * bond
+    system.advance_chain_time(
+        arbitration.round_of(dispute_id, 1).appeal_deadline - system.market.chain_time() + 1
+    )
+    market.step(lambda: arbitration.get_dispute(dispute_id).status != DisputeStatus.OPEN, "resolved")
+    assert arbitration.get_dispute(dispute_id).status == DisputeStatus.MINERS_CORRECT

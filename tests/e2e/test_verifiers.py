@@ -90,6 +90,7 @@ class Decided:
     record: Dispute
     jurors: list[str]
     seats: int  # seats drawn
+    held: dict[str, int]  # each juror's seats (a seat lands by weight, so a verifier may hold several)
 
 
 def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
@@ -98,7 +99,7 @@ def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
     arbitration, market = system.market.arbitration, system.market
     current = wait_for(lambda: (r := arbitration.round_of(dispute_id, 0)).drawn and r, timeout=120)
     jurors = arbitration.jurors_of(dispute_id, 0)
-    assert jurors and current.seats_drawn == len(jurors), "one seat of stake per verifier"
+    assert jurors and current.seats_drawn == current.seats, "every seat filled"
     model = served_model_hash(system.model_dir)
     assert arbitration.get_dispute(dispute_id).model_id == model
     assert all(market.verifiers.judges(j, model) for j in jurors), "drawn from the model's pool"
@@ -111,17 +112,18 @@ def decided(system: LocalSystem, dispute_id: int, expected: Vote) -> Decided:
     record = wait_for(
         lambda: (d := arbitration.get_dispute(dispute_id)).status != DisputeStatus.OPEN and d, timeout=120
     )
-    return Decided(record, jurors, current.seats_drawn)
+    held = {j: arbitration.juror_of(dispute_id, 0, j).seats for j in jurors}
+    return Decided(record, jurors, current.seats_drawn, held)
 
 
 def assert_juror_gains(system: LocalSystem, result: Decided, before: dict[str, int], pot: int) -> None:
-    """Every juror got `pot` / seats for its one seat and has no stake locked; verifiers not drawn got
+    """Every juror got `pot` / seats for each seat it held and has no stake locked; verifiers not drawn got
     nothing; the verifiers of the other model were never drawn and keep exactly their stake."""
     after = balances(system)
     for i, verifier in enumerate(system.verifier_accounts):
-        drawn = verifier.address in result.jurors
+        held = result.held.get(verifier.address, 0)
         gain = after[f"verifier{i}"] - before[f"verifier{i}"]
-        assert gain == (pot // result.seats if drawn else 0), (i, drawn, gain)
+        assert gain == pot // result.seats * held, (i, held, gain)
         assert system.market.verifiers.verifier_of(verifier.address).locked == 0
     for i, other in enumerate(system.other_verifier_accounts):
         assert other.address not in result.jurors

@@ -13,7 +13,8 @@ import {SEED_DELAY_BLOCKS} from "../interfaces/IRandomness.sol";
 /// The random value (`IRandomness`: `prevrandao`) of a block a few blocks after a round opens (unknown when it
 /// opens, and not the choice of any one block's builder) seeds its draw, and the candidates are the verifiers
 /// of the task's model (its pool in the verifier registry) as they stood when it opened. Anyone draws the jury
-/// once that value is proven: the verifier registry draws `seats` seats (`IVerifierRegistry.drawSeats`) with every free seat of weight equally likely, the parties to
+/// once that value is proven: the verifier registry draws `seats` seats (`IVerifierRegistry.drawSeats`), each
+/// landing by weight as the pool stood at the round's opening, whatever other rounds have locked, the parties to
 /// the dispute (task owner, opener, coordinator, the task's miners and their signers) cut out of the draw. Each
 /// seat locks `seatStake` of the juror's stake. An appeal round drawn short of its seats ends as undrawn. Jurors commit `voteCommitment(...)`, then reveal; a side wins a round with
 /// more revealed seats. At resolution, jurors of every round who voted against the outcome or did not reveal
@@ -47,7 +48,7 @@ abstract contract Juries is ArbitrationBase {
             emit AppealJuryShort(disputeId, r, uint16(drawn), round.seats);
             return;
         }
-        // A round 0 nobody could sit on (every free seat of the pool a party's, or none) ends at once, undecided:
+        // A round 0 nobody could sit on (all the pool's weight a party's, or none) ends at once, undecided:
         // there is no vote to wait for, and its opener is charged nothing for it (see `_settleBond`).
         uint64 phase = drawn == 0 ? 0 : dispute.terms.phase;
         round.seatsDrawn = uint16(drawn);
@@ -176,15 +177,17 @@ abstract contract Juries is ArbitrationBase {
             address[] storage jurors = _jurors[disputeId][r];
             for (uint256 i = 0; i < jurors.length; ++i) {
                 Juror storage juror = _seats[disputeId][r][jurors[i]];
-                uint256 penalty;
-                if (_coherent(juror.vote, outcome)) {
+                bool coherent = _coherent(juror.vote, outcome);
+                // What the registry took: a verifier's penalties stop at its stake.
+                uint256 penalty = verifiers.releaseSeat(
+                    jurors[i], seatStake * juror.seats, coherent ? 0 : seatPenalty * juror.seats
+                );
+                if (coherent) {
                     ledger.coherentSeats += juror.seats;
                 } else {
-                    penalty = seatPenalty * juror.seats;
                     ledger.penalties += penalty;
                     emit JurorSettled(disputeId, jurors[i], penalty, 0);
                 }
-                verifiers.releaseSeat(jurors[i], seatStake * juror.seats, penalty);
             }
         }
         ledger.jurorPot += ledger.penalties;

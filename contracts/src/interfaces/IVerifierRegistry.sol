@@ -7,9 +7,10 @@ pragma solidity ^0.8.24;
 /// pool of each model it judges, and leaving a model or exiting removes it; Arbitration draws a dispute's jurors
 /// from its task's model's pool (as it stood when each round opened), locks one seat stake per seat a juror
 /// holds, and releases it when the dispute ends, less a penalty for an incoherent or silent juror (sent to the
-/// escrow).
+/// escrow; a verifier's penalties never exceed its stake).
 interface IVerifierRegistry {
-    /// @notice `locked`: stake held by the seats the verifier sits on. Drawable while active (not exiting);
+    /// @notice `locked`: stake held by the seats the verifier sits on (jury seats are drawn whatever is locked, so
+    /// it may exceed `stake`). Drawable while active (not exiting);
     /// `releaseAt` is when its stake can be withdrawn (0 while active).
     struct Verifier {
         uint128 stake;
@@ -61,9 +62,11 @@ interface IVerifierRegistry {
     function withdraw() external returns (uint256 amount);
 
     /// @notice Draws up to `seats` jury seats from `seed` over `model`'s pool as it stood at the end of block
-    /// `atBlock` (the round's opening), the `parties`' registrations cut out: every free seat of `seatStake` is
-    /// equally likely, whoever holds it. Locks each seat's stake; returns one account per seat drawn (fewer than
-    /// `seats` when the draws run out). Arbiter only.
+    /// `atBlock` (the round's opening), the `parties`' registrations cut out: each seat lands on a verifier with
+    /// probability its weight then / the weight drawn from, times its stake now / the stake it was weighed with
+    /// (what penalties and withdrawals left). Seats other rounds locked play no part. Locks `seatStake` per seat
+    /// (a verifier's locks may so exceed its stake); returns one account per seat drawn (fewer than `seats` when
+    /// the draws run out). Arbiter only.
     function drawSeats(
         bytes32 model,
         uint256 seed,
@@ -75,8 +78,9 @@ interface IVerifierRegistry {
     /// @notice Locks `amount` of `verifier`'s stake for one seat if it is active and has that much free;
     /// returns whether it did. Arbiter only.
     function lockSeat(address verifier, uint256 amount) external returns (bool);
-    /// @notice Releases `amount` of locked stake, taking `penalty` of it to the escrow. Arbiter only.
-    function releaseSeat(address verifier, uint256 amount, uint256 penalty) external;
+    /// @notice Releases `amount` of locked stake, taking `penalty` of it (at most `amount` and at most the stake
+    /// left) to the escrow; returns the penalty taken. Arbiter only.
+    function releaseSeat(address verifier, uint256 amount, uint256 penalty) external returns (uint256 taken);
 
     /// @notice A verifier's stake, locked seats and exit time.
     function verifierOf(address account) external view returns (Verifier memory);
