@@ -163,7 +163,7 @@ contract Audits is IAudits {
         if (dispute.status == IArbitration.DisputeStatus.MinersCorrect || _abandoned(disputeId)) {
             penalty = uint256(audit.deposit) * dispute.terms.penaltyBps / BPS;
         }
-        penalty = verifiers.releaseSeat(audit.opener, audit.deposit, penalty);
+        penalty = verifiers.releaseDeposit(audit.opener, audit.deposit, penalty);
         emit AuditSettled(taskId, audit.opener, penalty);
         if (penalty == 0) return 0;
         // The penalty reached the escrow as a transfer: owed from now on, all of it to the audit pool.

@@ -6,6 +6,7 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
 import {IVerifierRegistry} from "./interfaces/IVerifierRegistry.sol";
 import {Sortition} from "./libraries/Sortition.sol";
 import {Versions} from "./libraries/Versions.sol";
@@ -23,6 +24,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     using SafeCast for uint256;
     using SafeERC20 for IERC20;
     using Sortition for Sortition.Pool;
+    using Checkpoints for Checkpoints.Trace208;
 
     /// @notice Role of the arbitration contract: locks seats and releases them with penalties.
     bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
@@ -63,8 +65,12 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @dev Each verifier's entry in a model's pool, plus one (0: never joined it). An entry is the verifier's for
     /// good: leaving a pool sets its weight to zero, joining it again restores it in place.
     mapping(bytes32 model => mapping(address account => uint256)) private _entryPlusOne;
-    /// @dev The stake each verifier's entry in a model's pool was last weighed with (its weight's backing).
-    mapping(bytes32 model => mapping(address account => uint256)) private _weighedStake;
+    /// @dev The stake each verifier's entry in a model's pool was weighed with (its weight's backing), by block.
+    mapping(bytes32 model => mapping(address account => Checkpoints.Trace208)) private _backing;
+    /// @dev Each verifier's stake by block: a round's draw reads it as it stood when the round opened.
+    mapping(address account => Checkpoints.Trace208) private _stakes;
+    /// @dev Stake an audit's opener locked as its deposit (`lockSeat`): jury penalties never take it.
+    mapping(address account => uint256) private _deposits;
     /// @dev The models each verifier judges now.
     mapping(address account => bytes32[]) private _models;
 
@@ -96,6 +102,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         if (stake < seat) revert VerifierStakeTooLow(stake, seat);
         if (models.length == 0) revert NoModels();
         verifier.stake = stake.toUint128();
+        _recordStake(msg.sender, stake);
         verifier.registeredAtBlock = block.number.toUint64();
         emit VerifierRegistered(msg.sender, stake, stake / seat);
         for (uint256 i = 0; i < models.length; ++i) {
@@ -128,6 +135,26 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @inheritdoc IVerifierRegistry
+    /// @dev Weight lost to penalties is dead weight until this runs: a landing on it is lost (`_lands`), so a pool
+    /// mostly made of it draws juries short. Anyone may run it; it only ever lowers a weight to what the stake
+    /// backs now (rounded down to whole seats of the old unit).
+    function reweigh(address account) external {
+        uint256 stake = _verifiers[account].stake;
+        bytes32[] storage models = _models[account];
+        for (uint256 i = 0; i < models.length; ++i) {
+            bytes32 model = models[i];
+            Checkpoints.Trace208 storage backing = _backing[model][account];
+            uint256 weighed = backing.latest();
+            if (stake >= weighed) continue;
+            uint256 index = _entryPlusOne[model][account] - 1;
+            uint256 weight = _pools[model].weightAt(index, block.number) * stake / weighed;
+            _pools[model].reweigh(index, weight);
+            backing.push(uint48(block.number), uint208(stake));
+            emit VerifierReweighed(account, model, weight);
+        }
+    }
+
+    /// @inheritdoc IVerifierRegistry
     function requestExit() external {
         Verifier storage verifier = _verifiers[msg.sender];
         if (verifier.stake == 0) revert NotVerifier(msg.sender);
@@ -157,6 +184,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         }
         if (verifier.locked != 0) revert VerifierStakeLocked(msg.sender, verifier.locked);
         verifier.stake = 0;
+        _recordStake(msg.sender, 0);
         token.safeTransfer(msg.sender, amount);
         emit VerifierStakeWithdrawn(msg.sender, amount);
     }
@@ -191,29 +219,37 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev Unlike a jury seat (`_lands`), only out of free stake: what an audit's opener locks bounds its audits.
+    /// @dev Unlike a jury seat (`_lands`), only out of free stake: what an audit's opener locks bounds its audits,
+    /// and jury penalties never take it (`releaseSeat`); `releaseDeposit` releases it.
     function lockSeat(address account, uint256 amount) external onlyRole(ARBITER_ROLE) returns (bool) {
         Verifier storage verifier = _verifiers[account];
         if (verifier.exitAtBlock != 0 || verifier.locked + amount > verifier.stake) return false;
         verifier.locked += amount.toUint128();
+        _deposits[account] += amount;
         emit SeatLocked(account, amount);
         return true;
     }
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev The penalty taken is at most `amount` and at most the stake left: seats are drawn whatever is locked,
-    /// so a verifier's locks may exceed its stake, and its penalties together never exceed it.
+    /// @dev The penalty taken is at most `amount` and at most the stake left beside its audit deposits: seats are
+    /// drawn whatever is locked, so a verifier's locks may exceed its stake, and its penalties together never
+    /// exceed it, nor reach the deposit an audit it opened holds.
     function releaseSeat(address account, uint256 amount, uint256 penalty)
         external
         onlyRole(ARBITER_ROLE)
         returns (uint256 taken)
     {
-        Verifier storage verifier = _verifiers[account];
-        verifier.locked -= amount.toUint128();
-        taken = Math.min(Math.min(penalty, amount), verifier.stake);
-        verifier.stake -= taken.toUint128();
-        if (taken != 0) token.safeTransfer(penaltySink, taken);
-        emit SeatReleased(account, amount, taken);
+        taken = _release(account, amount, Math.min(penalty, _verifiers[account].stake - _deposits[account]));
+    }
+
+    /// @inheritdoc IVerifierRegistry
+    function releaseDeposit(address account, uint256 amount, uint256 penalty)
+        external
+        onlyRole(ARBITER_ROLE)
+        returns (uint256 taken)
+    {
+        _deposits[account] -= amount;
+        taken = _release(account, amount, penalty);
     }
 
     // ------------------------------------------------------------------------------------------------ admin
@@ -276,7 +312,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         _models[account].push(model);
         uint256 weight = verifier.stake / minStake;
         if (weight == 0) revert VerifierStakeTooLow(verifier.stake, minStake);
-        _weighedStake[model][account] = verifier.stake;
+        _backing[model][account].push(uint48(block.number), uint208(verifier.stake));
         Sortition.Pool storage pool = _pools[model];
         uint256 entry = _entryPlusOne[model][account];
         if (entry == 0) _entryPlusOne[model][account] = pool.append(account, weight) + 1;
@@ -324,11 +360,12 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     /// @dev The verifier one draw seats, its seat stake locked; address(0) when the draw is lost. `number` lands
     /// on a registration with probability weight / draw weight (past the parties' ranges); the landing counts with
-    /// probability stake now / stake it was weighed with (the rest of `number`'s bits decide), so a penalty or a
-    /// withdrawal since the round opened lowers its chance in proportion: weight follows stake. Seat locks play
-    /// no part: nothing another round's draw changes is read here, so the order in which rounds are drawn chooses
-    /// no jury, and seats locked by other disputes steer none. A verifier may so hold more seats at once than its
-    /// free stake covers; its penalties are capped at its stake (`releaseSeat`).
+    /// probability stake / the stake its weight was weighed with, both as they stood when the round opened (the
+    /// rest of `number`'s bits decide), so penalties taken before then lower its chance in proportion: weight
+    /// follows stake. Nothing that happens after the opening is read, so no later call (another round's draw, a
+    /// resolve that takes penalties, a model left and joined again) changes the jury; seats locked elsewhere steer
+    /// none. A verifier may so hold more seats at once than its free stake covers; its penalties are capped at
+    /// its stake (`releaseSeat`).
     function _lands(uint256 number, Draw memory draw) private returns (address) {
         Sortition.Pool storage pool = _pools[draw.model];
         uint256 point = number % draw.weight;
@@ -337,14 +374,30 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
         }
         // A registration that left the pool by the round's opening has no weight in it: it is never selected here.
         address account = pool.accounts[pool.select(point, draw.atBlock)];
-        Verifier storage verifier = _verifiers[account];
-        uint256 weighed = _weighedStake[draw.model][account];
-        if (verifier.stake < weighed && (number / draw.weight) % weighed >= verifier.stake) {
-            return address(0);
-        }
-        verifier.locked += draw.seatStake.toUint128();
+        uint48 opened = uint48(draw.atBlock);
+        uint256 weighed = _backing[draw.model][account].upperLookupRecent(opened);
+        uint256 stake = _stakes[account].upperLookupRecent(opened);
+        if (stake < weighed && (number / draw.weight) % weighed >= stake) return address(0);
+        _verifiers[account].locked += draw.seatStake.toUint128();
         emit SeatLocked(account, draw.seatStake);
         return account;
+    }
+
+    /// @dev Unlocks `amount` of `account`'s stake and takes `penalty` of it (at most `amount`) to the escrow.
+    function _release(address account, uint256 amount, uint256 penalty) private returns (uint256 taken) {
+        Verifier storage verifier = _verifiers[account];
+        verifier.locked -= amount.toUint128();
+        taken = Math.min(penalty, amount);
+        if (taken != 0) {
+            verifier.stake -= taken.toUint128();
+            _recordStake(account, verifier.stake);
+            token.safeTransfer(penaltySink, taken);
+        }
+        emit SeatReleased(account, amount, taken);
+    }
+
+    function _recordStake(address account, uint256 stake) private {
+        _stakes[account].push(uint48(block.number), uint208(stake));
     }
 
     function _setMinStake(uint256 amount) private {

@@ -40,6 +40,7 @@ interface IVerifierRegistry {
     event VerifierRegistered(address indexed verifier, uint256 stake, uint256 weight);
     event VerifierModelAdded(address indexed verifier, bytes32 indexed model, uint256 weight);
     event VerifierModelRemoved(address indexed verifier, bytes32 indexed model);
+    event VerifierReweighed(address indexed verifier, bytes32 indexed model, uint256 weight);
     event VerifierExitRequested(address indexed verifier, uint256 releaseAt);
     event VerifierStakeWithdrawn(address indexed verifier, uint256 amount);
     event SeatLocked(address indexed verifier, uint256 amount);
@@ -55,6 +56,9 @@ interface IVerifierRegistry {
     function addModel(bytes32 model) external;
     /// @notice Leaves a model's pool from this block on (rounds of it opened earlier may still draw it).
     function removeModel(bytes32 model) external;
+    /// @notice Lowers `account`'s weight in each pool it is in to what its stake backs now, after penalties took
+    /// part of the stake its weight was set with (anyone may call it; rounds opened from this block on see it).
+    function reweigh(address account) external;
     /// @notice Leaves every round opened from this block on (its weight leaves every pool) and starts the
     /// unbonding period; seats already held stay.
     function requestExit() external;
@@ -75,12 +79,18 @@ interface IVerifierRegistry {
         uint256 seatStake,
         address[] calldata parties
     ) external returns (address[] memory drawn);
-    /// @notice Locks `amount` of `verifier`'s stake for one seat if it is active and has that much free;
-    /// returns whether it did. Arbiter only.
+    /// @notice Locks `amount` of `verifier`'s stake as an audit's deposit if it is active and has that much free
+    /// (jury penalties never take it); returns whether it did. Arbiter only.
     function lockSeat(address verifier, uint256 amount) external returns (bool);
-    /// @notice Releases `amount` of locked stake, taking `penalty` of it (at most `amount` and at most the stake
-    /// left) to the escrow; returns the penalty taken. Arbiter only.
+    /// @notice Releases `amount` of a jury seat's locked stake, taking `penalty` of it (at most `amount`, and at
+    /// most the stake left beside the verifier's audit deposits) to the escrow; returns the penalty taken. Arbiter
+    /// only.
     function releaseSeat(address verifier, uint256 amount, uint256 penalty) external returns (uint256 taken);
+    /// @notice Releases an audit deposit `lockSeat` locked, taking `penalty` of it (at most `amount`) to the escrow;
+    /// returns the penalty taken. Arbiter only.
+    function releaseDeposit(address verifier, uint256 amount, uint256 penalty)
+        external
+        returns (uint256 taken);
 
     /// @notice A verifier's stake, locked seats and exit time.
     function verifierOf(address account) external view returns (Verifier memory);
