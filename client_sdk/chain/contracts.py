@@ -394,6 +394,15 @@ class VerifierRegistry(_StakeRegistry):
     def withdraw(self) -> TxReceipt:
         return self._send(self.contract.functions.withdraw())
 
+    def needs_reweigh(self, account: str) -> bool:
+        """Whether penalties left `account` less stake than one of its pools' weights was set with."""
+        return bool(self.contract.functions.needsReweigh(account).call())
+
+    def reweigh(self, account: str) -> TxReceipt:
+        """Lowers `account`'s weight in each of its pools to what its stake backs now (anyone may): weight
+        without stake behind it loses every draw that lands on it, so juries come up short."""
+        return self._send(self.contract.functions.reweigh(account))
+
 
 class Randomness(_Bound):
     """The random values juries and audits draw from: a past block's `prevrandao`, proven from its header."""

@@ -296,6 +296,18 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     }
 
     /// @inheritdoc IVerifierRegistry
+    function needsReweigh(address account) external view returns (bool) {
+        uint256 stake = _verifiers[account].stake;
+        bytes32[] storage models = _models[account];
+        for (uint256 i = 0; i < models.length; ++i) {
+            bytes32 model = models[i];
+            if (stake >= _backing[model][account].latest()) continue;
+            if (_pools[model].weightAt(_entryPlusOne[model][account] - 1, block.number) != 0) return true;
+        }
+        return false;
+    }
+
+    /// @inheritdoc IVerifierRegistry
     function totalWeight(bytes32 model) external view returns (uint256) {
         return _pools[model].totalAt(block.number);
     }

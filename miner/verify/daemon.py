@@ -8,7 +8,8 @@ audited lines (miner_scores), and on an audit's jury it votes by the same rule; 
 of an audit it opened it appeals, if it still finds the line at fault and the bond is within its bound. An
 audit someone else opened it follows: it adds the accountable miners the opener left out, publishes the line
 if the opener did not (and judges an audit without evidence from the coordinator's audit line), and settles
-the audit once its dispute is resolved. Every decision is logged with its numbers.
+the audit once its dispute is resolved. Once any dispute ends it reweighs the jurors its penalties left with
+less stake than their weight. Every decision is logged with its numbers.
 
 Nothing here trusts the coordinator: a line counts only if it hashes to the on-chain leaf (and, for an audit,
 if its proof leads to the committed root). No state is kept on disk: a vote's salt is derived from the
@@ -174,6 +175,7 @@ class Verifier:
         arbitration = self.market.arbitration
         record = arbitration.get_dispute(dispute_id)
         if record.status != DisputeStatus.OPEN:
+            self._reweigh_penalized(dispute_id, record)
             return True
         now = self.market.chain_time()
         current = arbitration.round_of(dispute_id, record.round)
@@ -245,6 +247,19 @@ class Verifier:
             judged[1],
             self.market.amount(need),
         )
+
+    def _reweigh_penalized(self, dispute_id: int, record: Dispute) -> None:
+        """Once a dispute has ended, lowers the weight of each of its jurors (and its opener, an audit's) that
+        its penalties left with less stake than its weight was set with: weight without stake behind it loses
+        every draw that lands on it, and a pool full of it draws juries, appeals among them, short. Anyone may
+        reweigh; every penalty is taken by some dispute's end, which this verifier watches."""
+        arbitration, verifiers = self.market.arbitration, self.market.verifiers
+        accounts = {record.opener}
+        for r in range(record.round + 1):
+            accounts.update(arbitration.jurors_of(dispute_id, r))
+        for account in sorted(accounts):
+            if verifiers.needs_reweigh(account):
+                self._attempt(f"reweigh verifier {account}", verifiers.reweigh, account)
 
     def _attempt(self, what: str, action: Any, *args: Any) -> None:
         """Runs a chain action anyone may take; another party may have taken it first, so a refusal is only

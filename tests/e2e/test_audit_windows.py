@@ -257,3 +257,43 @@ def test_the_opener_appeals_an_acquittal_of_a_line_it_still_finds_at_fault(marke
     )
     market.step(lambda: arbitration.get_dispute(dispute_id).status != DisputeStatus.OPEN, "resolved")
     assert arbitration.get_dispute(dispute_id).status == DisputeStatus.MINERS_CORRECT
+
+
+def test_a_juror_penalized_below_its_weight_is_reweighed_once_the_dispute_ends(market: Market) -> None:
+    """Weight whose stake penalties took is dead weight (every draw landing on it is lost; a pool full of
+    it draws appeals short): the verifiers reweigh each penalized juror of a dispute once it ends. One juror
+    of an owner's dispute stays silent (it is not stepped); the others vote, resolve, and reweigh it: its one
+    seat of weight, backed now by half a seat or none, leaves the pool."""
+    system, arbitration = market.system, market.system.market.arbitration
+    verifiers = system.market.verifiers
+    model = market.verifiers[0].judge.model_hash
+    for verifier in market.verifiers:
+        verifier.audits = False
+    batch_id, _ = committed_batch(system, "silent")
+    env = system.environment(system.user) | {"BATCHMARKET_COORDINATOR_URL": system.api_url}
+    opened = CliRunner().invoke(
+        app, ["dispute", "open", "--batch", batch_id, "--custom-id", "silent-0", "--json"], env=env
+    )
+    assert opened.exit_code == 0, opened.output
+    dispute_id = int(json.loads(opened.output)["dispute"])
+    market.step(lambda: arbitration.round_of(dispute_id, 0).drawn, "the jury drawn")
+    silent = arbitration.jurors_of(dispute_id, 0)[0]
+    weight = verifiers.total_weight(model)
+    voting = [v for v in market.verifiers if v.address != silent]
+    everyone, market.verifiers = market.verifiers, voting
+    try:
+        jurors = [j for j in arbitration.jurors_of(dispute_id, 0) if j != silent]
+        committed = lambda: all(any(arbitration.juror_of(dispute_id, 0, j).commitment) for j in jurors)  # noqa: E731
+        market.step(committed, "the others committed")
+        round0 = arbitration.round_of(dispute_id, 0)
+        system.advance_chain_time(round0.commit_deadline - system.market.chain_time() + 1)
+        revealed = lambda: all(arbitration.juror_of(dispute_id, 0, j).vote != Vote.NONE for j in jurors)  # noqa: E731
+        market.step(revealed, "the others revealed")
+        system.advance_chain_time(round0.appeal_deadline - system.market.chain_time() + 1)
+        market.step(lambda: not verifiers.needs_reweigh(silent), "the silent juror reweighed")
+    finally:
+        market.verifiers = everyone
+    assert arbitration.get_dispute(dispute_id).status == DisputeStatus.MINERS_CORRECT
+    assert verifiers.verifier_of(silent).stake < verifiers.min_stake(), "penalized below one seat"
+    assert verifiers.total_weight(model) == weight - 1, "its one seat of weight left the pool"
+    assert not verifiers.judges(silent, model)

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from client_sdk.chain.anvil import free_port
+from client_sdk.errors import UserError
 from miner.model.config import ModelConfig
 from miner.node.requests import Reader
 from miner.node.stage_host import HostSettings, StageAssignment, StageHost
@@ -51,7 +52,38 @@ def stage_hosts(
     cache: CacheSettings = CACHE,
     stall_s: float = STALL_S,
 ) -> Iterator[list[StageHost]]:
-    """One host per stage, serving the pipeline `splits` describes; the first one holds the driver."""
+    """One host per stage, serving the pipeline `splits` describes; the first one holds the driver. A port
+    that was free when picked may be taken before a host binds it (the OS hands the same ephemeral range to
+    every outgoing connection of the other tests): the pipeline is then set up again on fresh ports."""
+    for attempt in range(PORT_ATTEMPTS):
+        try:
+            hosts = _hosts(checkpoint, splits, sinks, secured, cache, stall_s)
+            break
+        except _PortTaken:
+            if attempt == PORT_ATTEMPTS - 1:
+                raise
+    try:
+        yield hosts
+    finally:
+        for host in hosts:
+            host.close()
+
+
+PORT_ATTEMPTS = 3
+
+
+class _PortTaken(Exception):
+    """A host's port was taken between picking it and binding it."""
+
+
+def _hosts(
+    checkpoint: Path,
+    splits: Sequence[tuple[int, int]],
+    sinks: Sequence[FinishedSink] | None,
+    secured: bool,
+    cache: CacheSettings,
+    stall_s: float,
+) -> list[StageHost]:
     where = endpoints(len(splits))
     keys = [LinkKeys.generate() if secured else None for _ in splits]
     hosts = [
@@ -65,7 +97,10 @@ def stage_hosts(
     try:
         for host, assignment in zip(hosts, assignments(splits, where, published), strict=True):
             host.follow(assignment)
-        yield hosts
-    finally:
+    except UserError as exc:
         for host in hosts:
             host.close()
+        if "the address is in use" in str(exc):
+            raise _PortTaken(str(exc)) from exc
+        raise
+    return hosts

@@ -100,6 +100,9 @@ interface IVerifierRegistry {
     function judges(address account, bytes32 model) external view returns (bool);
     /// @notice The models `account` judges now.
     function modelsOf(address account) external view returns (bytes32[] memory);
+    /// @notice Whether `reweigh(account)` would lower a weight: penalties left less stake than one of its pools'
+    /// weights was set with.
+    function needsReweigh(address account) external view returns (bool);
     /// @notice Sortition weight of `model`'s pool now (its seats of stake).
     function totalWeight(bytes32 model) external view returns (uint256);
     /// @notice Smallest stake, and the unit of weight: one seat.

@@ -107,6 +107,8 @@ contract Handler is Consent {
     mapping(uint256 taskId => uint8) internal lastStatus;
     mapping(uint256 disputeId => uint8) internal lastDisputeStatus;
     bool public ghostSlashAboveLock;
+    /// @dev `reweigh` raised a pool's weight, or left a weight its stake does not back.
+    bool public ghostReweighWrong;
     bool public ghostSlashNotTaskLock;
     bool public ghostUnlockAboveLock;
     bool public ghostStatusRegressed;
@@ -1040,6 +1042,17 @@ contract Handler is Consent {
     function _bothModels() internal pure returns (bytes32[] memory models) {
         models = new bytes32[](2);
         (models[0], models[1]) = (MODEL, OTHER_MODEL);
+    }
+
+    /// @dev Anyone reweighs any verifier, at any time: a pool's weight never rises by it, and the verifier's
+    /// weights are backed by its stake after it.
+    function reweighVerifier(uint256 verifierSeed, uint256 callerSeed) external track {
+        address v = verifiers[verifierSeed % verifiers.length];
+        uint256 before = verifierRegistry.totalWeight(MODEL) + verifierRegistry.totalWeight(OTHER_MODEL);
+        vm.prank(address(uint160(callerSeed)));
+        verifierRegistry.reweigh(v);
+        uint256 afterwards = verifierRegistry.totalWeight(MODEL) + verifierRegistry.totalWeight(OTHER_MODEL);
+        if (afterwards > before || verifierRegistry.needsReweigh(v)) ghostReweighWrong = true;
     }
 
     function requestVerifierExit(uint256 verifierSeed) external track {

@@ -81,7 +81,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(handler.joins(), 1);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[59] memory s = [
+        bytes4[60] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -140,7 +140,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.challengeLine.selector,
             Handler.challengeLine.selector,
             Handler.settleUnanswered.selector,
-            Handler.churnVerifierModel.selector
+            Handler.churnVerifierModel.selector,
+            Handler.reweighVerifier.selector
         ];
         bytes4[] memory selectors = new bytes4[](s.length);
         for (uint256 i = 0; i < s.length; ++i) {
@@ -160,6 +161,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         taskSettlesAtMostOnce();
         payoutWithinEscrow();
         slashWithinLockedStake();
+        reweighOnlyLowersToTheStake();
         lockedStakeBacksLiveTasks();
         statusesOnlyMoveForward();
         verifierStakesAndSeats();
@@ -247,6 +249,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertFalse(handler.ghostSlashAboveLock(), "slash above locked stake");
         assertFalse(handler.ghostSlashNotTaskLock(), "slash != task stake lock");
         assertFalse(handler.ghostUnlockAboveLock(), "unlock above locked stake");
+    }
+
+    /// @dev Anyone's `reweigh` only lowers weight, and to what the stake backs.
+    function reweighOnlyLowersToTheStake() public view {
+        assertFalse(handler.ghostReweighWrong(), "reweigh raised a weight or left one unbacked");
     }
 
     /// @dev Locked stake is exactly the locks of the tasks still in progress.
