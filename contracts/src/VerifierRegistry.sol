@@ -44,8 +44,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @notice Most models one verifier judges: each is a sortition entry that every exit updates.
     uint256 public constant MAX_MODELS = 4;
 
-    /// @dev A round's draw (`drawSeats`): the model whose pool it draws from, the block whose sortition it reads (`atBlock`), the parties' ranges cut
-    /// out of it (`cuts` of them, by start), the `weight` left, and the stake each seat locks.
+    /// @dev A round's draw (`drawSeats`): the model whose pool it draws from, the block whose sortition it reads
+    /// (`atBlock`), the parties' ranges cut out of it (`cuts` of them, by start), the `weight` left, and the stake
+    /// each seat locks.
     struct Draw {
         bytes32 model;
         uint256 atBlock;
@@ -192,8 +193,8 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     // ------------------------------------------------------------------------------------------ arbitration
 
     /// @inheritdoc IVerifierRegistry
-    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (stake penalized or withdrawn since the
-    /// registration was weighed, see `_lands`) is not drawn again past them, so a round is drawn short rather than
+    /// @dev At most DRAW_ATTEMPTS_PER_SEAT draws per seat: a lost draw (on weight whose stake penalties had taken
+    /// by the round's opening, see `_lands`) is not drawn again past them, so a round is drawn short rather than
     /// at any gas cost.
     function drawSeats(
         bytes32 model,
