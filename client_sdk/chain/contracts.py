@@ -711,6 +711,18 @@ class Market:
         """What the signing account can pay with: its wallet's tokens and its escrow balance."""
         return self.token.balance_of(self.address) + self.escrow.balance_of(self.address)
 
+    def appeal_bond_refusal(self, task_id: int, bond: int, max_bond: int | None) -> str | None:
+        """Why a daemon does not post `bond` to appeal a round of task `task_id`'s dispute, or None: the bond
+        is above its bound (`max_bond`, by default the task's stake lock, which a conviction takes), or more
+        than its wallet and escrow balance hold."""
+        bound = self.tasks.get_task(task_id).stake_lock if max_bond is None else max_bond
+        if bond > bound:
+            return f"the bond of {self.amount(bond)} is above the bound of {self.amount(bound)}"
+        held = self.holds()
+        if held < bond:
+            return f"the wallet and its escrow balance hold {self.amount(held)}, not the bond"
+        return None
+
     def appeal_paying(self, dispute_id: int, bond: int) -> None:
         """Appeals `dispute_id` for `bond` out of the wallet, withdrawing the escrow balance into it first
         when the wallet alone holds too little (a daemon's earnings pay its appeals)."""

@@ -78,10 +78,6 @@ contract AttacksTest is BaseTest {
         }
     }
 
-    function _stakeOf(address v) internal view returns (uint256) {
-        return verifierRegistry.verifierOf(v).stake;
-    }
-
     function _assertMinersWhole() internal view {
         for (uint256 i = 0; i < 3; ++i) {
             assertEq(_free(miners[i]), MINER_STAKE, "an honest miner's stake is whole");
@@ -115,7 +111,7 @@ contract AttacksTest is BaseTest {
         for (uint256 i = 0; i < sybils.length; ++i) {
             uint256 seats = _seatsOver(d, sybils[i]);
             sybilSeats += seats;
-            assertEq(_stakeOf(sybils[i]), MIN_VERIFIER_STAKE - seats * SEAT_PENALTY, "a lying sybil pays");
+            assertEq(_stake(sybils[i]), MIN_VERIFIER_STAKE - seats * SEAT_PENALTY, "a lying sybil pays");
             assertEq(escrow.balanceOf(sybils[i]), 0);
         }
         uint256 honestSeats;
@@ -128,7 +124,7 @@ contract AttacksTest is BaseTest {
         uint256 perSeat = (sybilSeats * SEAT_PENALTY + DISPUTE_BOND / 10) / honestSeats;
         for (uint256 i = 0; i < honest.length; ++i) {
             assertEq(escrow.balanceOf(honest[i]), perSeat * _seatsOver(d, honest[i]));
-            assertEq(_stakeOf(honest[i]), 10 * MIN_VERIFIER_STAKE);
+            assertEq(_stake(honest[i]), 10 * MIN_VERIFIER_STAKE);
         }
         _assertMinersWhole();
         assertEq(escrow.balanceOf(miners[0]), SHARE_0 + DISPUTE_BOND * 9 / 20 + appealBonds);
@@ -189,12 +185,12 @@ contract AttacksTest is BaseTest {
         uint256 perSeat = (2 * SEAT_PENALTY + reward) / 3;
         for (uint256 i = 0; i < n - 2; ++i) {
             assertEq(escrow.balanceOf(jurors[i]), perSeat * _seats(d, 0, jurors[i]));
-            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE);
+            assertEq(_stake(jurors[i]), MIN_VERIFIER_STAKE);
             assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
         }
         for (uint256 i = n - 2; i < n; ++i) {
             assertEq(escrow.balanceOf(jurors[i]), 0);
-            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE - SEAT_PENALTY);
+            assertEq(_stake(jurors[i]), MIN_VERIFIER_STAKE - SEAT_PENALTY);
             assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
         }
         assertEq(escrow.auditPool(), (2 * SEAT_PENALTY + reward) % 3, "dust");
@@ -521,7 +517,7 @@ contract AttacksTest is BaseTest {
         for (uint256 i = 0; i < jurors.length; ++i) {
             // half a seat stake per seat, but never more than the juror's stake (one seat's here)
             uint256 lost = Math.min(_seats(d, 0, jurors[i]) * SEAT_PENALTY, MIN_VERIFIER_STAKE);
-            assertEq(_stakeOf(jurors[i]), MIN_VERIFIER_STAKE - lost);
+            assertEq(_stake(jurors[i]), MIN_VERIFIER_STAKE - lost);
             pool += lost;
         }
         assertEq(escrow.auditPool(), pool);

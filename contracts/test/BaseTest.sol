@@ -222,6 +222,27 @@ abstract contract BaseTest is Consent {
         models[0] = model;
     }
 
+    /// @dev `[a, b]`: the list of two models a registration takes.
+    function _two(bytes32 a, bytes32 b) internal pure returns (bytes32[] memory list) {
+        list = new bytes32[](2);
+        (list[0], list[1]) = (a, b);
+    }
+
+    /// @dev A verifier's stake now.
+    function _stake(address v) internal view returns (uint256) {
+        return verifierRegistry.verifierOf(v).stake;
+    }
+
+    /// @dev A verifier's stake held by seats and audit deposits now.
+    function _lockedOf(address v) internal view returns (uint256) {
+        return verifierRegistry.verifierOf(v).locked;
+    }
+
+    /// @dev Dispute `d`'s status now.
+    function _statusOf(uint256 d) internal view returns (IArbitration.DisputeStatus) {
+        return arbitration.getDispute(d).status;
+    }
+
     /// @dev `count` verifiers named `name`0.. of `seatsEach` seats each, able to sit from the next block on.
     function _newVerifiers(string memory name, uint256 count, uint256 seatsEach)
         internal

@@ -134,10 +134,8 @@ contract JurySharesTest is BaseTest {
             uint256 held = _seats(d1, 0, four[i]) + _seats(d2, 0, four[i]);
             uint256 due = held * MIN_VERIFIER_STAKE * PENALTY_BPS / 10_000;
             uint256 lost = due < MIN_VERIFIER_STAKE ? due : MIN_VERIFIER_STAKE;
-            assertEq(
-                verifierRegistry.verifierOf(four[i]).stake, MIN_VERIFIER_STAKE - lost, "at most the stake"
-            );
-            assertEq(verifierRegistry.verifierOf(four[i]).locked, 0);
+            assertEq(_stake(four[i]), MIN_VERIFIER_STAKE - lost, "at most the stake");
+            assertEq(_lockedOf(four[i]), 0);
             taken += lost;
         }
         assertEq(

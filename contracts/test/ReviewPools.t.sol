@@ -42,23 +42,6 @@ contract ReviewPoolsTest is BaseTest {
         return _split(PAYMENT - _fee(PAYMENT), 3)[i];
     }
 
-    function _stake(address v) internal view returns (uint256) {
-        return verifierRegistry.verifierOf(v).stake;
-    }
-
-    function _lockedOf(address v) internal view returns (uint256) {
-        return verifierRegistry.verifierOf(v).locked;
-    }
-
-    function _two(bytes32 a, bytes32 b) internal pure returns (bytes32[] memory list) {
-        list = new bytes32[](2);
-        (list[0], list[1]) = (a, b);
-    }
-
-    function _statusOf(uint256 d) internal view returns (IA.DisputeStatus) {
-        return arbitration.getDispute(d).status;
-    }
-
     // ============================================================================ 1. the owner's pool check
 
     /// @dev `totalWeight(model)` counts the weight of the task's own parties: here OTHER_MODEL's whole pool is the

@@ -32,23 +32,6 @@ contract ReviewWeightDrawTest is BaseTest {
 
     // ------------------------------------------------------------------------------------------------ helpers
 
-    function _stake(address v) internal view returns (uint256) {
-        return verifierRegistry.verifierOf(v).stake;
-    }
-
-    function _lockedOf(address v) internal view returns (uint256) {
-        return verifierRegistry.verifierOf(v).locked;
-    }
-
-    function _two(bytes32 a, bytes32 b) internal pure returns (bytes32[] memory list) {
-        list = new bytes32[](2);
-        (list[0], list[1]) = (a, b);
-    }
-
-    function _statusOf(uint256 d) internal view returns (IA.DisputeStatus) {
-        return arbitration.getDispute(d).status;
-    }
-
     function _seed(uint256 i) internal pure returns (bytes32) {
         return keccak256(abi.encode("review seed", i));
     }

@@ -94,10 +94,4 @@ class Appealer:
         if served is None or served.layers < self.layers:
             ran = 0 if served is None else served.layers
             return f"it ran {ran} of the model's {self.layers} layers of the line: it cannot vouch for all"
-        bound = self.market.tasks.get_task(task_id).stake_lock if self.max_bond is None else self.max_bond
-        if bond > bound:
-            return f"the bond of {self.market.amount(bond)} is above the bound of {self.market.amount(bound)}"
-        held = self.market.holds()
-        if held < bond:
-            return f"the wallet and its escrow balance hold {self.market.amount(held)}, not the bond"
-        return None
+        return self.market.appeal_bond_refusal(task_id, bond, self.max_bond)

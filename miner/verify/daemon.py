@@ -32,7 +32,7 @@ from web3 import Web3
 
 from client_sdk import openai_batch
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, Vote
+from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, Round, Vote
 from client_sdk.encoding import hex_bytes
 from client_sdk.errors import ChainError, UserError
 from client_sdk.http import json_of
@@ -191,21 +191,18 @@ class Verifier:
         elif phase == Phase.REVEAL:
             self._reveal(dispute_id, record.round)
         elif phase == Phase.APPEAL and record.round < LAST_ROUND:
-            self._appeal_acquittal(
-                dispute_id, record, current.votes_correct, current.votes_at_fault, current.bond
-            )
+            self._appeal_acquittal(dispute_id, record, current)
         elif phase == Phase.OVER or record.round == LAST_ROUND:
             self._attempt(f"resolve dispute {dispute_id}", arbitration.resolve, dispute_id)
         return False
 
-    def _appeal_acquittal(
-        self, dispute_id: int, record: Dispute, correct: int, at_fault: int, bond: int
-    ) -> None:
+    def _appeal_acquittal(self, dispute_id: int, record: Dispute, current: Round) -> None:
         """Appeals a round that acquitted the line of an audit this verifier opened, when it still judges
         the line at fault: the cost to corrupt a jury assumes the losing side appeals while it can, and for an
         audit that side is its opener. Once a round; the appeal's bond (twice the round's) must be within the
         bound (the task's stake lock, which the conviction would take, or `max_appeal_bond`)."""
         key = (dispute_id, record.round)
+        correct, at_fault = current.votes_correct, current.votes_at_fault
         if not record.audit or record.opener != self.address or key in self._appeals or correct <= at_fault:
             return
         what = f"dispute {dispute_id} (the audit of task {record.task_id} line {record.request_index})"
@@ -216,18 +213,11 @@ class Verifier:
         if judged is None:
             return  # the line cannot be judged now (logged): tried again next pass
         self._appeals.add(key)
-        stake_lock = self.market.tasks.get_task(record.task_id).stake_lock
-        bound = stake_lock if self.max_appeal_bond is None else self.max_appeal_bond
-        need, held = 2 * bond, self.market.holds()
-        refusal = None
+        need = 2 * current.bond
         if judged[0] != Vote.MINERS_AT_FAULT:
-            refusal = f"this verifier now finds the line correct ({judged[1]})"
-        elif need > bound:
-            refusal = (
-                f"the bond of {self.market.amount(need)} is above the bound of {self.market.amount(bound)}"
-            )
-        elif held < need:
-            refusal = f"the wallet and its escrow balance hold {self.market.amount(held)}, not the bond"
+            refusal: str | None = f"this verifier now finds the line correct ({judged[1]})"
+        else:
+            refusal = self.market.appeal_bond_refusal(record.task_id, need, self.max_appeal_bond)
         if refusal is not None:
             log.warning("%s round %d acquitted the miners; not appealing: %s", what, record.round, refusal)
             return

@@ -123,6 +123,17 @@ def round_zero_decided(market: Market, dispute_id: int) -> list[str]:
     return jurors
 
 
+def owner_disputes(system: LocalSystem, batch_id: str, custom_id: str) -> int:
+    """The user disputes the line `custom_id` of its batch from its shell (`arbitration dispute open`);
+    returns the dispute id."""
+    env = system.environment(system.user) | {"BATCHMARKET_COORDINATOR_URL": system.api_url}
+    opened = CliRunner().invoke(
+        app, ["dispute", "open", "--batch", batch_id, "--custom-id", custom_id, "--json"], env=env
+    )
+    assert opened.exit_code == 0, opened.output
+    return int(json.loads(opened.output)["dispute"])
+
+
 def balances(market: Market) -> dict[str, int]:
     system, escrow = market.system, market.system.market.escrow
     parties = {"user": system.user.address, "miner": system.miner_accounts[0].address}
@@ -203,12 +214,7 @@ def test_an_owner_s_dispute_is_judged_on_its_line_alone_and_never_scored(market:
         assert verifier.scores.suspect(miner)
     scores = [verifier.scores.score(miner) for verifier in market.verifiers]
     batch_id, _ = committed_batch(system, "owner")
-    env = system.environment(system.user) | {"BATCHMARKET_COORDINATOR_URL": system.api_url}
-    opened = CliRunner().invoke(
-        app, ["dispute", "open", "--batch", batch_id, "--custom-id", "owner-0", "--json"], env=env
-    )
-    assert opened.exit_code == 0, opened.output
-    dispute_id = int(json.loads(opened.output)["dispute"])
+    dispute_id = owner_disputes(system, batch_id, "owner-0")
     jurors = round_zero_decided(market, dispute_id)
     assert {arbitration.juror_of(dispute_id, 0, j).vote for j in jurors} == {Vote.MINERS_CORRECT}
     assert arbitration.get_dispute(dispute_id).status == DisputeStatus.MINERS_CORRECT
@@ -270,12 +276,7 @@ def test_a_juror_penalized_below_its_weight_is_reweighed_once_the_dispute_ends(m
     for verifier in market.verifiers:
         verifier.audits = False
     batch_id, _ = committed_batch(system, "silent")
-    env = system.environment(system.user) | {"BATCHMARKET_COORDINATOR_URL": system.api_url}
-    opened = CliRunner().invoke(
-        app, ["dispute", "open", "--batch", batch_id, "--custom-id", "silent-0", "--json"], env=env
-    )
-    assert opened.exit_code == 0, opened.output
-    dispute_id = int(json.loads(opened.output)["dispute"])
+    dispute_id = owner_disputes(system, batch_id, "silent-0")
     market.step(lambda: arbitration.round_of(dispute_id, 0).drawn, "the jury drawn")
     silent = arbitration.jurors_of(dispute_id, 0)[0]
     weight = verifiers.total_weight(model)
