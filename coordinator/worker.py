@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from functools import cache
+from functools import cache, partial
 
 from celery import Celery
 from redis import Redis
@@ -24,6 +24,7 @@ from coordinator.leases import leased_lock
 from coordinator.nudge import ADVANCE
 from coordinator.services import lifecycle
 from coordinator.services.live import LiveMembership
+from coordinator.wakes import Doorbell, watch
 
 log = logging.getLogger("batchmarket.worker")
 
@@ -38,7 +39,7 @@ def runtime() -> tuple[Settings, Database, lifecycle.Context, Redis]:
     chain = CoordinatorChain.connect(settings.rpc_url, settings.deployment_file, load_account(None), redis)
     return (
         settings,
-        Database(settings.database_url),
+        Database(settings.database_url, on_commit=partial(watch, doorbell=Doorbell(redis))),
         lifecycle.Context(settings, chain, LiveMembership(redis, settings.heartbeat_ttl_s)),
         redis,
     )

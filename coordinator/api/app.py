@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -27,6 +28,7 @@ from coordinator.api import (
     prices,
     relays,
     sessions,
+    wakes,
 )
 from coordinator.api.auth import NonceStore, SessionKeys
 from coordinator.api.body_guard import BodyGuard
@@ -38,12 +40,14 @@ from coordinator.api.errors import (
     unstorable_value_handler,
     validation_error_handler,
 )
+from coordinator.api.wakes import WakeWaits
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.session import Database
 from coordinator.nudge import Nudger
 from coordinator.services.errors import ServiceError
 from coordinator.services.live import LiveMembership
+from coordinator.wakes import Doorbell, watch
 
 DESCRIPTION = """OpenAI-compatible Batch API backed by an on-chain escrow.
 
@@ -53,13 +57,15 @@ signature=...` (see `client_sdk.auth`). A wallet sees only its own files and bat
 
 def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> FastAPI:
     """The app; `chain` (read-only is enough) serves the miner endpoints, which check registrations."""
-    database = Database(settings.database_url)
     redis = Redis.from_url(settings.redis_url)
     sync_redis = SyncRedis.from_url(settings.redis_url)
+    database = Database(settings.database_url, on_commit=partial(watch, doorbell=Doorbell(sync_redis)))
+    waits = WakeWaits(redis)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        await waits.close()
         await redis.aclose()
         sync_redis.close()
         database.dispose()
@@ -75,6 +81,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.settings = settings
     app.state.database = database
     app.state.redis = redis
+    app.state.wakes = waits
     app.state.nonces = NonceStore(redis)
     app.state.sessions = SessionKeys(redis)
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
@@ -97,6 +104,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
         models.router,
         sessions.router,
         miners.router,
+        wakes.router,
         relays.router,
         disputes.router,
         audits.router,

@@ -22,6 +22,12 @@ db_app = command_group("Database schema (Alembic migrations).")
 # answer later: on two cores shared with the whole test suite, an API of two workers restarted its workers in
 # a loop and never came up (the likely cause, not yet confirmed by a run with this setting).
 WORKER_HEALTHCHECK_S = 30
+# A node's connection stays open between its heartbeats (every 5 s; uvicorn's default keep-alive is also 5 s,
+# so a connection could close between two beats and the next one pay a new connect).
+KEEP_ALIVE_S = 15
+# On a stop, requests still running after this are cut: the nodes' waits for news (coordinator.api.wakes, up
+# to 30 s) would otherwise hold the restart of an API that long; a node waiting asks again.
+GRACEFUL_SHUTDOWN_S = 3
 
 
 @db_app.command("upgrade")
@@ -64,6 +70,8 @@ def serve(
         workers=workers,
         factory=True,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import (
     text,
     true,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, validates
 
 ADDRESS = String(42)
 HASH = String(66)
@@ -198,6 +198,17 @@ class PipelineRecord(Base):
     microbatches: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[int] = mapped_column(BigInteger)
 
+    # the stages' miners again, one row each, indexed by miner: a miner's pipelines are found without reading
+    # every plan ever made; written with `stages` (below), never on their own
+    stage_rows: Mapped[list[PipelineStage]] = relationship(
+        cascade="all, delete-orphan", order_by="PipelineStage.position"
+    )
+
+    @validates("stages")
+    def _index_stages(self, _key: str, stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.stage_rows = [PipelineStage(position=i, miner=str(s["miner"])) for i, s in enumerate(stages)]
+        return stages
+
     @property
     def head(self) -> str:
         """The first stage's miner: it claims the pipeline's work units."""
@@ -206,6 +217,18 @@ class PipelineRecord(Base):
     @property
     def miners(self) -> list[str]:
         return [str(stage["miner"]) for stage in self.stages]
+
+
+class PipelineStage(Base):
+    """Which miner runs a pipeline's stage at `position` (0: the head)."""
+
+    __tablename__ = "pipeline_stages"
+
+    pipeline_id: Mapped[int] = mapped_column(ForeignKey("pipelines.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    miner: Mapped[str] = mapped_column(ADDRESS)
+
+    __table_args__ = (Index("ix_pipeline_stages_miner", "miner", "position"),)
 
 
 class WorkUnit(Base):

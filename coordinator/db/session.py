@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,10 +43,13 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, on_commit: Callable[[sessionmaker[Session]], None] | None = None) -> None:
+        """`on_commit` installs what the sessions do around their commits (coordinator.wakes.watch)."""
         self.url = url
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if on_commit is not None:
+            on_commit(self.sessions)
         self.request_slots = anyio.CapacityLimiter(REQUEST_SLOTS)
 
     @contextmanager

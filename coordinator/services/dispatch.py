@@ -19,7 +19,16 @@ from client_sdk.inputs import canonical_json
 from client_sdk.openai_batch import error_line, output_line, response_body
 from client_sdk.protocol.sampling import line_seed
 from client_sdk.results import output_hash, output_line_id
-from coordinator.db.models import Batch, FileContent, Miner, PipelineRecord, Request, Result, WorkUnit
+from coordinator.db.models import (
+    Batch,
+    FileContent,
+    Miner,
+    PipelineRecord,
+    PipelineStage,
+    Request,
+    Result,
+    WorkUnit,
+)
 from coordinator.scheduling.plan import Stage
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import LiveMembership
@@ -146,8 +155,20 @@ def claim(session: Session, miner: str, now: int, lease_s: int) -> dict[str, Any
 
 def headed_by(session: Session, miner: str, *, active_only: bool) -> list[int]:
     """Ids of the pipelines whose first stage is this miner."""
-    query = select(PipelineRecord).where(PipelineRecord.active) if active_only else select(PipelineRecord)
-    return [p.id for p in session.scalars(query) if p.head == miner]
+    return pipelines_of(session, miner, active_only=active_only, heads_only=True)
+
+
+def pipelines_of(session: Session, miner: str, *, active_only: bool, heads_only: bool = False) -> list[int]:
+    """Ids of the pipelines this miner is a stage of (its first stage, with `heads_only`), in plan order; an
+    indexed read of the miner's own stages, however many plans were made before."""
+    query = select(PipelineStage.pipeline_id).where(PipelineStage.miner == miner)
+    if heads_only:
+        query = query.where(PipelineStage.position == 0)
+    if active_only:
+        query = query.join(PipelineRecord, PipelineRecord.id == PipelineStage.pipeline_id).where(
+            PipelineRecord.active
+        )
+    return list(session.scalars(query.order_by(PipelineStage.pipeline_id)))
 
 
 def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> list[int]:
@@ -188,9 +209,9 @@ def give_back(session: Session, miner: str, unit_ids: list[int], now: int) -> li
 
 
 def break_leases_of(session: Session, miner: str, now: int) -> int:
-    """Ends now the leases of units held by pipelines `miner` is part of: it has just (re)started, so their
+    """Ends now the leases of units held by pipelines `miner` is a stage of: it has just (re)started, so their
     in-flight work is gone; the sweep gives them to another pipeline. Returns how many were leased."""
-    pipelines = [p.id for p in session.scalars(select(PipelineRecord)) if miner in p.members]
+    pipelines = pipelines_of(session, miner, active_only=False)
     if not pipelines:
         return 0
     result = cast(
@@ -205,11 +226,11 @@ def break_leases_of(session: Session, miner: str, now: int) -> int:
 
 
 def _restarted_since(session: Session, pipeline_id: int, since: int) -> bool:
-    """Whether a miner of the pipeline (re)joined after `since`."""
+    """Whether a stage's miner of the pipeline (re)joined after `since` (a spare's restart loses no work)."""
     pipeline = session.get(PipelineRecord, pipeline_id)
     if pipeline is None:
         return True
-    started = session.scalars(select(Miner.session_started_at).where(Miner.address.in_(pipeline.members)))
+    started = session.scalars(select(Miner.session_started_at).where(Miner.address.in_(pipeline.miners)))
     return any(s is not None and s > since for s in started)
 
 

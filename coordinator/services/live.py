@@ -26,19 +26,20 @@ class LiveMembership:
         self.ttl_s = ttl_s
 
     @staticmethod
-    def _key(address: str) -> str:
+    def key(address: str) -> str:
+        """The Redis key of a miner's latest heartbeat."""
         return f"miner:live:{address.lower()}"
 
     def beat(self, address: str, heartbeat: Heartbeat) -> None:
-        self.redis.set(self._key(address), json.dumps(asdict(heartbeat)), ex=self.ttl_s)
+        self.redis.set(self.key(address), json.dumps(asdict(heartbeat)), ex=self.ttl_s)
 
     def forget(self, address: str) -> None:
-        self.redis.delete(self._key(address))
+        self.redis.delete(self.key(address))
 
     def alive(self, addresses: Iterable[str]) -> dict[str, Heartbeat]:
         """The latest heartbeat of each given miner still alive."""
         ordered = list(addresses)
         if not ordered:
             return {}
-        raw = self.redis.mget([self._key(a) for a in ordered])
+        raw = self.redis.mget([self.key(a) for a in ordered])
         return {a: Heartbeat(**json.loads(v)) for a, v in zip(ordered, raw, strict=True) if v is not None}

@@ -17,7 +17,7 @@ from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe
 from client_sdk.units import format_amount
 from coordinator.db.models import Miner, PipelineRecord
-from coordinator.services.dispatch import break_leases_of
+from coordinator.services.dispatch import break_leases_of, pipelines_of
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import Heartbeat, LiveMembership
 
@@ -191,8 +191,9 @@ def assignment(session: Session, address: str) -> dict[str, object] | None:
     """The miner's stage in the active plan: its pipeline, layers, and the stages around it."""
     if session.get(Miner, address) is None:
         raise NotFound("miner", address)
-    pipelines = session.scalars(select(PipelineRecord).where(PipelineRecord.active)).all()
-    for pipeline in pipelines:
+    for pipeline_id in pipelines_of(session, address, active_only=True)[:1]:
+        pipeline = session.get(PipelineRecord, pipeline_id)
+        assert pipeline is not None
         for position, stage in enumerate(pipeline.stages):
             if stage["miner"] == address:
                 return {

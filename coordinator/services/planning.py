@@ -19,6 +19,7 @@ from coordinator.scheduling.errors import SchedulingError
 from coordinator.scheduling.model import ModelSpec
 from coordinator.scheduling.plan import Pipeline
 from coordinator.scheduling.strategies import make_plan
+from coordinator.wakes import wake_on_commit
 
 STRATEGY = "parallax"
 # microbatches a live pipeline may keep in flight; its stages split the KV memory of one microbatch per
@@ -124,6 +125,7 @@ def ensure_plan(
     live = sorted(m.address for m in miners)
     if current and current[0].members == live:
         return current
+    wake_on_commit(session, {m for p in current for m in p.miners})  # their stages end, re-planned or not
     session.execute(update(PipelineRecord).where(PipelineRecord.model == served.name).values(active=False))
     spec = model_spec(served.path, served.name)
     # no peer can send to a miner neither reachable nor behind a relay: it can only serve a model alone

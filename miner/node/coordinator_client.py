@@ -94,6 +94,15 @@ class CoordinatorClient:
         lost = answer.get("lost", []) if isinstance(answer, dict) else []
         return [int(u) for u in lost if isinstance(u, int)]
 
+    def wake(self, seen: int | None, wait_s: float) -> int:
+        """Waits up to `wait_s` for this miner's wake counter to differ from `seen`; returns the counter."""
+        query = f"?wait_s={wait_s:g}" + (f"&seen={seen}" if seen is not None else "")
+        answer = self._call("GET", "/v1/miners/wake" + query)
+        counter = answer.get("counter") if isinstance(answer, dict) else None
+        if not isinstance(counter, int) or isinstance(counter, bool):
+            raise CoordinatorError(200, f"unreadable answer to a wait: {answer!r:.200}")
+        return counter
+
     def assignment(self) -> dict[str, Any] | None:
         result: dict[str, Any] | None = self._call("GET", "/v1/miners/assignment")
         return result

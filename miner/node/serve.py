@@ -38,6 +38,8 @@ UNITS_IN_FLIGHT = 2
 # meanwhile; past this bound the oldest is given up and its lease runs out)
 MAX_UNDELIVERED = 8
 JOIN_RETRY_S = 1.0  # a coordinator not up yet is asked again this often
+WAKE_WAIT_S = 25.0  # the longest wait for news, under the coordinator's bound (coordinator.api.wakes)
+ASSIGNMENT_REFRESH_S = 30.0  # the assignment is read this often even without news (a lost wake)
 
 
 class Reassigned(Exception):
@@ -108,34 +110,85 @@ class Node:
         # units the coordinator took back while we served them (a stage of our pipeline restarted, so their
         # requests died with it): the loop gives them up instead of waiting for tokens that never come
         self.lost: set[int] = set()
+        # set when there is something to read at the coordinator (its wake counter moved, the assignment
+        # changed, or waits fail and the loop polls): the loop's idle wait ends
+        self._news = threading.Event()
 
     def run(self, stop: threading.Event) -> None:
         try:
             if not self._join(stop):
                 return
             # heartbeats run beside the work: a unit can take longer to serve than the heartbeat expiry
-            beats = threading.Thread(target=self._beat, args=(stop,), daemon=True)
-            beats.start()
+            threading.Thread(target=self._beat, args=(stop,), daemon=True).start()
+            # and so does the wait for news, which ends the loop's idle wait and follows the assignment
+            threading.Thread(target=self._listen, args=(stop,), daemon=True).start()
+            busy = True  # the first turn reads everything
             while not stop.is_set():
+                polls = busy or self._news.is_set() or bool(self.undelivered)
+                self._news.clear()  # before the turn: news that comes during it makes another
                 try:
-                    busy = self._step()
+                    busy = self._step(polls)
                 except CoordinatorError as exc:
                     log.warning("coordinator: %s", exc)
-                    busy = False
-                if not busy:
                     stop.wait(self.config.poll_s)
+                    busy = True  # try again
+                    continue
+                if not busy:
+                    self._idle(stop)
         finally:
             self.host.close()
 
-    def _step(self) -> bool:
-        """One turn of the node's loop: follows the latest assignment, then accepts, delivers, serves and
-        signs what waits; True if it did anything."""
+    def _idle(self, stop: threading.Event) -> None:
+        """Waits for news from the coordinator, the node being stopped, or the next look at signed work (the
+        stop is checked every `poll_s`; no request is sent meanwhile)."""
+        due = self._vouch_checked + self.config.heartbeat_s
+        while not stop.is_set() and (left := due - time.monotonic()) > 0:
+            if self._news.wait(min(self.config.poll_s, left)):
+                return
+
+    def _step(self, polls: bool = True) -> bool:
+        """One turn of the node's loop: follows the latest assignment, then (with `polls`: there is news, or
+        the last turn did something) accepts, delivers, serves and signs what waits; True if it did
+        anything."""
         if self.host.follow(self.wanted) and self.in_flight:
             # the units in flight were submitted to the stage just torn down (a new plan, or a stage rebuilt
             # while the coordinator was away): waiting for them would wait out the driver's idle timeout
             self._give_up("this node follows a new assignment")
         self._follow_signed_work()
+        if not polls:
+            return False
         return self._accept_proposals() | self._deliver() | self._serve_units() | self._sign_pending()
+
+    def _listen(self, stop: threading.Event) -> None:
+        """Long-polls the coordinator's wake counter; when it moves, reads the assignment and tells the loop.
+        While waits fail (a coordinator away, or one without them), the loop is told every `poll_s`: it polls
+        as if there were news."""
+        client = self.client.clone()  # connection pools are not shared across threads
+        seen: int | None = None
+        try:
+            while not stop.is_set():
+                try:
+                    counter = client.wake(seen, WAKE_WAIT_S)
+                    if counter != seen:
+                        self._follow_assignment(client)
+                except CoordinatorError as exc:
+                    self._warn.warning("wake", "cannot wait for news, polling: %s", exc)
+                    self._news.set()
+                    stop.wait(self.config.poll_s)
+                    continue
+                if counter != seen:
+                    seen = counter
+                    self._news.set()
+        finally:
+            client.close()
+
+    def _follow_assignment(self, client: CoordinatorClient) -> None:
+        """Reads the node's assignment; a change is news for the loop."""
+        latest = client.assignment()
+        wanted = StageAssignment.from_json(latest) if latest is not None else None
+        if wanted != self.wanted:
+            self.wanted = wanted
+            self._news.set()
 
     def _follow_signed_work(self) -> None:
         """Once a heartbeat interval: the voucher's look at the tasks this node signed and the coordinator has
@@ -193,9 +246,11 @@ class Node:
         return True
 
     def _beat(self, stop: threading.Event) -> None:
-        """Heartbeats, and the assignment they may change (read here, so a node busy with a unit still
-        notices that its pipeline is gone)."""
+        """Heartbeats, with the progress of the units in hand, and now and then the assignment (each change of
+        it also wakes `_listen`, which reads it at once; both run beside the loop, so a node busy with a unit
+        still notices that its pipeline is gone)."""
         client = self.client.clone()  # connection pools are not shared across threads
+        followed = time.monotonic()
         try:
             while not stop.is_set():
                 try:
@@ -208,8 +263,9 @@ class Node:
                     beat = client.heartbeat(self.device.layer_latency_ms, queued, units, rtt, relay_rtt)
                     self.lost.update(beat)
                     self._report_progress(client)
-                    latest = client.assignment()
-                    self.wanted = StageAssignment.from_json(latest) if latest is not None else None
+                    if time.monotonic() - followed >= ASSIGNMENT_REFRESH_S:  # in case a wake was lost
+                        self._follow_assignment(client)
+                        followed = time.monotonic()
                 except CoordinatorError as exc:
                     log.warning("heartbeat: %s", exc)
                 stop.wait(self.config.heartbeat_s)

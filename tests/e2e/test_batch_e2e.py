@@ -6,11 +6,15 @@ after the challenge window everyone is paid exactly what the commitment says."""
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 from eth_account import Account
+from prometheus_client.parser import text_string_to_metric_families
 
 from client_sdk.chain.types import ChallengeStatus
 from client_sdk.client import Batch
@@ -65,6 +69,39 @@ def test_the_batch_completes_with_every_line_once(system: LocalSystem, done: Don
     assert sorted(line["custom_id"] for line in output) == sorted(f"req-{i}" for i in range(REQUESTS))
     miners = [m.address for m in system.miner_accounts]
     assert all(sorted(line[PROOF_KEY]["pipeline"]) == sorted(miners) for line in output)  # both stages
+
+
+# what a node asks about news; its heartbeats and waits are the rest
+POLLED_ROUTES = (
+    "/v1/miners/acceptances",
+    "/v1/miners/signing",
+    "/v1/miners/work/claim",
+    "/v1/miners/assignment",
+)
+
+
+def miner_requests(system: LocalSystem) -> Counter[str]:
+    """The API's request counts per miner route so far (its /metrics)."""
+    counts: Counter[str] = Counter()
+    for family in text_string_to_metric_families(httpx.get(system.api_url + "/metrics").text):
+        for sample in family.samples:
+            if sample.name == "batchmarket_http_requests_total":
+                counts[sample.labels["route"]] += int(sample.value)
+    return counts
+
+
+def test_idle_miners_only_heartbeat_and_wait_for_news(system: LocalSystem, done: Done) -> None:
+    """Once the batch is done and nothing changes, the nodes send heartbeats and long waits, not polls (they
+    polled two or three routes every half second: 40 to 60 requests a node in 10 s)."""
+    time.sleep(2)  # the settling steps' last news read
+    before = miner_requests(system)
+    time.sleep(10)
+    sent = miner_requests(system) - before
+    nodes = len(system.miner_accounts)
+    assert sum(sent[route] for route in POLLED_ROUTES) <= 4 * nodes, sent  # a round of reads on news
+    beats = 10 / system.config.heartbeat_s + 1
+    assert sent["/v1/miners/heartbeat"] <= beats * nodes, sent
+    assert sent["/v1/miners/wake"] <= 2 * nodes, sent  # a 25 s wait, again after each news
 
 
 def test_results_verify_against_the_chain(system: LocalSystem, done: Done) -> None:

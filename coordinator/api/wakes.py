@@ -1,0 +1,120 @@
+"""GET /v1/miners/wake: a node's long poll for news (coordinator.wakes rings; this answers).
+
+Each API process holds one subscription to the wake channel, whatever the number of waiting nodes; a waiting
+request holds no thread and no database connection, only an asyncio event. A wait is for a live miner only
+(one that heartbeats), at most WAITS_PER_MINER at once each, at most MAX_WAITS in one process: past those it
+is refused (409), and the node falls back to polling, so a flood of waits costs its sender, not the market."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from coordinator.api.auth import Caller
+from coordinator.api.schemas import CONFLICT, ERRORS
+from coordinator.services.errors import Conflict
+from coordinator.services.live import LiveMembership
+from coordinator.wakes import CHANNEL, counter_key
+
+log = logging.getLogger("batchmarket.api")
+router = APIRouter(prefix="/v1/miners", tags=["miners"], responses=ERRORS | CONFLICT)
+MAX_WAIT_S = 30
+WAITS_PER_MINER = 2
+MAX_WAITS = 20_000
+RESUBSCRIBE_S = 1.0
+
+
+class WakeWaits:
+    """The waiting requests of this process, by miner, and the subscription that wakes them."""
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._waiting: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
+        self._count = 0
+        self._listener: asyncio.Task[None] | None = None
+
+    async def counter(self, address: str) -> int:
+        raw = await self.redis.get(counter_key(address))
+        return int(raw) if raw is not None else 0
+
+    async def wait(self, address: str, seen: int | None, wait_s: float) -> int:
+        """The miner's wake counter once it differs from `seen`, or after `wait_s` (whatever it is then)."""
+        key = address.lower()
+        if len(self._waiting[key]) >= WAITS_PER_MINER or self._count >= MAX_WAITS:
+            raise Conflict("too many waits at once: wait for the one in flight", "too_many_waits")
+        self._listen()
+        woken = asyncio.Event()
+        self._waiting[key].add(woken)
+        self._count += 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        try:
+            while True:
+                woken.clear()  # before reading: a ring after the read sets it again
+                current = await self.counter(key)
+                remaining = deadline - loop.time()
+                if current != seen or remaining <= 0:
+                    return current
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), remaining)
+        finally:
+            self._count -= 1
+            self._waiting[key].discard(woken)
+            if not self._waiting[key]:
+                del self._waiting[key]
+
+    def _listen(self) -> None:
+        """Starts this process's subscription (again, if it ended or belongs to another event loop)."""
+        task = self._listener
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
+            return
+        self._listener = asyncio.get_running_loop().create_task(self._subscribe())
+
+    async def _subscribe(self) -> None:
+        while True:
+            try:
+                async with self.redis.pubsub() as pubsub:
+                    await pubsub.subscribe(CHANNEL)
+                    self._wake(list(self._waiting))  # a ring while unsubscribed: they read their counters
+                    async for message in pubsub.listen():
+                        if message.get("type") == "message":
+                            self._wake([bytes(message["data"]).decode()])
+            except (RedisError, OSError) as exc:
+                log.warning("wake channel: %s; subscribing again", exc)
+                await asyncio.sleep(RESUBSCRIBE_S)
+
+    def _wake(self, addresses: list[str]) -> None:
+        for address in addresses:
+            for woken in self._waiting.get(address, ()):
+                woken.set()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._listener
+
+
+@router.get(
+    "/wake",
+    summary="Wait for news: this miner's wake counter, once it differs from `seen` (or after `wait_s`)",
+)
+async def wake(
+    request: Request,
+    miner: Caller,
+    seen: Annotated[int | None, Query(ge=0, lt=2**63, description="The counter last returned.")] = None,
+    wait_s: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="The longest wait, in seconds.")] = 25,
+) -> dict[str, int]:
+    """A node calls this between its steps: when the counter moved, something it acts on changed (a proposal,
+    a commitment to sign, its assignment, work for a pipeline it heads), and it reads those."""
+    if not await request.app.state.redis.exists(LiveMembership.key(miner)):
+        raise Conflict(f"{miner} is not live here: join (and heartbeat) first", "not_live")
+    waits: WakeWaits = request.app.state.wakes
+    return {"counter": await waits.wait(miner, seen, wait_s)}
