@@ -5,12 +5,14 @@ commitment it must sign or sign again, a plan it is part of, a work unit queued 
 co-stage that moved) bumps the counters of the miners it concerns and announces each bump on one channel.
 A node long-polls `GET /v1/miners/wake` with the counter it saw last (coordinator.api.wakes): the answer comes
 at once when the counter has moved, else when the channel announces it or the wait ends. Best effort, as the
-workers' nudges are: a lost announcement costs one wait's length, and a node reads everything it acts on
-after each wake, so no change is acted on from the announcement alone."""
+workers' nudges are: a lost announcement costs one wait's length, a ring Redis refused goes with the next one,
+a node reads everything now and then without news (miner.node.serve.READ_ANYWAY_S), and a node reads what it
+acts on after each wake, so no change is acted on from the announcement alone."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,13 +34,18 @@ def counter_key(address: str) -> str:
 
 class Doorbell:
     """Bumps miners' wake counters and announces each bump (a synchronous Redis client: called from the
-    workers and from the API's worker threads, once a transaction committed)."""
+    workers and from the API's worker threads, once a transaction committed). A ring Redis refused is owed:
+    it goes with the next ring of this process (and the nodes read everything now and then anyway)."""
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        self._owed: set[str] = set()
+        self._lock = threading.Lock()
 
     def ring(self, miners: Iterable[str]) -> None:
-        addresses = sorted({m.lower() for m in miners})
+        with self._lock:
+            addresses = sorted({m.lower() for m in miners} | self._owed)
+            self._owed.clear()
         if not addresses:
             return
         pipe = self.redis.pipeline(transaction=False)
@@ -47,8 +54,10 @@ class Doorbell:
             pipe.publish(CHANNEL, address)
         try:
             pipe.execute()
-        except RedisError as exc:  # the nodes' waits end on their own and they read what changed
-            log.warning("could not wake %d miner(s): %s", len(addresses), exc)
+        except RedisError as exc:
+            log.warning("could not wake %d miner(s), owed to the next ring: %s", len(addresses), exc)
+            with self._lock:
+                self._owed.update(addresses)
 
 
 def _changed(obj: Any, *names: str) -> bool:
@@ -67,7 +76,7 @@ def concerned(session: Session) -> set[str]:
             if _changed(obj, "commitment", "status", "miners"):
                 miners.update(obj.miners or [])
         elif isinstance(obj, PipelineRecord) and _changed(obj, "active", "stages"):
-            miners.update(obj.members, obj.miners)
+            miners.update(obj.miners)  # the old plan's are woken by ensure_plan; a spare's assignment stays
         elif isinstance(obj, WorkUnit) and obj.status == "queued" and _changed(obj, "status", "pipeline_id"):
             pipeline = session.get(PipelineRecord, obj.pipeline_id)
             if pipeline is not None:

@@ -52,6 +52,12 @@ def _run_module(module: str, args: list[str], environment: dict[str, str], log: 
     for stream in (1, 2):
         os.dup2(descriptor, stream)
     os.close(descriptor)
+    # stdin from /dev/null on descriptor 0, as a shell gives a background job: multiprocessing left sys.stdin
+    # on another descriptor, which uvicorn hands its spawned HTTP workers, where it does not exist
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, 0)
+    os.close(empty)
+    sys.stdin = open(0, closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own stdout until exit
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
     os.environ.clear()

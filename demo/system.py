@@ -153,7 +153,7 @@ class LocalSystem:
             self.market = deployed.result()
         self.market.token.mint(self.user.address, config.user_funds)
         for miner in self.miner_accounts:
-            self._register(miner)
+            self.register(miner)
         self.start_api(wait=False)
         self.start_worker()
         if config.relayed_miners:
@@ -199,7 +199,9 @@ class LocalSystem:
         self._stack.close()
 
     # -- parties
-    def _register(self, miner: LocalAccount) -> None:
+    def register(self, miner: LocalAccount) -> str:
+        """Registers `miner` on-chain for this system's model with its stake (minted to it; it pays its own
+        gas) and a local endpoint, which it returns."""
         config = self.config
         self.market.token.mint(miner.address, config.miner_stake)
         as_miner = self.market.as_account(miner)
@@ -215,6 +217,7 @@ class LocalSystem:
             model_ids=(served_model_hash(self.model_dir),),
         )
         as_miner.registry.register(profile, config.miner_stake)
+        return profile.endpoint
 
     def _fund_audit_pool(self) -> None:
         self.market.token.mint(self.admin.address, self.config.audit_pool)

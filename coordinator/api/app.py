@@ -30,7 +30,7 @@ from coordinator.api import (
     sessions,
     wakes,
 )
-from coordinator.api.auth import NonceStore, SessionKeys
+from coordinator.api.auth import NonceStore, SessionKeys, command_slots
 from coordinator.api.body_guard import BodyGuard
 from coordinator.api.errors import (
     database_down_handler,
@@ -60,7 +60,8 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     redis = Redis.from_url(settings.redis_url)
     sync_redis = SyncRedis.from_url(settings.redis_url)
     database = Database(settings.database_url, on_commit=partial(watch, doorbell=Doorbell(sync_redis)))
-    waits = WakeWaits(redis)
+    slots = command_slots(redis)
+    waits = WakeWaits(redis, slots)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -82,7 +83,8 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     app.state.database = database
     app.state.redis = redis
     app.state.wakes = waits
-    app.state.nonces = NonceStore(redis)
+    app.state.redis_slots = slots
+    app.state.nonces = NonceStore(redis, slots)
     app.state.sessions = SessionKeys(redis)
     app.state.live = LiveMembership(sync_redis, settings.heartbeat_ttl_s)
     app.state.live_link_keys = relays.live_link_keys_reader(database, app.state.live)

@@ -27,14 +27,20 @@ from coordinator.api.body_guard import BODY_SHA256
 from coordinator.api.errors import Unauthenticated
 
 
+def command_slots(redis: Redis) -> anyio.CapacityLimiter:
+    """How many of the API's Redis commands may be in flight at once. redis-py's asyncio pool fails a command
+    (MaxConnectionsError) instead of waiting when all its connections are busy, as under more requests in
+    flight than it has connections (or a herd of waits woken at once): commands wait for a slot instead. Four
+    connections stay for /healthz, one for the wake channel's subscription."""
+    return anyio.CapacityLimiter(max(1, redis.connection_pool.max_connections - 5))
+
+
 class NonceStore:
     """Nonces seen, in Redis, each kept until its signature would have expired anyway."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, slots: anyio.CapacityLimiter) -> None:
         self.redis = redis
-        # redis-py's asyncio pool fails a command (MaxConnectionsError) instead of waiting when all its
-        # connections are busy, as under more requests in flight than it has connections: claims wait instead
-        self._slots = anyio.CapacityLimiter(max(1, redis.connection_pool.max_connections - 4))  # 4: /healthz
+        self._slots = slots
 
     async def claim(self, address: str, nonce: str, expiry: int, now: int) -> bool:
         """True the first time this (address, nonce) is seen."""

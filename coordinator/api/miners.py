@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi import Path as FastPath
 from pydantic import BaseModel, Field
+from redis.asyncio import Redis as AsyncRedis
 from sqlalchemy.orm import Session
 
 from client_sdk.device import DeviceProfile
@@ -16,6 +18,7 @@ from coordinator.api.auth import Caller
 from coordinator.api.deps import AppSettings, DbSession
 from coordinator.api.schemas import CONFLICT, ERRORS
 from coordinator.chain import CoordinatorChain
+from coordinator.db.session import Database
 from coordinator.nudge import Nudger
 from coordinator.services import acceptances, dispatch, lifecycle, miners, signing
 from coordinator.services.errors import Conflict, InvalidInput
@@ -138,6 +141,8 @@ def join(
         int(time.time()),
         probe=lambda endpoint: tcp_connect_ms(endpoint) is not None,
     )
+    db.commit()
+    live.mark_joined(miner)  # its beats take the fast path from now on
     return {
         "miner": record.address,
         "model": record.model,
@@ -148,12 +153,35 @@ def join(
 
 
 @router.post("/heartbeat", summary="Report per-layer latency, RTTs and queue depth; keeps the miner live")
-def heartbeat(body: Beat, miner: Caller, db: DbSession, live: Live, settings: AppSettings) -> dict[str, Any]:
+async def heartbeat(
+    body: Beat, request: Request, miner: Caller, live: Live, settings: AppSettings
+) -> dict[str, Any]:
     """Keeps the miner live and the leases of the units it serves; `lost`: the units it named that are no
-    longer its to serve (it should drop them)."""
+    longer its to serve (it should drop them).
+
+    The beat of a live miner serving no unit (every idle miner, every few seconds) is two Redis commands on
+    the event loop, while the mark of its row read in the last JOINED_MARK_S stands. Any other beat reads
+    the database, on a worker thread, and marks the row read."""
     beat = Heartbeat(body.layer_latency_ms, body.queue_depth, body.rtt_ms, body.relay_rtt_ms)
-    miners.heartbeat(db, live, miner, beat)
-    lost = dispatch.renew_leases(db, miner, body.units, int(time.time()), settings.work_lease_s)
+    if not body.units:
+        redis: AsyncRedis = request.app.state.redis
+        async with request.app.state.redis_slots:
+            if await redis.exists(live.joined_key(miner)) and await redis.set(
+                live.key(miner), live.encode(beat), xx=True, ex=live.ttl_s
+            ):
+                return {"status": "ok", "lost": []}
+    database: Database = request.app.state.database
+    now, lease_s = int(time.time()), settings.work_lease_s
+
+    def beat_and_renew() -> list[int]:
+        with database.session() as db:
+            miners.heartbeat(db, live, miner, beat)
+            lost = dispatch.renew_leases(db, miner, body.units, now, lease_s)
+        live.mark_joined(miner)  # committed: the row stands
+        return lost
+
+    async with database.request_slots:  # as every request's session waits (coordinator.api.deps)
+        lost = await anyio.to_thread.run_sync(beat_and_renew)
     return {"status": "ok", "lost": lost}
 
 

@@ -13,6 +13,7 @@ import logging
 from collections import defaultdict
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -34,20 +35,22 @@ RESUBSCRIBE_S = 1.0
 class WakeWaits:
     """The waiting requests of this process, by miner, and the subscription that wakes them."""
 
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, slots: anyio.CapacityLimiter) -> None:
         self.redis = redis
+        self.slots = slots  # the API's Redis commands at once (coordinator.api.auth.command_slots)
         self._waiting: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
         self._count = 0
         self._listener: asyncio.Task[None] | None = None
 
     async def counter(self, address: str) -> int:
-        raw = await self.redis.get(counter_key(address))
+        async with self.slots:  # a re-plan wakes a herd of waits at once
+            raw = await self.redis.get(counter_key(address))
         return int(raw) if raw is not None else 0
 
     async def wait(self, address: str, seen: int | None, wait_s: float) -> int:
         """The miner's wake counter once it differs from `seen`, or after `wait_s` (whatever it is then)."""
         key = address.lower()
-        if len(self._waiting[key]) >= WAITS_PER_MINER or self._count >= MAX_WAITS:
+        if len(self._waiting.get(key, ())) >= WAITS_PER_MINER or self._count >= MAX_WAITS:
             raise Conflict("too many waits at once: wait for the one in flight", "too_many_waits")
         self._listen()
         woken = asyncio.Event()
@@ -114,7 +117,9 @@ async def wake(
 ) -> dict[str, int]:
     """A node calls this between its steps: when the counter moved, something it acts on changed (a proposal,
     a commitment to sign, its assignment, work for a pipeline it heads), and it reads those."""
-    if not await request.app.state.redis.exists(LiveMembership.key(miner)):
-        raise Conflict(f"{miner} is not live here: join (and heartbeat) first", "not_live")
     waits: WakeWaits = request.app.state.wakes
+    async with waits.slots:
+        live = await waits.redis.exists(LiveMembership.key(miner))
+    if not live:
+        raise Conflict(f"{miner} is not live here: join (and heartbeat) first", "not_live")
     return {"counter": await waits.wait(miner, seen, wait_s)}

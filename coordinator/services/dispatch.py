@@ -6,12 +6,11 @@ results table's primary key is (batch, line))."""
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import CursorResult, Select, select, update
 from sqlalchemy.orm import Session
 
 from client_sdk import openai_batch
@@ -33,6 +32,7 @@ from coordinator.scheduling.plan import Stage
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.live import LiveMembership
 from coordinator.services.planning import cluster_of
+from coordinator.services.recent import Recent
 from coordinator.services.routing import MeasuredLinks, Router, measured_through_relays
 
 MAX_ATTEMPTS = 3
@@ -159,8 +159,14 @@ def headed_by(session: Session, miner: str, *, active_only: bool) -> list[int]:
 
 
 def pipelines_of(session: Session, miner: str, *, active_only: bool, heads_only: bool = False) -> list[int]:
-    """Ids of the pipelines this miner is a stage of (its first stage, with `heads_only`), in plan order; an
-    indexed read of the miner's own stages, however many plans were made before."""
+    """Ids of the pipelines this miner is a stage of (its first stage, with `heads_only`), in plan order."""
+    query = pipelines_query(miner, active_only=active_only, heads_only=heads_only)
+    return list(session.scalars(query.order_by(PipelineStage.pipeline_id)))
+
+
+def pipelines_query(miner: str, *, active_only: bool, heads_only: bool = False) -> Select[int]:
+    """`pipelines_of` as a query, for `IN (...)` in SQL: an indexed read of the miner's own stages, and no
+    parameter per plan it was ever part of."""
     query = select(PipelineStage.pipeline_id).where(PipelineStage.miner == miner)
     if heads_only:
         query = query.where(PipelineStage.position == 0)
@@ -168,7 +174,7 @@ def pipelines_of(session: Session, miner: str, *, active_only: bool, heads_only:
         query = query.join(PipelineRecord, PipelineRecord.id == PipelineStage.pipeline_id).where(
             PipelineRecord.active
         )
-    return list(session.scalars(query.order_by(PipelineStage.pipeline_id)))
+    return query
 
 
 def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, lease_s: int) -> list[int]:
@@ -179,7 +185,9 @@ def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, le
     serve (done, taken back, or leased to another), which the head gives up at once."""
     if not unit_ids:
         return []
-    heads = headed_by(session, miner, active_only=False)  # a re-plan does not take a unit from its head
+    heads = pipelines_query(
+        miner, active_only=False, heads_only=True
+    )  # a re-plan takes no unit from its head
     units = session.scalars(
         select(WorkUnit).where(
             WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"
@@ -197,7 +205,7 @@ def give_back(session: Session, miner: str, unit_ids: list[int], now: int) -> li
     """Ends now the leases of the named units leased to pipelines this miner heads (it gave them up: a new
     plan, a stage gone), so the next sweep gives them to a pipeline at once, with their lines' progress,
     instead of after the lease. Returns the batches of the units given back."""
-    heads = headed_by(session, miner, active_only=False)
+    heads = pipelines_query(miner, active_only=False, heads_only=True)
     units = session.scalars(
         select(WorkUnit).where(
             WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"
@@ -211,9 +219,7 @@ def give_back(session: Session, miner: str, unit_ids: list[int], now: int) -> li
 def break_leases_of(session: Session, miner: str, now: int) -> int:
     """Ends now the leases of units held by pipelines `miner` is a stage of: it has just (re)started, so their
     in-flight work is gone; the sweep gives them to another pipeline. Returns how many were leased."""
-    pipelines = pipelines_of(session, miner, active_only=False)
-    if not pipelines:
-        return 0
+    pipelines = pipelines_query(miner, active_only=False)
     result = cast(
         CursorResult[Any],  # what an UPDATE returns: it counts the rows matched
         session.execute(
@@ -254,39 +260,22 @@ def record_progress(session: Session, miner: str, unit_id: int, partials: dict[i
     return len(partials)
 
 
-class _RecentFiles:
-    """The lines of the few input files being served, by file id: a file's content never changes once
-    uploaded, and every claim and every result of a batch needs its lines, so they are read and split once
-    per process instead of once per request (a 50,000-line file is megabytes)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._rows: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-        self._lock = threading.Lock()  # the API calls from its worker threads
-
-    def rows(self, session: Session, file_id: str) -> tuple[str, ...]:
-        with self._lock:
-            if file_id in self._rows:
-                self._rows.move_to_end(file_id)
-                return self._rows[file_id]
-        content = session.get(FileContent, file_id)
-        if content is None:
-            raise NotFound("file", file_id)
-        # validated at upload: UTF-8, one request per line, an optional final newline
-        rows = tuple(content.data.decode().rstrip("\n").split("\n"))
-        with self._lock:
-            self._rows[file_id] = rows
-            while len(self._rows) > self.size:
-                self._rows.popitem(last=False)
-        return rows
+def _file_rows(session: Session, file_id: str) -> tuple[str, ...]:
+    content = session.get(FileContent, file_id)
+    if content is None:
+        raise NotFound("file", file_id)
+    # validated at upload: UTF-8, one request per line, an optional final newline
+    return tuple(content.data.decode().rstrip("\n").split("\n"))
 
 
-_recent_files = _RecentFiles(size=4)
+# a file's content never changes once uploaded, and every claim and every result of a batch needs its lines:
+# they are read and split once per process instead of once per request (a 50,000-line file is megabytes)
+_recent_files: Recent[str, tuple[str, ...]] = Recent(size=4)
 
 
 def input_rows(session: Session, file_id: str) -> tuple[str, ...]:
     """The lines of an uploaded file."""
-    return _recent_files.rows(session, file_id)
+    return _recent_files.get(file_id, lambda: _file_rows(session, file_id))
 
 
 def _headed_unit(session: Session, miner: str, unit_id: int) -> tuple[WorkUnit, PipelineRecord, Batch]:

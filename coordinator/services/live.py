@@ -10,6 +10,9 @@ from dataclasses import asdict, dataclass, field
 from redis import Redis
 
 HEARTBEAT_TTL_S = 30
+# a beat reads the miner's row at least this often (a live entry is no proof of a row: a database restored
+# under the same Redis, a join whose transaction failed after its first beat)
+JOINED_MARK_S = 600
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,20 @@ class LiveMembership:
         """The Redis key of a miner's latest heartbeat."""
         return f"miner:live:{address.lower()}"
 
+    @staticmethod
+    def joined_key(address: str) -> str:
+        """The Redis key that says a miner's row was read (or committed) in the last JOINED_MARK_S."""
+        return f"miner:joined:{address.lower()}"
+
+    def mark_joined(self, address: str) -> None:
+        self.redis.set(self.joined_key(address), b"1", ex=JOINED_MARK_S)
+
+    @staticmethod
+    def encode(heartbeat: Heartbeat) -> str:
+        return json.dumps(asdict(heartbeat))
+
     def beat(self, address: str, heartbeat: Heartbeat) -> None:
-        self.redis.set(self.key(address), json.dumps(asdict(heartbeat)), ex=self.ttl_s)
+        self.redis.set(self.key(address), self.encode(heartbeat), ex=self.ttl_s)
 
     def forget(self, address: str) -> None:
         self.redis.delete(self.key(address))

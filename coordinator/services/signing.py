@@ -7,6 +7,7 @@ root the coordinator computed for that miner, to the signer the miner registered
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from sqlalchemy import select
@@ -15,11 +16,17 @@ from sqlalchemy.orm import Session
 from client_sdk.eip712 import ResultCommitment
 from client_sdk.encoding import hex_bytes
 from client_sdk.protocol.signing import SigningLine, SigningRequest
+from client_sdk.results import ResultTrees
 from coordinator.chain import CoordinatorChain
 from coordinator.db.models import Batch, Result, Signature
 from coordinator.services.dispatch import input_rows
 from coordinator.services.errors import Conflict, InvalidInput, NotFound
 from coordinator.services.lifecycle import Context, miner_weights, result_trees, serve_again
+from coordinator.services.recent import Recent
+
+# A commitment's results and trees do not change while it stands (serving lines again drops the results root
+# with it): built once per commitment and process, not on every read by every miner still to sign.
+_committed_trees: Recent[tuple[str, str | None], tuple[list[Result | None], ResultTrees]] = Recent(size=4)
 
 
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
@@ -34,7 +41,9 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     for batch in batches:
         if batch.commitment is None or miner not in (batch.miners or []) or batch.id in signed:
             continue
-        results, trees = result_trees(session, batch)
+        results, trees = _committed_trees.get(
+            (batch.id, batch.results_root), partial(result_trees, session, batch)
+        )
         requests = input_rows(session, batch.input_file_id)
         lines = tuple(
             SigningLine(

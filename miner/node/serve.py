@@ -40,6 +40,7 @@ MAX_UNDELIVERED = 8
 JOIN_RETRY_S = 1.0  # a coordinator not up yet is asked again this often
 WAKE_WAIT_S = 25.0  # the longest wait for news, under the coordinator's bound (coordinator.api.wakes)
 ASSIGNMENT_REFRESH_S = 30.0  # the assignment is read this often even without news (a lost wake)
+READ_ANYWAY_S = 60.0  # and proposals, work and commitments to sign this often
 
 
 class Reassigned(Exception):
@@ -113,6 +114,9 @@ class Node:
         # set when there is something to read at the coordinator (its wake counter moved, the assignment
         # changed, or waits fail and the loop polls): the loop's idle wait ends
         self._news = threading.Event()
+        # when the loop reads everything even without news: a wake can be lost (Redis down when it rang), and
+        # a step put off (a signature waiting on its vouch) is tried again soon
+        self._read_by = 0.0
 
     def run(self, stop: threading.Event) -> None:
         try:
@@ -124,8 +128,11 @@ class Node:
             threading.Thread(target=self._listen, args=(stop,), daemon=True).start()
             busy = True  # the first turn reads everything
             while not stop.is_set():
-                polls = busy or self._news.is_set() or bool(self.undelivered)
-                self._news.clear()  # before the turn: news that comes during it makes another
+                now = time.monotonic()
+                polls = busy or self._news.is_set() or bool(self.undelivered) or now >= self._read_by
+                if polls:  # cleared before the turn reads: news that comes during it makes another
+                    self._news.clear()
+                    self._read_by = now + READ_ANYWAY_S
                 try:
                     busy = self._step(polls)
                 except CoordinatorError as exc:
@@ -139,9 +146,9 @@ class Node:
             self.host.close()
 
     def _idle(self, stop: threading.Event) -> None:
-        """Waits for news from the coordinator, the node being stopped, or the next look at signed work (the
-        stop is checked every `poll_s`; no request is sent meanwhile)."""
-        due = self._vouch_checked + self.config.heartbeat_s
+        """Waits for news from the coordinator, the node being stopped, the next look at signed work, or the
+        time to read everything anyway (the stop is checked every `poll_s`; no request is sent meanwhile)."""
+        due = min(self._vouch_checked + self.config.heartbeat_s, self._read_by)
         while not stop.is_set() and (left := due - time.monotonic()) > 0:
             if self._news.wait(min(self.config.poll_s, left)):
                 return
@@ -491,10 +498,11 @@ class Node:
             if self.voucher is not None:
                 try:
                     self.voucher.signed(checked.commitment)
-                except (ContractRevert, OSError) as exc:  # not handed over before the vouch lands: next poll
+                except (ContractRevert, OSError) as exc:  # not handed over before the vouch lands: soon again
                     self._warn.warning(
                         "vouch", "batch %s: vouching on-chain first: %s", request["batch_id"], exc
                     )
+                    self._read_by = min(self._read_by, time.monotonic() + self.config.poll_s)
                     continue
             if self.answerer is not None:
                 self.answerer.signed(checked.commitment.task_id, checked.trees)

@@ -131,6 +131,15 @@ class ApiServer:
 
 
 @pytest.fixture
+def chainless_api(tmp_path: Path, redis_url: str, served_model: ServedModel) -> Iterator[ApiServer]:
+    """The API on a fresh SQLite database without a chain: for routes that read none."""
+    url = f"sqlite:///{tmp_path / 'chainless.db'}"
+    upgrade(url)
+    with ApiServer(Settings(database_url=url, redis_url=redis_url, models=(served_model,))) as server:
+        yield server
+
+
+@pytest.fixture
 def api(settings: Settings, admin_market: Market) -> Iterator[ApiServer]:
     """The API over the session's chain (reads only: task owners at registration, miners' registrations)."""
     with ApiServer(settings, CoordinatorChain(admin_market)) as server:

@@ -16,7 +16,6 @@ from eth_account import Account
 from redis import Redis
 from sqlalchemy import select
 
-from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Batch, Miner, PipelineRecord, Signature, WorkUnit
 from coordinator.db.session import Database
@@ -185,25 +184,17 @@ def test_a_stage_that_moved_wakes_its_co_stages(database: Database, doorbell: Do
     assert woken(doorbell, everyone, heartbeat_profile_only) == []
 
 
-@pytest.fixture
-def wake_api(tmp_path: Path, redis_url: str, served_model: ServedModel) -> Iterator[ApiServer]:
-    url = f"sqlite:///{tmp_path / 'api.db'}"
-    upgrade(url)
-    with ApiServer(Settings(database_url=url, redis_url=redis_url, models=(served_model,))) as server:
-        yield server
-
-
 def wait(client: httpx.Client, seen: int | None = None, wait_s: float = 10) -> httpx.Response:
     query = f"?wait_s={wait_s}" + ("" if seen is None else f"&seen={seen}")
     return client.get("/v1/miners/wake" + query)
 
 
 def test_a_wait_answers_at_once_on_a_ring_or_at_its_end(
-    wake_api: ApiServer, doorbell: Doorbell, redis_url: str
+    chainless_api: ApiServer, doorbell: Doorbell, redis_url: str
 ) -> None:
     miner = Account.create()
     LiveMembership(Redis.from_url(redis_url)).beat(miner.address, Heartbeat(1.0))
-    client = wake_api.client(miner)
+    client = chainless_api.client(miner)
     first = wait(client)
     assert first.status_code == 200 and first.json() == {"counter": 0}  # nothing seen yet: at once
 
@@ -219,25 +210,25 @@ def test_a_wait_answers_at_once_on_a_ring_or_at_its_end(
     assert time.monotonic() - started >= 0.5
 
 
-def test_waits_are_for_live_miners_a_few_at_a_time(wake_api: ApiServer, redis_url: str) -> None:
+def test_waits_are_for_live_miners_a_few_at_a_time(chainless_api: ApiServer, redis_url: str) -> None:
     stranger = Account.create()
-    refused = wait(wake_api.client(stranger))
+    refused = wait(chainless_api.client(stranger))
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_live"
-    unsigned = httpx.get(wake_api.url + "/v1/miners/wake")
+    unsigned = httpx.get(chainless_api.url + "/v1/miners/wake")
     assert unsigned.status_code == 401
 
     miner = Account.create()
     LiveMembership(Redis.from_url(redis_url)).beat(miner.address, Heartbeat(1.0))
     answers: list[httpx.Response] = []
     holders = [
-        threading.Thread(target=lambda: answers.append(wait(wake_api.client(miner), seen=0, wait_s=3)))
+        threading.Thread(target=lambda: answers.append(wait(chainless_api.client(miner), seen=0, wait_s=3)))
         for _ in range(2)
     ]
     for holder in holders:
         holder.start()
     time.sleep(1.0)  # both holders are waiting (on a loaded machine, a holder still connecting is refused
     # later instead: either way at most two waits of one miner are held at once)
-    third = wait(wake_api.client(miner), seen=0, wait_s=3)
+    third = wait(chainless_api.client(miner), seen=0, wait_s=3)
     for holder in holders:
         holder.join()
     statuses = sorted([third.status_code] + [a.status_code for a in answers])
@@ -246,5 +237,5 @@ def test_waits_are_for_live_miners_a_few_at_a_time(wake_api: ApiServer, redis_ur
     assert over.json()["error"]["code"] == "too_many_waits"
 
     for bad in ("seen=-1", "seen=x", "wait_s=31", f"seen={2**63}"):
-        answer = wake_api.client(miner).get(f"/v1/miners/wake?{bad}")
+        answer = chainless_api.client(miner).get(f"/v1/miners/wake?{bad}")
         assert answer.status_code == 400, bad

@@ -3,12 +3,15 @@
 `metadata` carrying the on-chain task the SDK funded for the file (no `extra_body`), retrieved until it
 completes with its usage filled, listed, and its output downloaded; a batch cancelled through openai-python
 before any miner started refunds the whole escrow on-chain at once; conflicts answer 400, which openai-python
-does not retry. The SDK lists and deletes files and reports usage too."""
+does not retry. The SDK lists and deletes files and reports usage too. Two API processes serve this market
+(uvicorn workers on one port, as `coordinator serve --workers 2` runs them): every call lands on either, and
+a batch still runs every line exactly once."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import openai
@@ -16,12 +19,28 @@ import pytest
 
 from client_sdk.http import WalletSigner
 from client_sdk.protocol.task import TaskStatus
-from demo.system import UNIT, LocalSystem
+from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
 from tests.e2e.conftest import wait_for
 
 MAX_PRICE = 5 * UNIT
 ENDPOINT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSystem]:
+    with LocalSystem(tmp_path_factory.mktemp("system"), SystemConfig(api_workers=2)) as running:
+        yield running
+
+
+def api_processes(system: LocalSystem) -> list[int]:
+    """The pids of the API's HTTP worker processes (the children of its supervisor)."""
+    pid = system.processes["api"].pid
+    return [
+        int(c)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for c in (task / "children").read_text().split()
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +135,20 @@ def test_the_sdk_lists_and_deletes_files_and_reports_usage(system: LocalSystem) 
     spare = sdk.files.create(file=jsonl([chat_line("sdk-0", "hello")]))
     sdk.files.delete(spare.id)
     assert spare.id not in [f.id for f in sdk.files.list(limit=100).data]
+
+
+def test_two_api_processes_serve_a_batch_with_every_line_once(system: LocalSystem) -> None:
+    """Nodes wait for news on one process while the worker's wakes reach both; claims, results and
+    signatures land on either."""
+    workers = api_processes(system)
+    assert len(workers) == 2
+    sdk = system.client()
+    lines = [chat_line(f"two-{i}", f"what is {i} times {i}?", max_tokens=6) for i in range(32)]
+    file = sdk.files.create(file=jsonl(lines), purpose="batch")
+    batch = sdk.batches.create(input_file_id=file.id, endpoint=ENDPOINT, max_price=MAX_PRICE)
+    done = sdk.batches.wait(batch.id, poll_s=0.5, timeout_s=240)
+    assert done.status == "completed" and done.request_counts.completed == 32
+    results = sdk.batches.results(batch.id)  # every line checked against the chain
+    assert results.errors == []
+    assert sorted(v.line["custom_id"] for v in results.output) == sorted(f"two-{i}" for i in range(32))
+    assert api_processes(system) == workers  # neither restarted

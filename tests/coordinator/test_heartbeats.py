@@ -1,0 +1,67 @@
+"""POST /v1/miners/heartbeat: a live miner's beat is stored at once (one Redis command), a joined miner whose
+live entry ran out becomes live again, a wallet that never joined is refused, and a beat naming units renews
+only the leases that are the miner's (the others come back as lost)."""
+
+from __future__ import annotations
+
+import httpx
+import sqlalchemy as sa
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from redis import Redis
+from sqlalchemy.orm import Session
+
+from coordinator.db.models import Miner
+from coordinator.services.live import Heartbeat, LiveMembership
+from tests.coordinator.conftest import ApiServer
+
+
+def beat(
+    api: ApiServer, account: LocalAccount, latency_ms: float, units: list[int] | None = None
+) -> httpx.Response:
+    body = {"layer_latency_ms": latency_ms, "queue_depth": 2, "units": units or [], "rtt_ms": {}}
+    return api.client(account).post("/v1/miners/heartbeat", json=body)
+
+
+def joined(api: ApiServer, address: str) -> None:
+    """A miner row as a join leaves it (joins are tested with a chain elsewhere)."""
+    engine = sa.create_engine(api.app.state.settings.database_url)
+    with Session(engine) as session, session.begin():
+        session.add(
+            Miner(
+                address=address, model="tiny/qwen3", endpoint="tcp://127.0.0.1:1", link_key="k" * 40,
+                region="us-east-1", gpu="cpu", memory_gb=1, tflops=1, mem_bandwidth_gb_s=1,
+                layer_latency_ms=1, joined_at=0,
+            )
+        )  # fmt: skip
+    engine.dispose()
+
+
+def test_beats_keep_joined_miners_live_and_refuse_strangers(chainless_api: ApiServer, redis_url: str) -> None:
+    live = LiveMembership(Redis.from_url(redis_url))
+    stranger, expired, beating = Account.create(), Account.create(), Account.create()
+
+    refused = beat(chainless_api, stranger, 3.0)
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"
+    assert live.alive([stranger.address]) == {}
+
+    joined(chainless_api, expired.address)  # its live entry ran out long ago
+    assert beat(chainless_api, expired, 4.0).json() == {"status": "ok", "lost": []}
+    assert live.alive([expired.address])[expired.address].layer_latency_ms == 4.0
+
+    joined(chainless_api, beating.address)
+    live.beat(beating.address, Heartbeat(1.0))
+    assert beat(chainless_api, beating, 5.0).json() == {"status": "ok", "lost": []}
+    stored = live.alive([beating.address])[beating.address]
+    assert (stored.layer_latency_ms, stored.queue_depth) == (5.0, 2)
+    assert 0 < live.redis.ttl(live.key(beating.address)) <= live.ttl_s
+
+
+def test_a_beat_naming_units_not_its_own_gets_them_back_as_lost(
+    chainless_api: ApiServer, redis_url: str
+) -> None:
+    head = Account.create()
+    joined(chainless_api, head.address)
+    LiveMembership(Redis.from_url(redis_url)).beat(head.address, Heartbeat(1.0))
+    answer = beat(chainless_api, head, 1.0, units=[7, 9])
+    assert answer.json() == {"status": "ok", "lost": [7, 9]}
