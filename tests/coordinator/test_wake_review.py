@@ -170,7 +170,8 @@ def test_a_ring_that_fails_goes_with_the_next_one(
     of the node ends with the counter it has seen, and the node (which no longer polls) never reads the
     proposal, the commitment to sign or the unit queued for it: the task stalls until its deadline and
     expires. Fix: keep failed rings and retry them (on the next ring or from the sweep), and/or have the node
-    read everything now and then without news (see the node tests below). Fixed: an owed ring goes with the next one."""
+    read everything now and then without news (see the node tests below). Fixed: an owed ring goes with the
+    next one."""
     miner = fresh(1)[0]
     with database.session() as session:
         batch_id = stored_batch(session, miner, 2, 0, status="validating").id
