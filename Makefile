@@ -4,7 +4,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 UV_INSTALL := $(PY) -m uv pip install --python $(PY) --quiet
 BIN := node_modules/.bin
 FORGE := $(BIN)/forge
@@ -76,8 +76,9 @@ test-contracts: bootstrap
 	$(BESIDE) $(FORGE) test $(FORGE_TESTS_BUILD)
 	$(BESIDE) $(SNAPSHOT) --check --tolerance 1
 
-# Two workers, each running whole modules (their module-scoped markets stay whole), the longest first
-# (tests/conftest.py orders them).
+# Three workers on two cores (a test waits on its market's processes much of the time: three were 10% faster
+# than two in one sitting, bench/results/test_phases.md), each running whole modules (their module-scoped
+# markets stay whole), the longest first (tests/conftest.py orders them).
 test-python: contracts model
 	$(VENV)/bin/pytest --numprocesses $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 

@@ -62,7 +62,7 @@ LONGEST_FIRST = (
 
 
 # One torch thread in each pytest worker and in every process the tests start (they inherit the variable; a
-# miner given --threads sets its own): `make test` runs two workers on two cores beside their markets'
+# miner given --threads sets its own): `make test` runs three workers on two cores beside their markets'
 # processes, and an intra-op thread pool on an oversubscribed machine spins waiting for its threads. Measured
 # with one core busy elsewhere: the two real-model policy tests 134 CPU-s at two threads, 63 CPU-s at one.
 TORCH_THREADS = "1"
