@@ -8,6 +8,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -27,6 +28,7 @@ from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
 from coordinator.db.session import Database
 from coordinator.services.live import LiveMembership
+from coordinator.wakes import Doorbell, watch
 from demo.services import postgres_server, redis_server
 from miner.tiny_checkpoint import build_tiny_model
 
@@ -80,6 +82,21 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def db(database_url: str) -> Iterator[Database]:
     """The coordinator's database over `database_url`, for tests that call the services directly."""
     database = Database(database_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def doorbell(redis_url: str) -> Doorbell:
+    return Doorbell(Redis.from_url(redis_url))
+
+
+@pytest.fixture
+def wakes_db(tmp_path: Path, doorbell: Doorbell) -> Iterator[Database]:
+    """A fresh SQLite database whose commits wake miners, as the API's and the workers' do."""
+    url = f"sqlite:///{tmp_path / 'wakes.db'}"
+    upgrade(url)
+    database = Database(url, on_commit=partial(watch, doorbell=doorbell))
     yield database
     database.dispose()
 

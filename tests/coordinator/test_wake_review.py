@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +29,13 @@ from coordinator.db.models import Batch, Miner, PipelineRecord, PipelineStage, W
 from coordinator.db.session import Database
 from coordinator.services import acceptances, dispatch
 from coordinator.services.live import LiveMembership
-from coordinator.wakes import Doorbell, counter_key, watch
+from coordinator.wakes import Doorbell, counter_key
 from tests.coordinator.conftest import ApiServer
 from tests.coordinator.helpers import stored_batch
 
 
 def fresh(count: int) -> list[str]:
     return [Account.create().address for _ in range(count)]
-
-
-@pytest.fixture
-def doorbell(redis_url: str) -> Doorbell:
-    return Doorbell(Redis.from_url(redis_url))
-
-
-@pytest.fixture
-def database(tmp_path: Path, doorbell: Doorbell) -> Iterator[Database]:
-    url = f"sqlite:///{tmp_path / 'c.db'}"
-    upgrade(url)
-    database = Database(url, on_commit=partial(watch, doorbell=doorbell))
-    yield database
-    database.dispose()
 
 
 def counter(redis: Redis, miner: str) -> int:
@@ -161,7 +145,7 @@ def test_a_ring_while_the_channel_is_resubscribing_is_not_lost(
 
 
 def test_a_ring_that_fails_goes_with_the_next_one(
-    database: Database, doorbell: Doorbell, monkeypatch: pytest.MonkeyPatch
+    wakes_db: Database, doorbell: Doorbell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """FIXED (medium; no attacker needed: any Redis hiccup on the ringing side, e.g. a worker's connection
     reset or a failover, while the node's wait stays parked). `Doorbell.ring` runs once, after the commit;
@@ -173,7 +157,7 @@ def test_a_ring_that_fails_goes_with_the_next_one(
     read everything now and then without news (see the node tests below). Fixed: an owed ring goes with the
     next one."""
     miner = fresh(1)[0]
-    with database.session() as session:
+    with wakes_db.session() as session:
         batch_id = stored_batch(session, miner, 2, 0, status="validating").id
     before = counter(doorbell.redis, miner)
 
@@ -191,12 +175,12 @@ def test_a_ring_that_fails_goes_with_the_next_one(
         return pipe
 
     monkeypatch.setattr(doorbell.redis, "pipeline", flaky_pipeline)
-    with database.session() as session:  # the proposal: its ring fails once
+    with wakes_db.session() as session:  # the proposal: its ring fails once
         batch = session.get(Batch, batch_id)
         assert batch is not None
         acceptances.propose(session, batch, [miner], 10, chain_now=0)
     other = fresh(1)[0]
-    with database.session() as session:  # Redis answers again: a later, unrelated ring goes through
+    with wakes_db.session() as session:  # Redis answers again: a later, unrelated ring goes through
         session.add(a_miner(other))
         other_batch = stored_batch(session, other, 1, 0, status="validating")
         acceptances.propose(session, other_batch, [other], 10, chain_now=0)
@@ -205,7 +189,7 @@ def test_a_ring_that_fails_goes_with_the_next_one(
 
 
 def test_a_replan_wakes_only_the_miners_whose_assignment_changed(
-    database: Database, doorbell: Doorbell
+    wakes_db: Database, doorbell: Doorbell
 ) -> None:
     """FIXED (low; actor: a hostile miner that flaps, joining then going silent, each flap a re-plan). A
     new PipelineRecord rings `members` (every live miner of the model when the plan was made), not only its
@@ -215,7 +199,7 @@ def test_a_replan_wakes_only_the_miners_whose_assignment_changed(
     plan's stage miners are already rung by ensure_plan)."""
     head, second, spare = everyone = fresh(3)
     before = [counter(doorbell.redis, m) for m in everyone]
-    with database.session() as session:
+    with wakes_db.session() as session:
         stages = [{"miner": head, "start": 0, "end": 2}, {"miner": second, "start": 2, "end": 4}]
         session.add(
             PipelineRecord(model="m", version=1, stages=stages, members=everyone, active=True, created_at=0)
@@ -225,7 +209,7 @@ def test_a_replan_wakes_only_the_miners_whose_assignment_changed(
 
 
 def test_a_replan_by_bulk_update_wakes_the_old_plans_stage_miners(
-    database: Database, doorbell: Doorbell, served_model: Any
+    wakes_db: Database, doorbell: Doorbell, served_model: Any
 ) -> None:
     """WITHSTOOD: ensure_plan deactivates the old plan with a bulk UPDATE (no ORM event), but names its stage
     miners to wake on commit: a miner dropped from the plan learns at once that its stage is gone, and the new
@@ -233,7 +217,7 @@ def test_a_replan_by_bulk_update_wakes_the_old_plans_stage_miners(
     from coordinator.services.planning import ensure_plan
 
     old_head, old_second, newcomer = everyone = fresh(3)
-    with database.session() as session:
+    with wakes_db.session() as session:
         stages = [{"miner": old_head, "start": 0, "end": 1}, {"miner": old_second, "start": 1, "end": 2}]
         session.add(
             PipelineRecord(
@@ -245,7 +229,7 @@ def test_a_replan_by_bulk_update_wakes_the_old_plans_stage_miners(
         miner.model, miner.region, miner.memory_gb = served_model.name, "us-east-1", 64
         session.add(miner)
     before = [counter(doorbell.redis, m) for m in everyone]
-    with database.session() as session:
+    with wakes_db.session() as session:
         joined = session.get(Miner, newcomer)
         assert joined is not None
         assert ensure_plan(session, served_model, [joined], 1)
@@ -257,7 +241,7 @@ def test_a_replan_by_bulk_update_wakes_the_old_plans_stage_miners(
 
 
 def test_a_beat_with_a_live_key_but_no_miner_row_is_refused(chainless_api: ApiServer, redis_url: str) -> None:
-    """FIXED (low; actor: a wallet whose live key outlived its miner row: a database restored or replaced
+    """FIXED (low; actor: a wallet whose live key outlived its miner row: a wakes_db restored or replaced
     under the same Redis, or a join whose transaction failed after `live.beat`, which is written before the
     join commits). The fast path takes the live key as proof of a join (`SET ... XX`), so such a wallet's
     beats are answered ok and renew the key for ever (it may hold waits too); before, the beat read the row
@@ -273,8 +257,8 @@ def test_a_beat_with_a_live_key_but_no_miner_row_is_refused(chainless_api: ApiSe
 
 
 def test_a_stranger_cannot_take_the_fast_path_or_wait(chainless_api: ApiServer) -> None:
-    """WITHSTOOD: a wallet that never joined has no live key: its beat takes the database path (404), its wait
-    is refused (409 not_live), and a beat naming units always reads the database."""
+    """WITHSTOOD: a wallet that never joined has no live key: its beat takes the wakes_db path (404), its wait
+    is refused (409 not_live), and a beat naming units always reads the wakes_db."""
     stranger = Account.create()
     client = chainless_api.client(stranger)
     body = {"layer_latency_ms": 2.0, "queue_depth": 0, "units": [], "rtt_ms": {}}
@@ -299,9 +283,9 @@ def test_lease_renewal_cost_does_not_grow_with_the_miners_history(tmp_path: Path
     def parameters_of_a_renewal(history: int) -> int:
         url = f"sqlite:///{tmp_path / f'h{history}.db'}"
         upgrade(url)
-        database = Database(url)
+        wakes_db = Database(url)
         head = fresh(1)[0]
-        with database.session() as session:
+        with wakes_db.session() as session:
             session.add(a_miner(head))
             batch = stored_batch(session, head, 1, 0, status="in_progress")
             session.execute(
@@ -341,29 +325,29 @@ def test_lease_renewal_cost_does_not_grow_with_the_miners_history(tmp_path: Path
             nonlocal most
             most = max(most, len(parameters) if isinstance(parameters, (tuple, list, dict)) else 0)
 
-        sa.event.listen(database.engine, "before_cursor_execute", count)
-        with database.session() as session:
+        sa.event.listen(wakes_db.engine, "before_cursor_execute", count)
+        with wakes_db.session() as session:
             assert dispatch.renew_leases(session, head, [unit_id], 10, 60) == []
-        database.dispose()
+        wakes_db.dispose()
         return most
 
     assert parameters_of_a_renewal(1_000) <= parameters_of_a_renewal(1) + 2
 
 
-def test_pipeline_stages_follow_stages_when_they_are_replaced(database: Database) -> None:
+def test_pipeline_stages_follow_stages_when_they_are_replaced(wakes_db: Database) -> None:
     """WITHSTOOD: `stages` is only ever set whole (never mutated in place, never bulk-inserted, by the
     services), and setting it again on a stored pipeline replaces its index rows (the row switch works), so
     pipelines_of and the co-stage wakes read what `stages` says."""
     a, b, c = fresh(3)
-    with database.session() as session:
+    with wakes_db.session() as session:
         stages = [{"miner": a, "start": 0, "end": 1}, {"miner": b, "start": 1, "end": 2}]
         session.add(
             PipelineRecord(model="m", version=1, stages=stages, members=[a, b], active=True, created_at=0)
         )
-    with database.session() as session:
+    with wakes_db.session() as session:
         pipeline = session.scalars(select(PipelineRecord)).one()
         pipeline.stages = [{"miner": c, "start": 0, "end": 2}]
-    with database.session() as session:
+    with wakes_db.session() as session:
         rows = session.execute(select(PipelineStage.position, PipelineStage.miner)).all()
         assert [tuple(r) for r in rows] == [(0, c)]
         assert dispatch.pipelines_of(session, a, active_only=False) == []

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from functools import partial
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,28 +13,13 @@ from eth_account import Account
 from redis import Redis
 from sqlalchemy import select
 
-from coordinator.db.migrate import upgrade
 from coordinator.db.models import Batch, Miner, PipelineRecord, Signature, WorkUnit
 from coordinator.db.session import Database
 from coordinator.services import acceptances
 from coordinator.services.live import Heartbeat, LiveMembership
-from coordinator.wakes import Doorbell, counter_key, watch
+from coordinator.wakes import Doorbell, counter_key
 from tests.coordinator.conftest import ApiServer
 from tests.coordinator.helpers import stored_batch
-
-
-@pytest.fixture
-def doorbell(redis_url: str) -> Doorbell:
-    return Doorbell(Redis.from_url(redis_url))
-
-
-@pytest.fixture
-def database(tmp_path: Path, doorbell: Doorbell) -> Iterator[Database]:
-    url = f"sqlite:///{tmp_path / 'c.db'}"
-    upgrade(url)
-    database = Database(url, on_commit=partial(watch, doorbell=doorbell))
-    yield database
-    database.dispose()
 
 
 def counters(doorbell: Doorbell, miners: list[str]) -> list[int]:
@@ -58,14 +40,14 @@ def fresh(count: int) -> list[str]:
 
 
 def test_each_committed_change_wakes_the_miners_that_act_on_it(
-    database: Database, doorbell: Doorbell
+    wakes_db: Database, doorbell: Doorbell
 ) -> None:
     head, second, spare, other = everyone = fresh(4)
-    with database.session() as session:
+    with wakes_db.session() as session:
         batch_id = stored_batch(session, other, 4, 0, status="validating").id
 
     def propose() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             batch = session.get(Batch, batch_id)
             assert batch is not None
             acceptances.propose(session, batch, [head, second, spare], 10, chain_now=0)
@@ -73,7 +55,7 @@ def test_each_committed_change_wakes_the_miners_that_act_on_it(
     assert woken(doorbell, everyone, propose) == [head, second, spare]
 
     def assign_and_plan() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             batch = session.get(Batch, batch_id)
             assert batch is not None
             batch.miners, batch.status = [head, second, spare], "in_progress"
@@ -85,11 +67,11 @@ def test_each_committed_change_wakes_the_miners_that_act_on_it(
             )
 
     assert woken(doorbell, everyone, assign_and_plan) == [head, second, spare]
-    with database.session() as session:
+    with wakes_db.session() as session:
         pipeline_id = session.scalars(select(PipelineRecord.id)).one()
 
     def queue_a_unit() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             unit = WorkUnit(
                 batch_id=batch_id,
                 line_indices=[0, 1],
@@ -103,7 +85,7 @@ def test_each_committed_change_wakes_the_miners_that_act_on_it(
     assert woken(doorbell, everyone, queue_a_unit) == [head]  # only the head claims
 
     def lease_it_and_count_a_result() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             unit = session.scalars(select(WorkUnit)).one()
             unit.status, unit.leased_until = "leased", 60
             batch = session.get(Batch, batch_id)
@@ -113,14 +95,14 @@ def test_each_committed_change_wakes_the_miners_that_act_on_it(
     assert woken(doorbell, everyone, lease_it_and_count_a_result) == []  # what the head itself did
 
     def lease_runs_out() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             unit = session.scalars(select(WorkUnit)).one()
             unit.status, unit.leased_until = "queued", None
 
     assert woken(doorbell, everyone, lease_runs_out) == [head]
 
     def commit_results() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             batch = session.get(Batch, batch_id)
             assert batch is not None
             batch.status, batch.commitment = "finalizing", {"root": "0x00"}
@@ -129,19 +111,19 @@ def test_each_committed_change_wakes_the_miners_that_act_on_it(
     assert woken(doorbell, everyone, commit_results) == [head, second, spare]
 
     def drop_a_stale_signature() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             session.delete(session.get(Signature, (batch_id, head)))
 
     assert woken(doorbell, everyone, drop_a_stale_signature) == [head]  # to sign again
 
 
-def test_a_rolled_back_change_wakes_no_one(database: Database, doorbell: Doorbell) -> None:
+def test_a_rolled_back_change_wakes_no_one(wakes_db: Database, doorbell: Doorbell) -> None:
     miners = fresh(2)
-    with database.session() as session:
+    with wakes_db.session() as session:
         batch_id = stored_batch(session, miners[0], 1, 0, status="validating").id
 
     def failing() -> None:
-        with pytest.raises(RuntimeError), database.session() as session:
+        with pytest.raises(RuntimeError), wakes_db.session() as session:
             batch = session.get(Batch, batch_id)
             assert batch is not None
             acceptances.propose(session, batch, miners, 10, chain_now=0)
@@ -151,9 +133,9 @@ def test_a_rolled_back_change_wakes_no_one(database: Database, doorbell: Doorbel
     assert woken(doorbell, miners, failing) == []
 
 
-def test_a_stage_that_moved_wakes_its_co_stages(database: Database, doorbell: Doorbell) -> None:
+def test_a_stage_that_moved_wakes_its_co_stages(wakes_db: Database, doorbell: Doorbell) -> None:
     head, second, _elsewhere = everyone = fresh(3)
-    with database.session() as session:
+    with wakes_db.session() as session:
         for address in everyone:
             session.add(
                 Miner(
@@ -168,7 +150,7 @@ def test_a_stage_that_moved_wakes_its_co_stages(database: Database, doorbell: Do
         )
 
     def restart_with_a_new_key() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             miner = session.get(Miner, second)
             assert miner is not None
             miner.link_key, miner.session_started_at = "n" * 40, 5
@@ -176,7 +158,7 @@ def test_a_stage_that_moved_wakes_its_co_stages(database: Database, doorbell: Do
     assert woken(doorbell, everyone, restart_with_a_new_key) == [head, second]
 
     def heartbeat_profile_only() -> None:
-        with database.session() as session:
+        with wakes_db.session() as session:
             miner = session.get(Miner, second)
             assert miner is not None
             miner.layer_latency_ms = 2.0
