@@ -5,14 +5,15 @@ miners. One registry per app, so several apps (tests) never collide; routes coun
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.db.models import Batch, Miner
 from coordinator.db.session import Database
@@ -46,6 +47,34 @@ class MarketMetrics:
     resumed_lines: Counter
 
 
+class Measured:
+    """Counts and times every HTTP request by its route's template (so ids do not explode the label set) and
+    status. A plain ASGI middleware: Starlette's `@app.middleware("http")` runs each request through a task
+    group and memory streams, a cost paid by every request."""
+
+    def __init__(self, app: ASGIApp, requests: Counter, latency: Histogram) -> None:
+        self.app, self.requests, self.latency = app, requests, latency
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), 500  # an exception that escapes answers 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            path = getattr(scope.get("route"), "path", "unmatched")  # the router sets it in this scope
+            self.requests.labels(scope["method"], path, str(status)).inc()
+            self.latency.labels(path).observe(time.perf_counter() - started)
+
+
 def install(app: FastAPI, database: Database, live: LiveMembership) -> None:
     registry = CollectorRegistry()
     app.state.metrics = MarketMetrics(
@@ -62,16 +91,7 @@ def install(app: FastAPI, database: Database, live: LiveMembership) -> None:
         "batchmarket_http_request_seconds", "HTTP request latency", ["route"], registry=registry
     )
     registry.register(StateCollector(database, live))
-
-    @app.middleware("http")
-    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")  # the template, so ids do not explode the label set
-        requests.labels(request.method, path, str(response.status_code)).inc()
-        latency.labels(path).observe(time.perf_counter() - started)
-        return response
+    app.add_middleware(Measured, requests=requests, latency=latency)
 
     @app.get("/metrics", summary="Prometheus metrics", tags=["operations"])
     def metrics() -> Response:
