@@ -41,11 +41,17 @@ def collected(session: Session, batch: Batch) -> list[eip712.Acceptance] | None:
 def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     """The proposals naming this miner that it has not accepted yet, each with what its batch can cost at most
     in tokens (its file's prompt tokens and every line's max_tokens), which the miner's consent prices."""
-    accepted = set(session.scalars(select(Acceptance.batch_id).where(Acceptance.miner == miner)))
     rows = session.execute(
         select(Batch, File.input_tokens, File.max_output_tokens)
         .join(File, File.id == Batch.input_file_id)
         .where(Batch.status == "validating", Batch.proposal.is_not(None))
+    ).all()
+    # among these batches only: not every acceptance the miner ever gave
+    ids = [batch.id for batch, _, _ in rows]
+    accepted = set(
+        session.scalars(
+            select(Acceptance.batch_id).where(Acceptance.miner == miner, Acceptance.batch_id.in_(ids))
+        )
     )
     return [
         {

@@ -33,10 +33,13 @@ def pending(session: Session, miner: str) -> list[dict[str, Any]]:
     """The commitments waiting for this miner's signature, as signing requests (client_sdk.protocol.signing):
     each with the lines it served (request line, result line, pipeline and Merkle proof), the usage witness,
     and the assigned miners with the work weights the miners' part of the payment was split by."""
-    signed = set(session.scalars(select(Signature.batch_id).where(Signature.miner == miner)))
     batches = session.scalars(
         select(Batch).where(Batch.status == "finalizing", Batch.commitment.is_not(None))
-    )
+    ).all()
+    # among these batches only: not every signature the miner ever gave
+    ids = [batch.id for batch in batches]
+    mine = select(Signature.batch_id).where(Signature.miner == miner, Signature.batch_id.in_(ids))
+    signed = set(session.scalars(mine))
     out = []
     for batch in batches:
         if batch.commitment is None or miner not in (batch.miners or []) or batch.id in signed:
