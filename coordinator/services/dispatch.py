@@ -185,9 +185,8 @@ def renew_leases(session: Session, miner: str, unit_ids: list[int], now: int, le
     serve (done, taken back, or leased to another), which the head gives up at once."""
     if not unit_ids:
         return []
-    heads = pipelines_query(
-        miner, active_only=False, heads_only=True
-    )  # a re-plan takes no unit from its head
+    # a re-plan does not take a unit from its head
+    heads = pipelines_query(miner, active_only=False, heads_only=True)
     units = session.scalars(
         select(WorkUnit).where(
             WorkUnit.id.in_(unit_ids), WorkUnit.pipeline_id.in_(heads), WorkUnit.status == "leased"

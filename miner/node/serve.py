@@ -178,14 +178,12 @@ class Node:
                     counter = client.wake(seen, WAKE_WAIT_S)
                     if counter != seen:
                         self._follow_assignment(client)
+                        seen = counter
+                        self._news.set()
                 except CoordinatorError as exc:
                     self._warn.warning("wake", "cannot wait for news, polling: %s", exc)
                     self._news.set()
                     stop.wait(self.config.poll_s)
-                    continue
-                if counter != seen:
-                    seen = counter
-                    self._news.set()
         finally:
             client.close()
 
