@@ -121,7 +121,7 @@ def assert_juror_gains(
 ) -> None:
     """Every juror got `pot` / seats for each seat it held and has no stake locked; verifiers not drawn got
     nothing; the verifiers of the other model were never drawn and keep exactly their stake. The `auditor`'s
-    deposit stays locked until a verifier settles the audit, so its lock is the caller's to check after that."""
+    deposit stays locked until a verifier settles the audit: its lock is the caller's to check after that."""
     after = balances(system)
     for i, verifier in enumerate(system.verifier_accounts):
         held = result.held.get(verifier.address, 0)
