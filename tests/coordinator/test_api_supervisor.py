@@ -34,6 +34,9 @@ def workers(pid: int) -> set[int]:
     return found
 
 
+START_WAIT_S = 120.0  # a worker imports the app when it starts: over 30 s was seen beside a loaded suite
+
+
 def wait_for(condition: object, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -64,11 +67,11 @@ def api(redis_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: healthy(url) and len(workers(process.pid)) == 2)
+        wait_for(lambda: healthy(url) and len(workers(process.pid)) == 2, timeout=START_WAIT_S)
         yield process, url
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=START_WAIT_S)
 
 
 def test_a_killed_worker_takes_the_service_down_with_it_never(
@@ -81,5 +84,5 @@ def test_a_killed_worker_takes_the_service_down_with_it_never(
     answers = [httpx.get(f"{url}/healthz", timeout=5).status_code for _ in range(20)]
     assert answers == [200] * 20
     # the supervisor replaces the dead worker
-    wait_for(lambda: len(workers(process.pid) - {victim}) == 2)
+    wait_for(lambda: len(workers(process.pid) - {victim}) == 2, timeout=START_WAIT_S)
     assert process.poll() is None
