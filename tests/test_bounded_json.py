@@ -1,6 +1,7 @@
 """The nesting check agrees with the JSON it guards: any document, however its strings are escaped, is
 refused exactly when it nests deeper than the limit, and the check never recurses (a 100,000-level document is
-refused, not a crash); integers are at most 80 digits long."""
+refused, not a crash), and it says the same of a document fed in pieces, wherever they are cut (inside a
+string, between a backslash and what it escapes); integers are at most 80 digits long."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client_sdk.bounded_json import OutOfBounds, TooDeep, TooLong, check_depth, loads
+from client_sdk.bounded_json import DepthScan, OutOfBounds, TooDeep, TooLong, check_depth, loads
 
 # strings full of what a naive bracket count would miscount: brackets, quotes, backslashes
 TRICKY = st.text(alphabet='[]{}"\\ab,:', max_size=12)
@@ -38,6 +39,51 @@ def test_refused_exactly_when_deeper_than_the_limit(value: Any, limit: int, asci
             check_depth(text, limit)
     else:
         assert loads(text, limit) == value
+
+
+def pieces_of(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+
+
+def fed(pieces: list[bytes], limit: int) -> bool:
+    """Whether a scan fed these pieces found the document too deep (the pieces after that are never fed)."""
+    scan = DepthScan(limit)
+    try:
+        for piece in pieces:
+            scan.feed(piece)
+    except TooDeep:
+        return True
+    return False
+
+
+@given(
+    value=VALUES,
+    limit=st.integers(min_value=0, max_value=8),
+    cuts=st.lists(st.integers(min_value=0), max_size=12),
+    ascii_only=st.booleans(),
+)
+def test_fed_in_pieces_refused_exactly_when_deeper_than_the_limit(
+    value: Any, limit: int, cuts: list[int], ascii_only: bool
+) -> None:
+    data = json.dumps(value, ensure_ascii=ascii_only).encode()
+    assert fed(pieces_of(data, cuts), limit) == (depth(value) > limit)
+
+
+@given(
+    data=st.binary(max_size=60) | st.text(alphabet='[]{}"\\ab', max_size=60).map(str.encode),
+    limit=st.integers(min_value=0, max_value=4),
+    cuts=st.lists(st.integers(min_value=0), max_size=12),
+)
+def test_any_bytes_get_the_same_verdict_whole_or_in_pieces(data: bytes, limit: int, cuts: list[int]) -> None:
+    assert fed(pieces_of(data, cuts), limit) == fed([data], limit)
+
+
+def test_a_piece_boundary_between_a_backslash_and_its_quote_keeps_the_string_open() -> None:
+    # ["a\"[[[ ... : the quote after the backslash is escaped, so the brackets after it are inside the string
+    assert not fed([b'["a\\', b'"[[[[', b'"]'], 2)
+    assert not fed([b'["a\\', b'"[[[["]'], 2)
+    assert fed([b'["a\\\\', b'"[[[[', b"]]]]]"], 2)  # an escaped backslash: the quote ends the string
 
 
 def test_a_very_deep_document_is_refused_not_a_crash() -> None:

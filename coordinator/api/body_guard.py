@@ -9,8 +9,9 @@ whatever its Content-Type says (FastAPI parses a body as JSON with no Content-Ty
 `application/json` or `application/*+json`, in any case and with any parameters; matching its rules instead
 would leave the guard one spelling behind), and is at most `max_json_bytes()` long: what the largest
 legitimate message (a unit's results) needs, so that parsing one on the event loop stays short. The depth
-check itself runs on a worker thread, except for a small body (a heartbeat, a signature), checked in less
-time than the hop to a thread takes.
+is checked piece by piece as the body streams in (a body too deep is refused at the piece that goes too deep,
+the rest never read), each piece on a worker thread, except a small one (a heartbeat, a signature), checked
+in less time than the hop to a thread takes.
 
 The body is hashed as it arrives (the wallet signature covers its SHA-256, left in the scope under
 `BODY_SHA256` for `coordinator.api.auth`) and waits in a spool that moves to disk past 1 MiB; the app reads it
@@ -27,7 +28,7 @@ from typing import IO
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from client_sdk.bounded_json import TooDeep, check_depth
+from client_sdk.bounded_json import DepthScan, TooDeep
 from client_sdk.protocol.envelope import error_body
 
 BODYLESS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
@@ -35,7 +36,7 @@ BODY_SHA256 = "batchmarket.body_sha256"  # the scope key: the SHA-256 (hex) of t
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 SPOOL_IN_MEMORY = 1 << 20
 REPLAY_PIECE = 1 << 16
-INLINE_DEPTH_CHECK = 1 << 12  # about 0.1 ms to check on the event loop
+INLINE_DEPTH_CHECK = 1 << 12  # a piece this small takes about 0.1 ms to check on the event loop
 UPLOAD = b"multipart/form-data"
 
 
@@ -70,6 +71,7 @@ class BodyGuard:
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await self._too_large(send, limit)
             return
+        scan = None if upload else DepthScan()
         with SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
             digest, size = hashlib.sha256(), 0
             while True:
@@ -81,22 +83,18 @@ class BodyGuard:
                 if size > limit:
                     await self._too_large(send, limit)
                     return
+                if scan is not None:
+                    try:
+                        await _scanned(scan, chunk)
+                    except TooDeep as exc:  # refused at the piece that goes too deep: the rest is never read
+                        await self._refuse(send, 400, str(exc), "request_too_deep")
+                        return
                 digest.update(chunk)
                 if size > SPOOL_IN_MEMORY:
                     spool.rollover()  # before the write: a large chunk is never copied into the memory spool
                 spool.write(chunk)
                 if not message.get("more_body", False):
                     break
-            if not upload:
-                try:
-                    spool.seek(0)
-                    if size <= INLINE_DEPTH_CHECK:
-                        check_depth(spool.read())
-                    else:
-                        await anyio.to_thread.run_sync(check_depth, spool.read())
-                except TooDeep as exc:
-                    await self._refuse(send, 400, str(exc), "request_too_deep")
-                    return
             await self.app({**scope, BODY_SHA256: digest.hexdigest()}, _replay(spool, size, receive), send)
 
     @classmethod
@@ -118,6 +116,14 @@ class BodyGuard:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+async def _scanned(scan: DepthScan, chunk: bytes) -> None:
+    """The chunk fed to the body's depth scan: on the event loop when small, else on a worker thread."""
+    if len(chunk) <= INLINE_DEPTH_CHECK:
+        scan.feed(chunk)
+    else:
+        await anyio.to_thread.run_sync(scan.feed, chunk)
 
 
 def _replay(spool: IO[bytes], size: int, receive: Receive) -> Receive:
