@@ -46,12 +46,17 @@ Chain = Annotated[CoordinatorChain, Depends(chain)]
 Live = Annotated[LiveMembership, Depends(live)]
 
 
+# A measured time a planner can use: finite (Python's JSON reads NaN and Infinity), at most a minute.
+Millis = Annotated[float, Field(ge=0, le=60_000, allow_inf_nan=False)]
+Capacity = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 class Device(BaseModel):
     gpu: str = Field(max_length=64)
-    memory_gb: float = Field(gt=0)
-    tflops: float = Field(gt=0)
-    mem_bandwidth_gb_s: float = Field(gt=0)
-    layer_latency_ms: float = Field(gt=0)
+    memory_gb: Capacity
+    tflops: Capacity
+    mem_bandwidth_gb_s: Capacity
+    layer_latency_ms: Millis = Field(gt=0)
 
 
 class RelayBody(BaseModel):
@@ -80,11 +85,13 @@ TokenId = Annotated[int, Field(ge=0, lt=2**31)]
 
 
 class Beat(BaseModel):
-    layer_latency_ms: float = Field(gt=0)
+    layer_latency_ms: Millis = Field(gt=0, description="One layer's step time, in ms.")
     queue_depth: int = Field(default=0, ge=0, lt=2**31)
-    rtt_ms: dict[str, float] = Field(default_factory=dict, max_length=1024)
-    relay_rtt_ms: float | None = Field(
-        default=None, ge=0, le=60_000, description="Behind a relay: the round trip to it, in ms."
+    rtt_ms: dict[Annotated[str, Field(max_length=64)], Millis] = Field(
+        default_factory=dict, max_length=1024, description="Round trips to other regions, in ms."
+    )
+    relay_rtt_ms: Millis | None = Field(
+        default=None, description="Behind a relay: the round trip to it, in ms."
     )
     units: list[UnitNumber] = Field(
         default_factory=list, max_length=64, description="Work units being served."

@@ -4,6 +4,8 @@ only the leases that are the miner's (the others come back as lost)."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import sqlalchemy as sa
 from eth_account import Account
@@ -65,3 +67,32 @@ def test_a_beat_naming_units_not_its_own_gets_them_back_as_lost(
     LiveMembership(Redis.from_url(redis_url)).beat(head.address, Heartbeat(1.0))
     answer = beat(chainless_api, head, 1.0, units=[7, 9])
     assert answer.json() == {"status": "ok", "lost": [7, 9]}
+
+
+def test_a_beat_with_a_time_no_planner_can_use_is_refused(chainless_api: ApiServer, redis_url: str) -> None:
+    """NaN, infinity (Python's JSON reads both), negative times and times over a minute are refused naming
+    the field; the miner's last good beat stands."""
+    live = LiveMembership(Redis.from_url(redis_url))
+    miner = Account.create()
+    joined(chainless_api, miner.address)
+    assert beat(chainless_api, miner, 2.0).json() == {"status": "ok", "lost": []}
+    client = chainless_api.client(miner)
+    good = {"layer_latency_ms": 2.0, "queue_depth": 0, "units": [], "rtt_ms": {}}
+    for field, value in [
+        ("layer_latency_ms", float("nan")),
+        ("layer_latency_ms", float("inf")),
+        ("layer_latency_ms", 0.0),
+        ("layer_latency_ms", 60_001.0),
+        ("rtt_ms", {"eu-west-1": float("nan")}),
+        ("rtt_ms", {"eu-west-1": float("-inf")}),
+        ("rtt_ms", {"eu-west-1": -1.0}),
+        ("rtt_ms", {"x" * 65: 1.0}),
+        ("relay_rtt_ms", float("inf")),
+    ]:
+        body = json.dumps(good | {field: value})  # NaN and Infinity as Python writes them
+        refused = client.post(
+            "/v1/miners/heartbeat", content=body, headers={"content-type": "application/json"}
+        )
+        assert refused.status_code == 400, (field, value, refused.text)
+        assert refused.json()["error"]["param"].startswith(field), refused.json()
+    assert live.alive([miner.address])[miner.address].layer_latency_ms == 2.0
