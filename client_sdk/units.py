@@ -39,3 +39,18 @@ def format_amount(base_units: int) -> str:
 def format_utc(timestamp: int) -> str:
     """A Unix timestamp (chain or wall-clock seconds) as people read it, in UTC: 2026-12-02 01:29:00 UTC."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def format_duration(seconds: int) -> str:
+    """A span of time as people read it, to the two largest units: 45s, 3m 05s, 2h 10m, 3d 04h."""
+    seconds = abs(int(seconds))
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"

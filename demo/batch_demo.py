@@ -152,6 +152,7 @@ def run_demo(
         say("miner B is behind NAT: its peer sends to it through the coordinator's relay")
     config = real_model_config(relayed_miners=(1,) if behind_relay else ())
     with LocalSystem(workdir, config) as system:
+        say(f"market explorer (while the demo runs): {system.api_url}/explorer")
         market = system.market
         parties = [("user", system.user.address), ("coordinator", system.coordinator.address)]
         parties += [(f"miner {chr(65 + i)}", m.address) for i, m in enumerate(system.miner_accounts)]
@@ -165,7 +166,8 @@ def run_demo(
         for batch in batches:
             say(
                 f"user submitted batch {batch.id} ({batch.request_counts.total} requests to "
-                f"{batch.endpoint}) and escrowed {format_amount(max_price)} in task {batch.task_id}"
+                f"{batch.endpoint}) and escrowed {format_amount(max_price)} in task {batch.task_id}; "
+                f"its progress: {system.api_url}/explorer/batches/{batch.id}"
             )
         answers = []
         for batch in batches:

@@ -5,6 +5,7 @@ string, between a backslash and what it escapes); integers are at most 80 digits
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_refused_exactly_when_deeper_than_the_limit(value: Any, limit: int, asci
 
 def pieces_of(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
 def fed(pieces: list[bytes], limit: int) -> bool:

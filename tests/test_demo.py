@@ -91,5 +91,6 @@ def test_demo_entry_point_prints_the_answers_and_the_table(demo_run: tuple[str, 
     assert "What is the capital of France?" in stdout and "Paris" in stdout
     assert "Wallets around tasks" in stdout
     assert "verified against the on-chain root" in stdout
+    assert "market explorer (while the demo runs): http://127.0.0.1:" in stdout
     for row in report.rows:
         assert row.address in stdout  # the balance table printed is the report's

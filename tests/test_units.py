@@ -3,7 +3,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from client_sdk.errors import UserError
-from client_sdk.units import format_amount, parse_amount
+from client_sdk.units import format_amount, format_duration, parse_amount
 
 
 @given(st.integers(min_value=0, max_value=10**30))
@@ -32,3 +32,11 @@ def test_parse_amount_rejects(text: str, message: str) -> None:
     with pytest.raises(UserError) as caught:
         parse_amount(text)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [(0, "0s"), (45, "45s"), (185, "3m 05s"), (7_800, "2h 10m"), (273_600, "3d 04h"), (-60, "1m 00s")],
+)
+def test_format_duration(seconds: int, expected: str) -> None:
+    assert format_duration(seconds) == expected

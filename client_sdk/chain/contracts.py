@@ -30,6 +30,7 @@ from client_sdk.chain.types import (
     DisputeStatus,
     Juror,
     MinerProfile,
+    Resolution,
     Round,
     Stake,
     Verifier,
@@ -359,6 +360,12 @@ class VerifierRegistry(_StakeRegistry):
     def verifier_of(self, account: str) -> Verifier:
         return from_abi(Verifier, self.contract.functions.verifierOf(account).call())
 
+    def registered_since(self, from_block: int) -> list[str]:
+        """Every address that registered as a verifier from block `from_block` on (its VerifierRegistered
+        events), in registration order; exited ones too."""
+        events = self.contract.events.VerifierRegistered().get_logs(from_block=from_block)
+        return [str(event["args"]["verifier"]) for event in events]
+
     def total_weight(self, model: bytes) -> int:
         """The weight of `model`'s pool now: the seats of stake of the verifiers that judge it."""
         return int(self.contract.functions.totalWeight(model).call())
@@ -479,6 +486,23 @@ class Arbitration(_Seeded):
         """The id of the task owner's dispute of the task, 0 if none (an owner disputes one line per task; an
         audit's dispute is `audit_of(task_id).dispute_id`)."""
         return int(self.contract.functions.disputeOfTask(task_id).call())
+
+    def resolution_of(self, dispute_id: int, from_block: int) -> Resolution | None:
+        """What dispute `dispute_id` moved when it was resolved (its DisputeResolved event, searched from
+        block `from_block`: the deployment's); None while it is not resolved."""
+        events = self.contract.events.DisputeResolved().get_logs(
+            from_block=from_block, argument_filters={"disputeId": dispute_id}
+        )
+        if not events:
+            return None
+        args = events[0]["args"]
+        return Resolution(
+            DisputeStatus(args["outcome"]),
+            int(args["slashed"]),
+            int(args["jurorRewards"]),
+            int(args["penalties"]),
+            int(events[0]["blockNumber"]),
+        )
 
     def vote_commitment(
         self, dispute_id: int, round_index: int, juror: str, choice: Vote, salt: bytes

@@ -148,6 +148,23 @@ class Round:
                 return phase
         return Phase.OVER
 
+    def ends_at(self, phase: Phase) -> int:
+        """When `phase` of this round ends (0 for OVER)."""
+        return {
+            Phase.DRAWING: self.draw_deadline,
+            Phase.COMMIT: self.commit_deadline,
+            Phase.REVEAL: self.reveal_deadline,
+            Phase.APPEAL: self.appeal_deadline,
+            Phase.OVER: 0,
+        }[phase]
+
+
+def current_phase(dispute: Dispute, current: Round, now: int) -> Phase:
+    """The phase of `dispute`'s current round `current` at chain time `now`; the last round has no appeal
+    phase."""
+    phase = current.phase(now)
+    return Phase.OVER if phase == Phase.APPEAL and dispute.round == LAST_ROUND else phase
+
 
 @dataclass(frozen=True)
 class Juror:
@@ -156,6 +173,19 @@ class Juror:
     seats: int
     vote: Vote
     commitment: bytes
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a resolved dispute moved (its DisputeResolved event): `slashed` from the miners held to account,
+    `juror_rewards` paid to coherent seats and `penalties` taken from incoherent and silent ones (token base
+    units); `block` is the block it was resolved in."""
+
+    outcome: DisputeStatus
+    slashed: int
+    juror_rewards: int
+    penalties: int
+    block: int
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import typer
 from rich.table import Column, Table
 
 from client_sdk.chain.contracts import Market
-from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, Round
+from client_sdk.chain.types import LAST_ROUND, Dispute, DisputeStatus, Phase, current_phase
 from client_sdk.cli import challenges
 from client_sdk.cli.support import (
     DEFAULT_DEPLOYMENT,
@@ -78,26 +78,9 @@ def _existing(market: Market, dispute_id: int) -> Dispute:
     return record
 
 
-def _next_deadline(current: Round, phase: Phase) -> int:
-    """When the round's current phase ends (0 once it is over)."""
-    return {
-        Phase.DRAWING: current.draw_deadline,
-        Phase.COMMIT: current.commit_deadline,
-        Phase.REVEAL: current.reveal_deadline,
-        Phase.APPEAL: current.appeal_deadline,
-        Phase.OVER: 0,
-    }[phase]
-
-
-def _phase(record: Dispute, current: Round, now: int) -> Phase:
-    """The current round's phase; the last round has no appeal phase."""
-    phase = current.phase(now)
-    return Phase.OVER if phase == Phase.APPEAL and record.round == LAST_ROUND else phase
-
-
 def _report(market: Market, dispute_id: int, record: Dispute) -> dict[str, object]:
     current = market.arbitration.round_of(dispute_id, record.round)
-    phase = _phase(record, current, market.chain_time())
+    phase = current_phase(record, current, market.chain_time())
     return {
         "dispute": dispute_id,
         "task": record.task_id,
@@ -111,7 +94,7 @@ def _report(market: Market, dispute_id: int, record: Dispute) -> dict[str, objec
         "votes_correct": current.votes_correct,
         "votes_at_fault": current.votes_at_fault,
         "phase": phase.name.lower() if record.status == DisputeStatus.OPEN else "resolved",
-        "phase_ends": _next_deadline(current, phase) if record.status == DisputeStatus.OPEN else 0,
+        "phase_ends": current.ends_at(phase) if record.status == DisputeStatus.OPEN else 0,
         "leaf_hash": "0x" + record.leaf_hash.hex(),
         "audit": record.audit,
     }
@@ -342,7 +325,7 @@ def appeal(
     disputed line after a conviction), posting twice the round's bond."""
     record = _existing(market, dispute_id)
     current = market.arbitration.round_of(dispute_id, record.round)
-    phase = _phase(record, current, market.chain_time())
+    phase = current_phase(record, current, market.chain_time())
     if record.status != DisputeStatus.OPEN or phase != Phase.APPEAL:
         raise UserError(
             f"dispute {dispute_id} cannot be appealed now: round {record.round} is {PHASES[phase]}"
@@ -374,11 +357,11 @@ def resolve(
         raise UserError(f"dispute {dispute_id} is already resolved: {record.status.name.lower()}")
     now = market.chain_time()
     current = market.arbitration.round_of(dispute_id, record.round)
-    phase = _phase(record, current, now)
+    phase = current_phase(record, current, now)
     if phase != Phase.OVER:
         raise UserError(
             f"dispute {dispute_id} round {record.round}: {PHASES[phase]} until "
-            f"{format_utc(_next_deadline(current, phase))} (chain time is {format_utc(now)}): resolve it "
+            f"{format_utc(current.ends_at(phase))} (chain time is {format_utc(now)}): resolve it "
             "after that"
         )
     outcome = market.arbitration.resolve(dispute_id)
@@ -403,7 +386,7 @@ def _duty(market: Market, me: str, now: int) -> list[dict[str, object]]:
         if seat.seats == 0:
             continue
         current = market.arbitration.round_of(dispute_id, record.round)
-        phase = _phase(record, current, now)
+        phase = current_phase(record, current, now)
         committed, revealed = any(seat.commitment), seat.vote != 0
         if phase == Phase.COMMIT and not committed:
             needs = "commit your vote"
@@ -413,7 +396,7 @@ def _duty(market: Market, me: str, now: int) -> list[dict[str, object]]:
             needs = "nothing: you missed the vote, so your seats lose half their stake"
         else:
             needs = "nothing for now"
-        ends = _next_deadline(current, phase)
+        ends = current.ends_at(phase)
         duty.append(
             {
                 "dispute": dispute_id,

@@ -44,6 +44,8 @@ from coordinator.api.wakes import WakeWaits
 from coordinator.chain import CoordinatorChain
 from coordinator.config import Settings
 from coordinator.db.session import Database
+from coordinator.explorer import routes as explorer
+from coordinator.explorer.reads import Explorer
 from coordinator.nudge import Nudger
 from coordinator.services.errors import ServiceError
 from coordinator.services.live import LiveMembership
@@ -115,6 +117,7 @@ def create_app(settings: Settings, chain: CoordinatorChain | None = None) -> Fas
     for router in routers:
         app.include_router(router)
     docs.install(app)
+    explorer.install(app, Explorer(database, app.state.live, chain, lambda: app.state.settings))
     app.add_middleware(
         BodyGuard,
         max_bytes=lambda: app.state.settings.max_body_bytes,

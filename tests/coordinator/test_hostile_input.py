@@ -1,8 +1,8 @@
 """Bodies built to crash or exhaust the API are refused before anything parses them, signed or not, and the
 service keeps answering: a JSON body or an upload line nested 80,000 levels deep (which once overflowed the C
 stack, because eth-account's py_ecc raises Python's recursion limit) under every Content-Type spelling, and
-bodies over the size limit, declared or streamed, with a far lower limit for anything but a file upload. A body
-too deep is refused as it streams in, not after its end."""
+bodies over the size limit, declared or streamed, with a far lower limit for anything but a file upload. A
+body too deep is refused as it streams in, not after its end."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_a_huge_shallow_body_is_refused_before_it_is_read(api: ApiServer) -> Non
 
 def test_a_deep_body_is_refused_as_it_streams_in_before_its_end(api: ApiServer) -> None:
     """A body declared at 10 MB whose first 160 KB nest 80,000 levels deep: refused as soon as that part
-    arrives, while the client has not sent the rest (the guard does not wait for a body it already refuses)."""
+    arrives, while the client has not sent the rest (the guard never waits for a body it already refuses)."""
     where = urlsplit(api.url)
     with socket.create_connection((where.hostname, where.port), timeout=20) as raw:
         raw.sendall(
