@@ -33,9 +33,9 @@ FEE_BPS = 500
 
 LEFTOVER_GRACE_S = 5.0  # processes told to stop at teardown may take a moment to exit
 
-# The longest modules (by wall time, bench/results/test_phases.md) run first: `make test` runs two
+# The longest modules (by wall time, bench/results/test_phases.md) run first: `make test` runs three
 # pytest workers, each taking the next whole module when it is free, so the long ones start early and the
-# short ones fill in at the end and both workers finish together. Order only: a module missing here or
+# short ones fill in at the end and the workers finish together. Order only: a module missing here or
 # renamed runs after these, in file order.
 LONGEST_FIRST = (
     "tests/e2e/test_reliability.py",
@@ -44,6 +44,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_faults.py",
     "tests/coordinator/test_batches_api.py",
     "tests/e2e/test_verifiers.py",
+    "tests/e2e/test_explorer.py",
     "tests/test_quick_start.py",
     "tests/e2e/test_market_cli.py",
     "tests/test_miner_cli.py",
@@ -53,6 +54,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_disputes.py",
     "tests/coordinator/test_files_api.py",
     "tests/coordinator/test_api_supervisor.py",
+    "tests/coordinator/test_slim_client.py",
     "tests/e2e/test_batch_e2e.py",
     "tests/coordinator/test_api_fuzz.py",
     "tests/test_lifecycle.py",
