@@ -12,6 +12,7 @@ acts on after each wake, so no change is acted on from the announcement alone.""
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +33,16 @@ def counter_key(address: str) -> str:
     return f"miner:wake:{address.lower()}"
 
 
+# A counter Redis lost (a restart without its append-only file, a failover, a flush) starts again at a random
+# value, not at 0: counting from 0 again would repeat values nodes have seen, and a node waiting with `seen`
+# equal to the repeated value would take the ring for no news.
+COUNTER_START_BOUND = 2**48  # far under the wake route's bound on `seen` (2**63), however long a node runs
+_BUMP = """
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end
+return redis.call('INCR', KEYS[1])
+"""
+
+
 class Doorbell:
     """Bumps miners' wake counters and announces each bump (a synchronous Redis client: called from the
     workers and from the API's worker threads, once a transaction committed). A ring Redis refused is owed:
@@ -50,7 +61,8 @@ class Doorbell:
             return
         pipe = self.redis.pipeline(transaction=False)
         for address in addresses:
-            pipe.incr(counter_key(address))  # before the announcement: a waiter woken reads the new count
+            # before the announcement: a waiter woken reads the new count
+            pipe.eval(_BUMP, 1, counter_key(address), secrets.randbelow(COUNTER_START_BOUND))
             pipe.publish(CHANNEL, address)
         try:
             pipe.execute()

@@ -16,6 +16,8 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request
 from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from coordinator.api.auth import Caller
@@ -30,6 +32,7 @@ MAX_WAIT_S = 30
 WAITS_PER_MINER = 2
 MAX_WAITS = 20_000
 RESUBSCRIBE_S = 1.0
+HEALTH_S = 1.5  # a quiet subscription is pinged this often, and given as long to answer (one command)
 
 
 class WakeWaits:
@@ -86,12 +89,31 @@ class WakeWaits:
                 async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
                     self._wake(list(self._waiting))  # a ring while unsubscribed: they read their counters
-                    async for message in pubsub.listen():
-                        if message.get("type") == "message":
-                            self._wake([bytes(message["data"]).decode()])
+                    await self._relay(pubsub)
             except (RedisError, OSError) as exc:
                 log.warning("wake channel: %s; subscribing again", exc)
                 await asyncio.sleep(RESUBSCRIBE_S)
+
+    async def _relay(self, pubsub: PubSub) -> None:
+        """Wakes the waiters of each announcement, until the subscription fails. A subscription quiet for
+        HEALTH_S is pinged: a connection that died without a word (a Redis host gone, a NAT that forgot it)
+        blocks a read for ever, so a ping unanswered for HEALTH_S ends it, and `_subscribe` subscribes again
+        (waking every waiter to read its counter)."""
+        loop = asyncio.get_running_loop()
+        pinged: float | None = None  # when the unanswered ping went out
+        while True:
+            message = await pubsub.get_message(timeout=HEALTH_S)
+            kind = message.get("type") if message is not None else None
+            if kind == "message":
+                self._wake([bytes(message["data"]).decode()])  # type: ignore[index]
+            elif kind == "pong":
+                pinged = None
+            elif message is None:
+                if pinged is None:
+                    await pubsub.ping()
+                    pinged = loop.time()
+                elif loop.time() - pinged >= HEALTH_S:
+                    raise RedisConnectionError(f"the wake channel did not answer a ping in {HEALTH_S:g} s")
 
     def _wake(self, addresses: list[str]) -> None:
         for address in addresses:

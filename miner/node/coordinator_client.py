@@ -95,11 +95,12 @@ class CoordinatorClient:
         return [int(u) for u in lost if isinstance(u, int)]
 
     def wake(self, seen: int | None, wait_s: float) -> int:
-        """Waits up to `wait_s` for this miner's wake counter to differ from `seen`; returns the counter."""
+        """Waits up to `wait_s` for this miner's wake counter to differ from `seen`; returns the counter (one
+        the wake route takes back as `seen`, else CoordinatorError)."""
         query = f"?wait_s={wait_s:g}" + (f"&seen={seen}" if seen is not None else "")
         answer = self._call("GET", "/v1/miners/wake" + query)
         counter = answer.get("counter") if isinstance(answer, dict) else None
-        if not isinstance(counter, int) or isinstance(counter, bool):
+        if not isinstance(counter, int) or isinstance(counter, bool) or not 0 <= counter < 2**63:
             raise CoordinatorError(200, f"unreadable answer to a wait: {answer!r:.200}")
         return counter
 
@@ -113,10 +114,10 @@ class CoordinatorClient:
 
     def progress(self, unit_id: int, lines: list[dict[str, Any]]) -> int:
         body = {"lines": lines}
-        return int(self._call("POST", f"/v1/miners/work/{unit_id}/progress", body)["stored"])
+        return _stored(self._call("POST", f"/v1/miners/work/{unit_id}/progress", body))
 
     def submit(self, unit_id: int, results: list[dict[str, Any]]) -> int:
-        return int(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results})["stored"])
+        return _stored(self._call("POST", f"/v1/miners/work/{unit_id}/results", {"results": results}))
 
     def give_back(self, unit_ids: list[int]) -> None:
         """Gives up leased units at once: the coordinator hands them on without waiting for their leases."""
@@ -143,3 +144,11 @@ class CoordinatorClient:
 
     def close(self) -> None:
         self.http.close()
+
+
+def _stored(answer: Any) -> int:
+    """How many lines a progress or results answer says were stored; CoordinatorError for another shape."""
+    stored = answer.get("stored") if isinstance(answer, dict) else None
+    if not isinstance(stored, int) or isinstance(stored, bool):
+        raise CoordinatorError(200, f"unreadable answer: {answer!r:.200}")
+    return stored

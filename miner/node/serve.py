@@ -175,11 +175,16 @@ class Node:
         try:
             while not stop.is_set():
                 try:
+                    asked = time.monotonic()
                     counter = client.wake(seen, WAKE_WAIT_S)
                     if counter != seen:
                         self._follow_assignment(client)
                         seen = counter
                         self._news.set()
+                    elif time.monotonic() - asked < WAKE_WAIT_S / 2:
+                        # no news long before the wait was up: the waits do not work (a proxy answering at
+                        # once, a hostile coordinator); asking again at once would be a loop of signatures
+                        raise CoordinatorError(200, "a wait came back early without news")
                 except CoordinatorError as exc:
                     self._warn.warning("wake", "cannot wait for news, polling: %s", exc)
                     self._news.set()
@@ -190,7 +195,11 @@ class Node:
     def _follow_assignment(self, client: CoordinatorClient) -> None:
         """Reads the node's assignment; a change is news for the loop."""
         latest = client.assignment()
-        wanted = StageAssignment.from_json(latest) if latest is not None else None
+        try:
+            wanted = StageAssignment.from_json(latest) if latest is not None else None
+        except (KeyError, TypeError, ValueError) as exc:  # the threads that read it must go on
+            why = f"unreadable assignment ({type(exc).__name__}): {latest!r:.200}"
+            raise CoordinatorError(200, why) from exc
         if wanted != self.wanted:
             self.wanted = wanted
             self._news.set()

