@@ -105,7 +105,7 @@ class WakeWaits:
             message = await pubsub.get_message(timeout=HEALTH_S)
             kind = message.get("type") if message is not None else None
             if kind == "message":
-                self._wake([bytes(message["data"]).decode()])  # type: ignore[index]
+                self._wake([bytes(message["data"]).decode()])
             elif kind == "pong":
                 pinged = None
             elif message is None:
