@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from eth_account.signers.local import LocalAccount
 from sqlalchemy.orm import Session
 
@@ -14,7 +15,7 @@ from client_sdk.chain.contracts import Market
 from client_sdk.inputs import params_hash
 from client_sdk.protocol.task import TaskPrices
 from coordinator.config import Settings
-from coordinator.db.models import Batch, File, FileContent, Request
+from coordinator.db.models import Batch, File, FileContent, Miner, Request
 from coordinator.db.session import Database
 from coordinator.services import files
 from tests.coordinator.conftest import MODEL_NAME
@@ -166,3 +167,18 @@ def funded_task(
         deadline=market.chain_time() + 86_400,
         prices=TaskPrices(price_per_million, price_per_million),
     )
+
+
+def joined_miner(database_url: str, address: str) -> None:
+    """A miner row as a join leaves it, stored straight in the database (joins are tested with a chain
+    elsewhere)."""
+    engine = sa.create_engine(database_url)
+    with Session(engine) as session, session.begin():
+        session.add(
+            Miner(
+                address=address, model="tiny/qwen3", endpoint="tcp://127.0.0.1:1", link_key="k" * 40,
+                region="us-east-1", gpu="cpu", memory_gb=1, tflops=1, mem_bandwidth_gb_s=1,
+                layer_latency_ms=1, joined_at=0,
+            )
+        )  # fmt: skip
+    engine.dispose()

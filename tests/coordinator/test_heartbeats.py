@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 
 import httpx
-import sqlalchemy as sa
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from redis import Redis
-from sqlalchemy.orm import Session
 
-from coordinator.db.models import Miner
 from coordinator.services.live import Heartbeat, LiveMembership
 from tests.coordinator.conftest import ApiServer
+from tests.coordinator.helpers import joined_miner
 
 
 def beat(
@@ -23,20 +21,6 @@ def beat(
 ) -> httpx.Response:
     body = {"layer_latency_ms": latency_ms, "queue_depth": 2, "units": units or [], "rtt_ms": {}}
     return api.client(account).post("/v1/miners/heartbeat", json=body)
-
-
-def joined(api: ApiServer, address: str) -> None:
-    """A miner row as a join leaves it (joins are tested with a chain elsewhere)."""
-    engine = sa.create_engine(api.app.state.settings.database_url)
-    with Session(engine) as session, session.begin():
-        session.add(
-            Miner(
-                address=address, model="tiny/qwen3", endpoint="tcp://127.0.0.1:1", link_key="k" * 40,
-                region="us-east-1", gpu="cpu", memory_gb=1, tflops=1, mem_bandwidth_gb_s=1,
-                layer_latency_ms=1, joined_at=0,
-            )
-        )  # fmt: skip
-    engine.dispose()
 
 
 def test_beats_keep_joined_miners_live_and_refuse_strangers(chainless_api: ApiServer, redis_url: str) -> None:
@@ -47,11 +31,13 @@ def test_beats_keep_joined_miners_live_and_refuse_strangers(chainless_api: ApiSe
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "not_found"
     assert live.alive([stranger.address]) == {}
 
-    joined(chainless_api, expired.address)  # its live entry ran out long ago
+    joined_miner(
+        chainless_api.app.state.settings.database_url, expired.address
+    )  # its live entry ran out long ago
     assert beat(chainless_api, expired, 4.0).json() == {"status": "ok", "lost": []}
     assert live.alive([expired.address])[expired.address].layer_latency_ms == 4.0
 
-    joined(chainless_api, beating.address)
+    joined_miner(chainless_api.app.state.settings.database_url, beating.address)
     live.beat(beating.address, Heartbeat(1.0))
     assert beat(chainless_api, beating, 5.0).json() == {"status": "ok", "lost": []}
     stored = live.alive([beating.address])[beating.address]
@@ -63,7 +49,7 @@ def test_a_beat_naming_units_not_its_own_gets_them_back_as_lost(
     chainless_api: ApiServer, redis_url: str
 ) -> None:
     head = Account.create()
-    joined(chainless_api, head.address)
+    joined_miner(chainless_api.app.state.settings.database_url, head.address)
     LiveMembership(Redis.from_url(redis_url)).beat(head.address, Heartbeat(1.0))
     answer = beat(chainless_api, head, 1.0, units=[7, 9])
     assert answer.json() == {"status": "ok", "lost": [7, 9]}
@@ -74,7 +60,7 @@ def test_a_beat_with_a_time_no_planner_can_use_is_refused(chainless_api: ApiServ
     the field; the miner's last good beat stands."""
     live = LiveMembership(Redis.from_url(redis_url))
     miner = Account.create()
-    joined(chainless_api, miner.address)
+    joined_miner(chainless_api.app.state.settings.database_url, miner.address)
     assert beat(chainless_api, miner, 2.0).json() == {"status": "ok", "lost": []}
     client = chainless_api.client(miner)
     good = {"layer_latency_ms": 2.0, "queue_depth": 0, "units": [], "rtt_ms": {}}

@@ -81,36 +81,20 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-import sqlalchemy as sa
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from redis import Redis
-from sqlalchemy.orm import Session
 
 from client_sdk.chain.anvil import free_port
 from client_sdk.device import DeviceProfile
 from coordinator.config import ServedModel, Settings
 from coordinator.db.migrate import upgrade
-from coordinator.db.models import Miner
 from coordinator.services.live import Heartbeat, LiveMembership
 from coordinator.wakes import Doorbell, counter_key
 from tests.coordinator.conftest import ApiServer
+from tests.coordinator.helpers import joined_miner
 
 # --- helpers ------------------------------------------------------------------------------------------------
-
-
-def a_row(api: ApiServer, address: str) -> None:
-    """A miner row as a join leaves it (joins are tested with a chain elsewhere)."""
-    engine = sa.create_engine(api.app.state.settings.database_url)
-    with Session(engine) as session, session.begin():
-        session.add(
-            Miner(
-                address=address, model="tiny/qwen3", endpoint="tcp://127.0.0.1:1", link_key="k" * 40,
-                region="us-east-1", gpu="cpu", memory_gb=1, tflops=1, mem_bandwidth_gb_s=1,
-                layer_latency_ms=1, joined_at=0,
-            )
-        )  # fmt: skip
-    engine.dispose()
 
 
 def make_live(redis_url: str, address: str) -> None:
@@ -492,7 +476,7 @@ def test_fuzzed_wake_and_heartbeat_queries_never_answer_500(chainless_api: ApiSe
     """WITHSTOOD: every odd `seen`/`wait_s` is a 400 (or a valid value answered at once), never a 500; NaN and
     infinities never reach asyncio's timers; odd heartbeat unit lists are 400 or ok."""
     miner = Account.create()
-    a_row(chainless_api, miner.address)
+    joined_miner(chainless_api.app.state.settings.database_url, miner.address)
     make_live(redis_url, miner.address)
     client = chainless_api.client(miner)
     queries = [
@@ -555,7 +539,7 @@ def test_waits_of_wallets_that_are_not_live_leave_nothing_behind(chainless_api: 
     """WITHSTOOD: a joined miner whose live entry ran out, and strangers, are refused (409 not_live) before
     any bookkeeping: nothing is left in the process's waits."""
     joined = Account.create()
-    a_row(chainless_api, joined.address)
+    joined_miner(chainless_api.app.state.settings.database_url, joined.address)
     for account in [joined] + [Account.create() for _ in range(10)]:
         answer = chainless_api.client(account).get("/v1/miners/wake?seen=0&wait_s=5")
         assert answer.status_code == 409 and answer.json()["error"]["code"] == "not_live"
@@ -569,7 +553,7 @@ def test_a_beat_only_ever_renews_its_own_signers_liveness(chainless_api: ApiServ
     own is sent to the database path (404)."""
     live = LiveMembership(Redis.from_url(redis_url))
     miner, victim, orphan = Account.create(), Account.create(), Account.create()
-    a_row(chainless_api, miner.address)
+    joined_miner(chainless_api.app.state.settings.database_url, miner.address)
     body = {"layer_latency_ms": 2.0, "queue_depth": 0, "units": [], "rtt_ms": {}}
     assert chainless_api.client(miner).post("/v1/miners/heartbeat", json=body).status_code == 200
     live.redis.set(live.key(victim.address), '{"layer_latency_ms": 9.0}', ex=3)
