@@ -12,7 +12,7 @@ from redis import Redis
 
 from client_sdk.chain.contracts import GPURegistry, Market, connect
 from client_sdk.chain.transactions import SendingLock
-from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, recover_signer
+from client_sdk.eip712 import Acceptance, ResultCommitment, acceptance_signer, digest, recover_signer
 from client_sdk.protocol.task import Task, TaskTerms
 from client_sdk.results import ResultTrees
 from coordinator.leases import leased_lock
@@ -108,6 +108,24 @@ class CoordinatorChain:
             return False
         return chain_now >= release_at and not tasks.vouches_of(task_id)
 
+    def unsignable(self, commitment: ResultCommitment) -> tuple[set[str], set[str]]:
+        """(revoked, vouched): the task's assigned miners (lowercase) that revoked the signer they accepted it
+        with and did not vouch on-chain for exactly `commitment` (no signature can carry their slot: they are
+        left out, or their lines served again without them), and those that vouched for exactly it (an empty
+        signature carries their slot)."""
+        tasks = self.market.tasks
+        miners = tasks.miners_of(commitment.task_id)
+        vouches = tasks.vouches_of(commitment.task_id) or [bytes(32)] * len(miners)
+        chain_id, registry = self.market.w3.eth.chain_id, self.market.deployment.task_registry
+        vouched = {
+            m.lower()
+            for m, v in zip(miners, vouches, strict=True)
+            if v == digest(commitment, m, chain_id, registry)
+        }
+        mask = tasks.revoked_mask_of(commitment.task_id)
+        revoked = {m.lower() for i, m in enumerate(miners) if mask >> i & 1} - vouched
+        return revoked, vouched
+
     def signer_of(self, miner: str) -> str:
         return self.market.registry.profile_of(miner).signer
 
@@ -123,12 +141,15 @@ class CoordinatorChain:
     def check_signature(self, miner: str, signature: bytes, commitment: ResultCommitment) -> bool:
         """Whether `signature` is over the commitment for `miner` by the signer it accepted the task with (the
         one the contract checks, whatever the miner registers later); False for a miner the task does not
-        have."""
+        have, or one that revoked that signer for the task."""
         tasks = self.market.tasks
         assigned = [m.lower() for m in tasks.miners_of(commitment.task_id)]
         if miner.lower() not in assigned:
             return False
-        signer = tasks.signers_of(commitment.task_id)[assigned.index(miner.lower())]
+        index = assigned.index(miner.lower())
+        if tasks.revoked_mask_of(commitment.task_id) >> index & 1:
+            return False  # the miner revoked that signer for this task: the contract refuses its signature
+        signer = tasks.signers_of(commitment.task_id)[index]
         chain_id = self.market.w3.eth.chain_id
         registry = self.market.deployment.task_registry
         recovered = recover_signer(signature, commitment, miner, chain_id, registry)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from typer.testing import CliRunner, Result
 
@@ -27,7 +28,7 @@ from miner.cli.arbitration import app as arbitration_app
 from miner.tiny_checkpoint import build_checkpoint
 from miner.transport.security import LinkKeys
 from tests.conftest import MIN_STAKE, UNBONDING_PERIOD
-from tests.helpers import usage_error
+from tests.helpers import assigned_task, usage_error
 
 REGISTER = [
     "register", "--gpu", "RTX4090-24GB", "--vram-gb", "24", "--region", "eu-west-1",
@@ -383,6 +384,31 @@ def test_unbonding_warns_when_it_restarts_a_wait_or_leaves_less_than_the_minimum
     ]
     stake = admin_market.registry.stake_of(miner.address)
     assert (stake.free, stake.unbonding) == (80 * 10**6, 170 * 10**6)
+
+
+def test_signer_set_and_revoke_on_an_open_task(
+    admin_market: Market, accounts: list[LocalAccount], run: Invoke, miner: LocalAccount
+) -> None:
+    """The miner's account points its signer at a new key and revokes the old one on its assigned task; a task
+    not its own, one that does not exist, a second revocation and a bad address each get their one line."""
+    coordinator, user, other = accounts[1], accounts[2], accounts[4]
+    task_id = assigned_task(admin_market, coordinator, user, [miner])
+    stranger_task = assigned_task(admin_market, coordinator, user, [other])
+    fresh = Account.create().address
+
+    assert "is not an address" in one_line_error(run("signer", "set", "0x1234"))
+    result = run("signer", "set", fresh)
+    assert result.exit_code == 0, result.output
+    assert f"signer changed from {miner.address} to {fresh}" in " ".join(result.stdout.split())
+    assert admin_market.registry.profile_of(miner.address).signer == fresh
+
+    assert one_line_error(run("signer", "revoke", "999")) == "error: there is no task 999"
+    assert "is not assigned to" in one_line_error(run("signer", "revoke", str(stranger_task)))
+    result = run("signer", "revoke", str(task_id))
+    assert result.exit_code == 0, result.output
+    assert f"task {task_id}: revoked signer {miner.address}" in result.stdout
+    assert admin_market.tasks.revoked_mask_of(task_id) == 1
+    assert f"task {task_id}: already revoked" in run("signer", "revoke", str(task_id)).stdout
 
 
 def test_entry_point_prints_one_line_without_traceback(tmp_path: Path) -> None:

@@ -281,6 +281,16 @@ class TaskRegistry(_Bound):
         signature in `commit_results` and stops the task from being released."""
         return self._send(self.contract.functions.vouchResults(commitment.task_id, commitment.as_tuple()))
 
+    def revoke_signer(self, task_id: int) -> TxReceipt:
+        """An assigned miner (its own account) revokes the signer it accepted Assigned task `task_id` with
+        (a leaked key): that key's signature and vouch are refused for the task from now on, its standing
+        vouch dropped; the miner is left out of the commitment unless its account vouches."""
+        return self._send(self.contract.functions.revokeSigner(task_id))
+
+    def revoked_mask_of(self, task_id: int) -> int:
+        """Bit i set: assigned miner i revoked the signer it accepted the task with."""
+        return int(self.contract.functions.revokedMaskOf(task_id).call())
+
     def vouches_of(self, task_id: int) -> list[bytes]:
         """Per assigned miner, the commitment digest it vouched for on-chain (32 zero bytes where none; an
         empty list while no miner vouched)."""
@@ -360,10 +370,10 @@ class VerifierRegistry(_StakeRegistry):
     def verifier_of(self, account: str) -> Verifier:
         return from_abi(Verifier, self.contract.functions.verifierOf(account).call())
 
-    def registered_since(self, from_block: int) -> list[str]:
-        """Every address that registered as a verifier from block `from_block` on (its VerifierRegistered
-        events), in registration order; exited ones too."""
-        events = self.contract.events.VerifierRegistered().get_logs(from_block=from_block)
+    def registered_between(self, from_block: int, to_block: int) -> list[str]:
+        """Every address that registered as a verifier in blocks `from_block` to `to_block` (inclusive; its
+        VerifierRegistered events), in registration order; exited ones too."""
+        events = self.contract.events.VerifierRegistered().get_logs(from_block=from_block, to_block=to_block)
         return [str(event["args"]["verifier"]) for event in events]
 
     def total_weight(self, model: bytes) -> int:
@@ -487,22 +497,22 @@ class Arbitration(_Seeded):
         audit's dispute is `audit_of(task_id).dispute_id`)."""
         return int(self.contract.functions.disputeOfTask(task_id).call())
 
-    def resolution_of(self, dispute_id: int, from_block: int) -> Resolution | None:
-        """What dispute `dispute_id` moved when it was resolved (its DisputeResolved event, searched from
-        block `from_block`: the deployment's); None while it is not resolved."""
+    def resolutions_between(self, dispute_id: int, from_block: int, to_block: int) -> list[Resolution]:
+        """What dispute `dispute_id` moved when it was resolved, if that was in blocks `from_block` to
+        `to_block` (inclusive; its DisputeResolved event): one item, or none."""
         events = self.contract.events.DisputeResolved().get_logs(
-            from_block=from_block, argument_filters={"disputeId": dispute_id}
+            from_block=from_block, to_block=to_block, argument_filters={"disputeId": dispute_id}
         )
-        if not events:
-            return None
-        args = events[0]["args"]
-        return Resolution(
-            DisputeStatus(args["outcome"]),
-            int(args["slashed"]),
-            int(args["jurorRewards"]),
-            int(args["penalties"]),
-            int(events[0]["blockNumber"]),
-        )
+        return [
+            Resolution(
+                DisputeStatus(event["args"]["outcome"]),
+                int(event["args"]["slashed"]),
+                int(event["args"]["jurorRewards"]),
+                int(event["args"]["penalties"]),
+                int(event["blockNumber"]),
+            )
+            for event in events
+        ]
 
     def vote_commitment(
         self, dispute_id: int, round_index: int, juror: str, choice: Vote, salt: bytes

@@ -136,6 +136,9 @@ contract TaskRegistry is TaskEvidence {
         uint256 i = 0;
         while (i < count && miners[i] != msg.sender && _signers[taskId][i] != msg.sender) ++i;
         if (i == count) revert NotAssignedMiner(taskId, msg.sender);
+        if (miners[i] != msg.sender && (_revokedMask[taskId] >> i) & 1 == 1) {
+            revert SignerRevoked(taskId, msg.sender);
+        }
         bytes32[] storage vouches = _vouches[taskId];
         if (vouches.length == 0) {
             for (uint256 k = 0; k < count; ++k) {
@@ -145,6 +148,21 @@ contract TaskRegistry is TaskEvidence {
         bytes32 digest = commitmentDigest(taskId, c, miners[i]);
         vouches[i] = digest;
         emit ResultsVouched(taskId, miners[i], digest, c.servedRoots[i]);
+    }
+
+    /// @inheritdoc ITaskRegistry
+    /// @dev Only while Assigned: a committed task's signatures are already checked, and who signed is final.
+    function revokeSigner(uint256 taskId) external {
+        Task storage task = _existing(taskId);
+        _requireStatus(taskId, task, TaskStatus.Assigned);
+        address[] storage miners = _miners[taskId];
+        uint256 i = 0;
+        while (i < miners.length && miners[i] != msg.sender) ++i;
+        if (i == miners.length) revert NotAssignedMiner(taskId, msg.sender);
+        _revokedMask[taskId] |= 1 << i;
+        bytes32[] storage vouches = _vouches[taskId];
+        if (vouches.length != 0) vouches[i] = bytes32(0); // it may be the thief's; the length still stops a release
+        emit TaskSignerRevoked(taskId, msg.sender, _signers[taskId][i]);
     }
 
     /// @inheritdoc ITaskRegistry

@@ -29,6 +29,9 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
     /// @notice Role of the arbitration contract: locks seats and releases them with penalties.
     bytes32 public constant ARBITER_ROLE = keccak256("ARBITER_ROLE");
     uint256 public constant MAX_UNBONDING = 30 days;
+    /// @notice Longer than any round's drawing phase (Arbitration.MAX_PHASE): a verifier that exits after a round
+    /// opened, which the round's draw still reads as staked, cannot withdraw before that draw locks its seats.
+    uint256 public constant MIN_UNBONDING = 2 days;
 
     IERC20 public immutable token;
     /// @notice Where penalties go (the payment escrow, which shares them out to coherent jurors).
@@ -424,6 +427,7 @@ contract VerifierRegistry is IVerifierRegistry, AccessControl {
 
     function _setUnbondingPeriod(uint256 period) private {
         if (period > MAX_UNBONDING) revert UnbondingTooLong(period, MAX_UNBONDING);
+        if (period < MIN_UNBONDING) revert UnbondingTooShort(period, MIN_UNBONDING);
         unbondingPeriod = period;
         emit UnbondingPeriodChanged(period);
     }

@@ -539,7 +539,7 @@ contract AttacksTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IE.TransferShortfall.selector, 100e6, 99e6));
         e.depositEscrow(1, alice, 100e6);
 
-        VerifierRegistry v = new VerifierRegistry(IERC20(address(fee)), address(e), admin, 1e6, 1 days);
+        VerifierRegistry v = new VerifierRegistry(IERC20(address(fee)), address(e), admin, 1e6, 3 days);
         vm.prank(alice);
         fee.approve(address(v), 100e6);
         vm.prank(alice);

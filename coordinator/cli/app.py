@@ -62,7 +62,8 @@ def deploy_command(
     min_stake: Annotated[str, typer.Option(help="Minimum miner stake, in tokens.")] = "100",
     challenge_window: Annotated[int, typer.Option(help="Seconds to dispute committed results.")] = 86_400,
     voting_period: Annotated[
-        int, typer.Option(help="Seconds of each dispute phase (jury draw, commit, reveal, appeal).")
+        int,
+        typer.Option(help="Seconds of each dispute phase (jury draw, commit, reveal, appeal); 60 to 86,400."),
     ] = 43_200,
     unbonding_period: Annotated[
         int,

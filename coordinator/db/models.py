@@ -117,6 +117,7 @@ class Batch(Base):
 
     __table_args__ = (
         Index("ix_batches_owner_created", "owner", "created_at"),
+        Index("ix_batches_created_at", "created_at"),  # the explorer's count of the last day's batches
         # one live batch per task; a failed one (the owner's own, refused by the worker) frees the task id
         Index(
             "uq_batches_live_task",

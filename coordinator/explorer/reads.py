@@ -26,6 +26,7 @@ from coordinator.db.models import Acceptance, Batch, Miner, PipelineRecord, Resu
 from coordinator.db.session import Database
 from coordinator.explorer import views
 from coordinator.explorer.cache import Fresh
+from coordinator.explorer.logs import Forward
 from coordinator.services.batches import usages
 from coordinator.services.errors import NotFound, ServiceError
 from coordinator.services.live import LiveMembership
@@ -60,8 +61,10 @@ def batch_id(text: str) -> str:
 
 
 def chain_id(kind: str, text: str, known: int) -> int:
-    """A task or dispute id from the path: a decimal from 1 to `known` (the chain's count), else NotFound."""
-    if not (text.isascii() and text.isdecimal() and len(text) <= 19 and 1 <= int(text) <= min(known, MAX_ID)):
+    """A task or dispute id from the path: a decimal from 1 to `known` (the chain's count) written without
+    leading zeros (one spelling per id: each would be a page of its own to read), else NotFound."""
+    canonical = text.isascii() and text.isdecimal() and len(text) <= 19 and not text.startswith("0")
+    if not (canonical and 1 <= int(text) <= min(known, MAX_ID)):
         raise NotFound(kind, text[:40])
     return int(text)
 
@@ -79,8 +82,9 @@ class Explorer:
         self.database, self.live, self.chain, self.settings = database, live, chain, settings
         self.pages: Fresh[tuple[str, str], views.Page] = Fresh(CACHED_PAGES, PAGE_TTL_S)
         self.counts: Fresh[str, tuple[int, int]] = Fresh(1, PAGE_TTL_S)
-        # final: read once a dispute is no longer open, when its DisputeResolved event exists
-        self.resolutions: Recent[int, Resolution | None] = Recent(CACHED_PAGES)
+        # per resolved dispute, the search for its DisputeResolved event (read on until found, then final)
+        self.resolutions: Recent[int, Forward[Resolution]] = Recent(CACHED_PAGES)
+        self.registrations: Recent[str, Forward[str]] = Recent(1)  # the newest VerifierRegistered
         self.symbols: Recent[str, str] = Recent(1)
         self.limiter = anyio.CapacityLimiter(READ_THREADS)
 
@@ -94,10 +98,10 @@ class Explorer:
             "disputes": lambda _key: self._disputes(),
         }
         build = builders[kind]
-        async with self.database.request_slots:
+        # the explorer's own threads first: visitors waiting for them hold none of the API's request slots
+        async with self.limiter, self.database.request_slots:
             return await anyio.to_thread.run_sync(
-                lambda: self.pages.get((kind, key), lambda: self._guarded(lambda: build(key))),
-                limiter=self.limiter,
+                lambda: self.pages.get((kind, key), lambda: self._guarded(lambda: build(key)))
             )
 
     def _guarded(self, build: Callable[[], T]) -> T:
@@ -144,8 +148,16 @@ class Explorer:
                 )
             )[::-1]
             per_minute = _tokens_by_minute(session, now)
-            recent = select(Batch.status, func.count()).where(Batch.created_at >= now - RECENT_BATCHES_S)
-            batch_counts = {str(s): int(n) for s, n in session.execute(recent.group_by(Batch.status))}
+            # the last day's batches by the created_at index, then counted: grouped in one query, SQLite
+            # would rather walk the status index through every batch ever stored
+            day = (
+                select(Batch.status)
+                .where(Batch.created_at >= now - RECENT_BATCHES_S)
+                .cte("day")
+                .prefix_with("MATERIALIZED")
+            )
+            by_status = select(day.c.status, func.count()).group_by(day.c.status)
+            batch_counts = {str(s): int(n) for s, n in session.execute(by_status)}
         beats = self.live.alive(m.address for m in miners)
         stakes, counts = {}, None
         if self.chain is not None:
@@ -216,10 +228,16 @@ class Explorer:
             )
         resolution = None
         if record.status != DisputeStatus.OPEN:
-            block = market.deployment.block
-            resolution = self.resolutions.get(
-                dispute_id, lambda: arbitration.resolution_of(dispute_id, block)
+            search = self.resolutions.get(
+                dispute_id,
+                lambda: Forward(
+                    record.opened_at_block,
+                    lambda start, end: arbitration.resolutions_between(dispute_id, start, end),
+                    keep=1,
+                    once=True,
+                ),
             )
+            resolution = next(iter(search.read(market.w3.eth.block_number)), None)
         inputs = views.DisputeInputs(
             dispute_id=dispute_id,
             dispute=record,
@@ -239,7 +257,10 @@ class Explorer:
             for did in range(newest, max(0, newest - RECENT_DISPUTES), -1)
         }
         registry = market.verifiers
-        registered = list(dict.fromkeys(registry.registered_since(market.deployment.block)))[-MAX_VERIFIERS:]
+        registrations = self.registrations.get(
+            "verifiers", lambda: Forward(market.deployment.block, registry.registered_between, MAX_VERIFIERS)
+        )
+        registered = registrations.read(market.w3.eth.block_number)  # an address registers once
         verifiers = [
             views.VerifierInputs(v, registry.verifier_of(v), registry.models_of(v))
             for v in reversed(registered)

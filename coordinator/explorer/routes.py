@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from client_sdk.protocol.envelope import error_body
@@ -71,10 +72,23 @@ class Protected:
         await self.app(scope, receive, sending)
 
 
+class Static(StaticFiles):
+    """The explorer's script and style sheet; any other path under /explorer/static is the explorer's 404 page
+    (as every unknown explorer path is), not the API's JSON error."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        try:
+            return await super().get_response(path, scope)
+        except HTTPException as exc:
+            if exc.status_code != 404:
+                raise
+            return _error_page(404, "no such explorer file")
+
+
 def install(app: FastAPI, explorer: Explorer) -> None:
     """Serves the explorer from `app`: its pages, JSON twins and static files."""
     app.state.explorer = explorer
-    app.mount(f"{PREFIX}/static", StaticFiles(directory=HERE / "static"), name="explorer-static")
+    app.mount(f"{PREFIX}/static", Static(directory=HERE / "static"), name="explorer-static")
     app.include_router(router)
     app.add_middleware(Protected)
 

@@ -322,6 +322,13 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
     signatures = {s.miner: s for s in stored}
     missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
     if missing:
+        revoked, vouched = ctx.chain.unsignable(commitment)  # read only while someone has yet to sign
+        missing = [m for m in missing if m.lower() not in vouched]  # an on-chain vouch carries the slot
+        cut = [m for m in missing if m.lower() in revoked]
+        if cut:
+            _serve_without_revoked(session, ctx, batch, cut, now)
+            return
+    if missing:
         _await_signers(session, ctx, batch, missing, now)
         return
     if _drop_stale(session, ctx, commitment, signatures):
@@ -368,16 +375,40 @@ def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[s
     batch.status_detail = waiting + (silent if gone else "")
 
 
-def reserve_without(session: Session, ctx: Context, batch: Batch, gone: list[str], now: int) -> int:
+def _serve_without_revoked(
+    session: Session, ctx: Context, batch: Batch, revoked: list[str], now: int
+) -> None:
+    """Miners that revoked the signer they accepted the task with (a leaked key) can no longer sign its
+    commitment: their lines are served again on a live pipeline without them. While there is none, the batch
+    waits (for a re-plan, or for their accounts to vouch on-chain); serving them again on the same miners
+    would only come back here."""
+    cut = {m.lower() for m in revoked}
+    usable = _usable_pipelines(session, ctx, batch, now)
+    if any(not {m.lower() for m in p.miners} & cut for p in usable):
+        who = ", ".join(revoked)
+        reason = f"miner(s) {who} served them but revoked the signer key they accepted the task with"
+        reserve_without(session, ctx, batch, revoked, now, reason)
+        return
+    batch.status_detail = (
+        f"waiting: miner(s) {', '.join(revoked)} revoked the signer key they accepted task {batch.task_id}"
+        " with; their lines are served again once a pipeline without them is live, or their accounts vouch"
+        " on-chain"
+    )
+
+
+def reserve_without(
+    session: Session, ctx: Context, batch: Batch, gone: list[str], now: int, reason: str | None = None
+) -> int:
     """Serves again the lines whose pipeline includes a miner of `gone`, on pipelines without them; returns
-    how many. Those miners are then paid nothing and vouch for nothing."""
+    how many. Those miners are then paid nothing and vouch for nothing. `reason` is what the batch's status
+    says (by default: they are gone and cannot sign)."""
     lines = [
         r.line_index
         for r in session.scalars(select(Result).where(Result.batch_id == batch.id, Result.ok))
         if set(r.pipeline) & set(gone)
     ]
-    reason = f"miner(s) {', '.join(gone)} served them but are gone and cannot sign"
-    return serve_again(session, ctx, batch, lines, set(gone), reason, now)
+    why = reason or f"miner(s) {', '.join(gone)} served them but are gone and cannot sign"
+    return serve_again(session, ctx, batch, lines, set(gone), why, now)
 
 
 def serve_again(

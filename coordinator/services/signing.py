@@ -86,7 +86,9 @@ def accept(
     commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
     if len(raw) != 65 or not chain.check_signature(miner, raw, commitment):
         raise InvalidInput(
-            "the signature is not over this commitment by the signer you accepted the task with", "signature"
+            "the signature is not over this commitment by the signer you accepted the task with (or you"
+            " revoked that signer for this task)",
+            "signature",
         )
     if session.get(Signature, (batch_id, miner)) is None:
         session.add(Signature(batch_id=batch_id, miner=miner, signature="0x" + raw.hex(), created_at=now))

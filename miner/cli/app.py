@@ -33,6 +33,7 @@ from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
+from client_sdk.protocol.task import TaskStatus
 from client_sdk.units import format_amount, format_utc, parse_amount
 from miner.cli import relay as relay_command
 from miner.cli import serve as node_command
@@ -43,6 +44,11 @@ app = command_group(
 )
 stake_app = command_group("Your stake: add to it, take it out (unbonding first), show it.")
 app.add_typer(stake_app, name="stake")
+signer_app = command_group(
+    "The key that signs your results and consents (your signer): point it at a new key, or revoke a leaked "
+    "one for the tasks you accepted with it. Run these with the miner's own account key, not the signer's."
+)
+app.add_typer(signer_app, name="signer")
 
 
 @app.command()
@@ -191,6 +197,56 @@ def update(
         return
     market.registry.set_endpoint(endpoint)
     console.print(f"endpoint changed from {old} to {endpoint}; restart `miner serve` to use it")
+
+
+@signer_app.command("set")
+@on_chain(signing=True)
+def signer_set(
+    market: Market,
+    signer: Annotated[str, typer.Argument(help="The new signer's address (0x and 40 hex digits).")],
+) -> None:
+    """Point your signer at a new key, for the tasks you accept from now on (a task keeps the signer it was
+    accepted with: revoke a leaked one there with `miner signer revoke`)."""
+    me = _registered(market)
+    if not market.w3.is_address(signer):
+        raise UserError(f"{signer!r} is not an address (0x and 40 hex digits)")
+    new = market.w3.to_checksum_address(signer)
+    old = market.registry.profile_of(me).signer
+    if old == new:
+        console.print(f"the signer is already {new}; nothing to change")
+        return
+    market.registry.set_signer(new)
+    console.print(f"signer changed from {old} to {new} for the tasks you accept from now on")
+
+
+@signer_app.command("revoke")
+@on_chain(signing=True)
+def signer_revoke(
+    market: Market,
+    task_ids: Annotated[list[int], typer.Argument(min=1, help="The tasks (ids) to revoke the signer on.")],
+) -> None:
+    """Revoke, on each task given, the signer you accepted it with (its key leaked): the task refuses that
+    key's signature and vouch from now on and drops its vouch, so a thief cannot make you answer for totals it
+    signs. You are then left out of the task's results (paid nothing, answering for nothing) unless your own
+    account vouches for them on-chain. Only while a task is assigned, not yet committed."""
+    me = _registered(market)
+    tasks = market.tasks
+    for task_id in task_ids:
+        if not 1 <= task_id <= tasks.task_count():
+            raise UserError(f"there is no task {task_id}")
+        assigned = [m.lower() for m in tasks.miners_of(task_id)]
+        if me.lower() not in assigned:
+            raise UserError(f"task {task_id} is not assigned to {me}")
+        status = tasks.get_task(task_id).status
+        if status != TaskStatus.ASSIGNED:
+            state = status.name.lower().replace("_", " ")
+            raise UserError(f"task {task_id} is {state}: a signer is revoked only while it is assigned")
+        index = assigned.index(me.lower())
+        if tasks.revoked_mask_of(task_id) >> index & 1:
+            console.print(f"task {task_id}: already revoked")
+            continue
+        tasks.revoke_signer(task_id)
+        console.print(f"task {task_id}: revoked signer {tasks.signers_of(task_id)[index]}")
 
 
 @stake_app.command("add")

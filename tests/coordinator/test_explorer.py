@@ -6,7 +6,9 @@ over a running market, in a browser, is tests/e2e/test_explorer.py."""
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -15,6 +17,7 @@ from coordinator.db.models import Batch, File, FileContent, Miner, PipelineRecor
 from coordinator.db.session import Database
 from coordinator.explorer import views
 from coordinator.explorer.cache import Fresh
+from coordinator.explorer.logs import LOG_SPAN, MAX_SPANS, Forward
 from coordinator.explorer.reads import batch_id, chain_id
 from coordinator.explorer.routes import HEADERS, templates
 from coordinator.services.errors import NotFound
@@ -133,7 +136,50 @@ def test_the_cache_keeps_values_for_their_time_and_only_so_many() -> None:
     assert make("a", 6) == 6 and made == ["a", "a", "b", "c", "a"]
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "1e3", "01x", "9" * 19, "9" * 400, "٣", " 1", "6"])
+def test_a_value_is_kept_for_its_time_from_when_it_was_made() -> None:
+    clock = [0.0]
+    cache: Fresh[str, int] = Fresh(size=2, ttl_s=2.0, clock=lambda: clock[0])
+
+    def slow() -> int:
+        clock[0] += 5.0  # its reads took longer than the ttl
+        return 1
+
+    assert cache.get("a", slow) == 1
+    clock[0] += 1.0
+    assert cache.get("a", lambda: 2) == 1
+
+
+def test_one_thread_makes_a_key_while_the_others_wait_for_its_value() -> None:
+    cache: Fresh[str, int] = Fresh(size=2, ttl_s=60.0)
+    started, release, made = threading.Event(), threading.Event(), []
+
+    def make() -> int:
+        made.append(1)
+        started.set()
+        release.wait(10)
+        return 7
+
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(cache.get, "a", make)
+        assert started.wait(10)
+        others = [pool.submit(cache.get, "a", make) for _ in range(3)]
+        release.set()
+        assert [f.result(10) for f in (first, *others)] == [7, 7, 7, 7]
+    assert made == [1]
+
+
+def test_a_make_that_fails_keeps_nothing_and_the_next_caller_makes_it() -> None:
+    cache: Fresh[str, int] = Fresh(size=2, ttl_s=60.0)
+
+    def broken() -> int:
+        raise OSError("the chain is down")
+
+    with pytest.raises(OSError):
+        cache.get("a", broken)
+    assert cache.get("a", lambda: 3) == 3
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "1e3", "01x", "01", "0005", "9" * 19, "9" * 400, "٣", " 1", "6"])
 def test_a_chain_id_is_a_decimal_up_to_the_chain_s_count(text: str) -> None:
     with pytest.raises(NotFound):
         chain_id("task", text, known=5)
@@ -220,3 +266,51 @@ def test_the_routes_read_only_strict_headers_no_content(chainless_api: ApiServer
         == f"/explorer/batches/{batch}"
     )
     assert not any(path.startswith("/explorer") for path in httpx.get(f"{base}/openapi.json").json()["paths"])
+
+
+def test_events_are_read_forward_in_spans_never_twice() -> None:
+    asked: list[tuple[int, int]] = []
+    events = {12_000: "a", 30_000: "b", 52_000: "c"}  # block -> event
+
+    def fetch(start: int, end: int) -> list[str]:
+        asked.append((start, end))
+        return [e for block, e in sorted(events.items()) if start <= block <= end]
+
+    verifiers = Forward(100, fetch, keep=2)
+    assert verifiers.read(60_000) == ["a", "b"]  # eight spans of LOG_SPAN blocks: up to 40,099
+    assert asked == [(100 + i * LOG_SPAN, 99 + (i + 1) * LOG_SPAN) for i in range(MAX_SPANS)]
+    asked.clear()
+    assert verifiers.read(60_000) == ["b", "c"]  # on from 40,100, the oldest leaves
+    assert asked[0] == (40_100, 45_099) and asked[-1] == (55_100, 60_000)
+    asked.clear()
+    assert verifiers.read(60_000) == ["b", "c"] and asked == []  # nothing new: no call
+
+
+def test_a_search_for_one_event_stops_at_it_and_reads_the_head_again_until_then() -> None:
+    logged: dict[int, str] = {}
+    asked: list[tuple[int, int]] = []
+
+    def fetch(start: int, end: int) -> list[str]:
+        asked.append((start, end))
+        return [e for block, e in logged.items() if start <= block <= end]
+
+    resolution = Forward(1_000, fetch, keep=1, once=True)
+    assert resolution.read(1_010) == []  # the state says resolved, the node's logs lag
+    logged[1_005] = "resolved"
+    assert resolution.read(1_012) == ["resolved"] and asked == [(1_000, 1_010), (1_000, 1_012)]
+    assert resolution.read(9_000) == ["resolved"] and len(asked) == 2  # found: never read again
+
+
+def test_a_failed_span_is_read_again() -> None:
+    calls = [0]
+
+    def flaky(start: int, end: int) -> list[int]:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise OSError("the node is down")
+        return [start]
+
+    log = Forward(7, flaky, keep=4)
+    with pytest.raises(OSError):
+        log.read(10)
+    assert log.read(10) == [7]

@@ -117,3 +117,32 @@ def test_a_batch_not_collecting_signatures_refuses_them(
     add_batch(database, "batch_c", 3, miner.address, status="in_progress")
     with pytest.raises(Conflict, match="is not waiting for signatures"), database.session() as s:
         signing.accept(s, CoordinatorChain(admin_market), miner.address, "batch_c", "0x00", now=0)
+
+
+def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
+    admin_market: Market, accounts: list[LocalAccount], database: Database
+) -> None:
+    """The miner's account revokes the signer it accepted the task with: the coordinator refuses that key's
+    signature for the task (the contract would), counts the miner among those no signature can carry, and
+    once the account vouches on-chain for exactly this commitment, among those an empty signature carries."""
+    miner, coordinator, user = accounts[3], accounts[1], accounts[2]
+    chain = CoordinatorChain(admin_market)
+    task_id = assigned_task(admin_market, coordinator, user, [miner])
+    add_batch(database, "batch_r", task_id, miner.address)
+    good = signature_for(miner, admin_market, database, "batch_r")
+    with database.session() as s:
+        batch = s.get(Batch, "batch_r")
+        assert batch is not None
+        commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
+    assert chain.unsignable(commitment) == (set(), set())
+
+    admin_market.as_account(miner).tasks.revoke_signer(task_id)
+    with (
+        pytest.raises(InvalidInput, match="not over this commitment by the signer you accepted"),
+        database.session() as s,
+    ):
+        signing.accept(s, chain, miner.address, "batch_r", good, now=0)
+    assert chain.unsignable(commitment) == ({miner.address.lower()}, set())
+
+    admin_market.as_account(miner).tasks.vouch_results(commitment)  # its own account, not the revoked key
+    assert chain.unsignable(commitment) == (set(), {miner.address.lower()})

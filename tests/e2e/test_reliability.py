@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.client import Client
 from client_sdk.protocol.task import TaskStatus
-from coordinator.db.models import PipelineRecord, WorkUnit
+from coordinator.db.models import PipelineRecord, Result, WorkUnit
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -86,6 +86,54 @@ def test_a_killed_miner_loses_no_line(system: LocalSystem) -> None:
     wait_for(lambda: served_without(client, batch_id), timeout=180)
     system.start_miner(0)  # back from the crash: it signs what it served before, from its journal
     assert_exactly_once(client, batch_id, "kill")
+
+
+def servers_of(system: LocalSystem, batch_id: str) -> set[str]:
+    """The miners that served the batch's stored lines so far."""
+    engine = sa.create_engine(system.database_url)
+    try:
+        with Session(engine) as session:
+            pipelines = session.scalars(sa.select(Result.pipeline).where(Result.batch_id == batch_id))
+            return {miner for pipeline in pipelines for miner in pipeline}
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("system", ["sqlite"], indirect=True)  # the coordinator's rule, not the database's
+def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: LocalSystem) -> None:
+    """A miner's signer key leaked mid-batch: its own account revokes that signer on the task. Its node stays
+    up and offers its signature, which the task now refuses; the coordinator serves the lines it served again
+    on the other pipeline and commits without it: the miner that revoked is paid nothing and keeps its whole
+    stake, the other is paid exactly its committed amount."""
+    client, market = system.client(), system.market
+    system.advance_chain_time(system.config.challenge_window + 1)  # earlier batches settle first
+    earlier = range(1, market.tasks.task_count() + 1)
+    settled = (TaskStatus.FINALIZED, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
+    wait_for(lambda: all(market.tasks.get_task(t).status in settled for t in earlier))
+    before = {m.address: market.escrow.balance_of(m.address) for m in system.miner_accounts}
+    batch_id = submit(client, "revoked", PART_DONE_TOKENS)
+    served = wait_for(
+        lambda: 0 < completed(client, batch_id) < REQUESTS and servers_of(system, batch_id), poll=0.1
+    )
+    task_id = client.batches.retrieve(batch_id).task_id
+    [victim] = [m for m in system.miner_accounts if m.address == sorted(served)[0]]
+    system.market_as(victim).tasks.revoke_signer(task_id)
+    assert_exactly_once(client, batch_id, "revoked")
+
+    miners = market.tasks.miners_of(task_id)
+    amounts = dict(zip(miners, market.tasks.miner_amounts_of(task_id), strict=True))
+    bit = 1 << miners.index(victim.address)
+    assert market.tasks.revoked_mask_of(task_id) == bit
+    assert market.tasks.signed_mask_of(task_id) & bit == 0
+    assert amounts[victim.address] == 0
+    task = market.tasks.get_task(task_id)
+    assert sum(amounts.values()) == task.payment - task.payment * system.config.fee_bps // 10_000
+    system.advance_chain_time(system.config.challenge_window + 1)
+    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
+    for miner in miners:
+        assert market.escrow.balance_of(miner) - before[miner] == amounts[miner]
+        stake = market.registry.stake_of(miner)
+        assert (stake.locked, stake.free) == (0, system.config.miner_stake)
 
 
 def head_halfway_through_a_unit(system: LocalSystem, max_tokens: int) -> tuple[str, int] | None:

@@ -23,6 +23,9 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
     uint256 public constant MAX_NO_DECISION_FEE_BPS = 5_000;
     uint256 public constant MAX_BASE_JURY = 15;
     uint256 public constant MIN_PHASE = 1 minutes;
+    /// @notice Shorter than the verifiers' least unbonding (VerifierRegistry.MIN_UNBONDING): a round's drawing phase
+    /// lasts one phase, and a verifier it reads as staked must still be staked when it is drawn.
+    uint256 public constant MAX_PHASE = 1 days;
     uint256 public constant MAX_AUDIT_RATE_BPS = 10_000;
     uint256 internal constant BPS = 10_000;
 
@@ -112,6 +115,7 @@ abstract contract ArbitrationBase is IArbitration, AccessControl {
     function _setConfig(Config memory c) private {
         if (c.disputeBond == 0) revert ZeroBond();
         if (c.votingPeriod < MIN_PHASE) revert PhaseTooShort(c.votingPeriod, MIN_PHASE);
+        if (c.votingPeriod > MAX_PHASE) revert PhaseTooLong(c.votingPeriod, MAX_PHASE);
         if (c.verifierRewardBps > MAX_REWARD_BPS) revert RewardTooHigh(c.verifierRewardBps, MAX_REWARD_BPS);
         if (c.jurorPenaltyBps == 0 || c.jurorPenaltyBps > BPS) revert PenaltyOutOfRange(c.jurorPenaltyBps);
         if (c.noDecisionFeeBps > MAX_NO_DECISION_FEE_BPS) {

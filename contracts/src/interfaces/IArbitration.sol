@@ -98,6 +98,7 @@ interface IArbitration {
     error FeeTooHigh(uint256 bps, uint256 maximum);
     error JurySizeOutOfRange(uint256 seats);
     error PhaseTooShort(uint256 period, uint256 minimum);
+    error PhaseTooLong(uint256 period, uint256 maximum);
     error UnbondingTooShort(uint256 unbondingPeriod, uint256 exposure);
 
     error JuryNotDrawable(uint256 disputeId, uint256 readyAtBlock);

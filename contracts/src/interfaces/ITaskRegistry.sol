@@ -134,6 +134,7 @@ interface ITaskRegistry {
     error ReleaseNotDue(uint256 taskId, uint256 releaseAt);
     error TaskVouched(uint256 taskId);
     error VouchedOtherResults(address miner);
+    error SignerRevoked(uint256 taskId, address signer);
 
     event TaskCreated(
         uint256 indexed taskId,
@@ -158,6 +159,7 @@ interface ITaskRegistry {
     );
     event ResultsVouched(uint256 indexed taskId, address indexed miner, bytes32 digest, bytes32 servedRoot);
     event ReleaseRequested(uint256 indexed taskId, uint256 releaseAt);
+    event TaskSignerRevoked(uint256 indexed taskId, address indexed miner, address signer);
     event TaskDisputed(uint256 indexed taskId, uint256 openDisputes);
     event DisputeSettled(uint256 indexed taskId, uint256 openDisputes);
     event ChallengeExtended(uint256 indexed taskId, uint256 extension);
@@ -187,6 +189,13 @@ interface ITaskRegistry {
     /// its signature would: for an Assigned task that its coordinator does not commit. A vouch stands in for the
     /// miner's signature in `commitResults` and stops the task from being released. Emits ResultsVouched.
     function vouchResults(uint256 taskId, Commitment calldata commitment) external;
+
+    /// @notice An assigned miner (its own account, not its signer) revokes the signer it accepted an Assigned
+    /// task with, whose key has leaked: from now on that key's signature is refused at commit and its on-chain
+    /// vouch is too (a standing vouch is dropped: the miner's account may vouch again), so the miner is left
+    /// out of the commitment (paid nothing, answering for nothing) unless its account vouches. The key stays a
+    /// party of the task's disputes and audits. Emits TaskSignerRevoked.
+    function revokeSigner(uint256 taskId) external;
     /// @notice Assigns the task to `miners`, locking `stakeLock` of each one's stake: only with each miner's
     /// acceptance of exactly this task and lock (`acceptances[i]` for `miners[i]`), and never more than the larger
     /// of the task's maximum price and the minimum stake lock.
@@ -259,6 +268,8 @@ interface ITaskRegistry {
     function signedMaskOf(uint256 taskId) external view returns (uint256);
     /// @notice Per assigned miner, the commitment digest it vouched for on-chain (zero where it has not).
     function vouchesOf(uint256 taskId) external view returns (bytes32[] memory);
+    /// @notice Bit i set: assigned miner i revoked the signer it accepted the task with (`revokeSigner`).
+    function revokedMaskOf(uint256 taskId) external view returns (uint256);
     /// @notice When a requested release of the task may go through (0 when none was requested).
     function releaseAtOf(uint256 taskId) external view returns (uint256);
     /// @notice Checks that `leaf` is the committed result at its position (`proof` in the task's positional results

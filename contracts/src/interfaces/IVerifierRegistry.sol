@@ -30,6 +30,7 @@ interface IVerifierRegistry {
     error VerifierUnbondingNotFinished(uint256 releaseAt, uint256 nowTime);
     error VerifierStakeLocked(address verifier, uint256 locked);
     error UnbondingTooLong(uint256 period, uint256 maximum);
+    error UnbondingTooShort(uint256 period, uint256 minimum);
     error TransferShortfall(uint256 expected, uint256 received);
     error NoModels();
     error ZeroModel();

@@ -137,7 +137,8 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
     /// commitment naming that miner, or the miner vouched for exactly that on-chain (`vouchResults`),
     /// except that an empty signature stands for a miner that is paid nothing and vouches for nothing (a spare
     /// that served no line, or a miner gone for good whose lines were served again by others), and never for a
-    /// miner that vouched on-chain for other results. At least one miner must sign: no commitment stands on the
+    /// miner that vouched on-chain for other results. A revoked signer's signature is refused (its miner's
+    /// account may vouch instead). At least one miner must sign: no commitment stands on the
     /// coordinator's word alone. Returns who signed (bit i: miner i).
     function _checkSignatures(uint256 taskId, Commitment calldata c, bytes[] calldata signatures)
         internal
@@ -165,6 +166,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
             }
             signed |= 1 << i;
             address expected = _signers[taskId][i];
+            if ((_revokedMask[taskId] >> i) & 1 == 1) revert SignerRevoked(taskId, expected);
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
             if (err != ECDSA.RecoverError.NoError || recovered != expected) {
                 revert InvalidSignature(miners[i], recovered);

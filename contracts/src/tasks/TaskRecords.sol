@@ -26,6 +26,7 @@ abstract contract TaskRecords is TaskSettings {
     mapping(uint256 taskId => uint256) internal _extensions;
     mapping(uint256 taskId => bytes32[]) internal _vouches;
     mapping(uint256 taskId => uint64) internal _releaseAt;
+    mapping(uint256 taskId => uint256) internal _revokedMask;
 
     /// @inheritdoc ITaskRegistry
     function getTask(uint256 taskId) external view returns (Task memory) {
@@ -55,6 +56,11 @@ abstract contract TaskRecords is TaskSettings {
     /// @inheritdoc ITaskRegistry
     function signedMaskOf(uint256 taskId) external view returns (uint256) {
         return _signedMask[taskId];
+    }
+
+    /// @inheritdoc ITaskRegistry
+    function revokedMaskOf(uint256 taskId) external view returns (uint256) {
+        return _revokedMask[taskId];
     }
 
     /// @inheritdoc ITaskRegistry

@@ -143,7 +143,10 @@ contract Handler is Consent {
     bool public ghostHonestUsageRefuted;
     /// @dev A refutation took stake from a miner whose signature the refuted commitment did not carry.
     bool public ghostNonSignerSlashed;
+    /// @dev A signer its miner revoked on a task vouched for, or signed a commitment of, that task.
+    bool public ghostRevokedSignerSpoke;
     uint256 public signerChanges;
+    uint256 public signerRevocations;
     /// @dev Every signer key the miners have had, by address (a miner pointed at a stranger has none here).
     mapping(address signer => uint256 key) internal _keyOfSigner;
     // Adversarial actions that went through.
@@ -576,6 +579,41 @@ contract Handler is Consent {
     /// @notice A coordinator that withholds the commit: some or all assigned miners vouch on-chain for the
     /// commitment they signed, by their own address or their signer's; once all have, one of them commits it,
     /// else the coordinator tries to release the task after its notice. A vouched task is never released.
+    /// @notice A miner's account revokes the signer it accepted an Assigned task with (its key leaked); the thief
+    /// holding that key then tries to vouch for, and to commit signed, inflated totals: both must be refused as
+    /// revoked.
+    function revokeSigner(uint256 taskSeed, uint256 minerSeed) external track {
+        uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
+        if (id == 0) return;
+        address[] memory assigned = tasks.minersOf(id);
+        uint256 i = minerSeed % assigned.length;
+        vm.prank(assigned[i]);
+        tasks.revokeSigner(id);
+        ++signerRevocations;
+        address thief = tasks.signersOf(id)[i];
+        if (thief == assigned[i] || block.timestamp > tasks.getTask(id).deadline) return;
+        IT.Commitment memory c;
+        c.resultsRoot = keccak256(abi.encode("made up", id, minerSeed));
+        c.outputTokens = uint64(1 + minerSeed % 1e9);
+        c.payment = tasks.priceOf(id, 0, c.outputTokens);
+        c.minerAmounts = _randomShares(c.payment, assigned.length, minerSeed);
+        c.servedRoots = new bytes32[](assigned.length);
+        for (uint256 k = 0; k < assigned.length; ++k) {
+            c.servedRoots[k] = keccak256(abi.encode(c.resultsRoot, k));
+        }
+        vm.prank(thief);
+        try tasks.vouchResults(id, c) {
+            ghostRevokedSignerSpoke = true;
+        } catch {}
+        bytes[] memory sigs = _signFirst(id, c, assigned, assigned.length);
+        vm.prank(coordinator);
+        try tasks.commitResults(id, c, sigs) {
+            ghostRevokedSignerSpoke = true;
+        } catch (bytes memory reason) {
+            if (bytes4(reason) != IT.SignerRevoked.selector) ghostRevokedSignerSpoke = true; // refused otherwise
+        }
+    }
+
     function vouchAndCommit(uint256 taskSeed, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;

@@ -81,7 +81,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertEq(handler.joins(), 1);
 
         // Later lifecycle steps are listed more than once, so that runs often reach disputes.
-        bytes4[60] memory s = [
+        bytes4[61] memory s = [
             Handler.register.selector,
             Handler.addStake.selector,
             Handler.requestUnstake.selector,
@@ -134,6 +134,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
             Handler.assignWithoutConsent.selector,
             Handler.refuteUsage.selector,
             Handler.setSigner.selector,
+            Handler.revokeSigner.selector,
             Handler.releaseTask.selector,
             Handler.vouchAndCommit.selector,
             Handler.commitUnaccountable.selector,
@@ -174,6 +175,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         auditsOnlyOnSelectedLines();
         onlyFalseUsageIsRefuted();
         refutationSlashesOnlySigners();
+        revokedSignersSpeakNoMore();
         billedLinesAreAccountable();
         juriesComeFromTheTaskModelsPool();
         tokensConserved();
@@ -413,6 +415,11 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// committed without its signature (a spare, one left out) never vouched for the false totals.
     function refutationSlashesOnlySigners() public view {
         assertFalse(handler.ghostNonSignerSlashed(), "a refutation slashed a miner that did not sign");
+    }
+
+    /// @dev A signer its miner revoked on a task (a leaked key) can neither vouch for nor sign that task's results.
+    function revokedSignersSpeakNoMore() public view {
+        assertFalse(handler.ghostRevokedSignerSpoke(), "a revoked signer vouched or signed");
     }
 
     /// @dev Every billed line is answered for: a challenge of an honest commitment is always answered (its miners
