@@ -151,6 +151,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
         bytes32[] storage vouches = _vouches[taskId];
         uint32 requestCount = _tasks[taskId].requestCount;
         bytes32 minersHash = _minersHash(taskId);
+        uint256 revoked = _revokedMask[taskId];
         for (uint256 i = 0; i < count; ++i) {
             bytes32 digest = _commitmentDigest(taskId, requestCount, minersHash, c, miners[i]);
             if (signatures[i].length == 0) {
@@ -166,7 +167,7 @@ abstract contract TaskEvidence is TaskRecords, EIP712 {
             }
             signed |= 1 << i;
             address expected = _signers[taskId][i];
-            if ((_revokedMask[taskId] >> i) & 1 == 1) revert SignerRevoked(taskId, expected);
+            if ((revoked >> i) & 1 == 1) revert SignerRevoked(taskId, expected);
             (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i]);
             if (err != ECDSA.RecoverError.NoError || recovered != expected) {
                 revert InvalidSignature(miners[i], recovered);
