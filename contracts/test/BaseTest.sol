@@ -566,6 +566,11 @@ abstract contract BaseTest is Consent {
         leaves[3] = _leaf(taskId, 3, new address[](0));
     }
 
+    function _one(address a) internal pure returns (address[] memory list) {
+        list = new address[](1);
+        list[0] = a;
+    }
+
     function _pair(address a, address b) internal pure returns (address[] memory list) {
         list = new address[](2);
         list[0] = a;

@@ -18,11 +18,6 @@ contract RefutationReviewTest is BaseTest {
         _registerAll();
     }
 
-    function _one(address a) internal pure returns (address[] memory list) {
-        list = new address[](1);
-        list[0] = a;
-    }
-
     function _word(ResultLeaf.Leaf memory l) internal pure returns (uint256) {
         return ResultTree.usageWord(l.inputTokens, l.outputTokens);
     }

@@ -46,11 +46,6 @@ contract ReviewChallengesTest is BaseTest {
         _assign(id, _miners(3));
     }
 
-    function _one(address a) internal pure returns (address[] memory list) {
-        list = new address[](1);
-        list[0] = a;
-    }
-
     function _assertNoFloat() internal view {
         assertEq(escrow.arbitrationFloat(), 0, "arbitration float left between transactions");
         _assertEscrowSolvent();

@@ -21,11 +21,6 @@ contract SignerRevocationTest is BaseTest {
         partner = miners[1];
     }
 
-    function _one(address a) internal pure returns (address[] memory list) {
-        list = new address[](1);
-        list[0] = a;
-    }
-
     /// @dev Four lines: the first two served by the victim, the last two by its partner.
     function _task() internal returns (uint256 id, ResultLeaf.Leaf[] memory leaves) {
         id = _assignedTask(alice, 2);

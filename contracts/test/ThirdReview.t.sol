@@ -65,11 +65,6 @@ contract ThirdReviewTest is BaseTest {
         _registerAll();
     }
 
-    function _one(address a) internal pure returns (address[] memory list) {
-        list = new address[](1);
-        list[0] = a;
-    }
-
     // ------------------------------------------------------------------------------------------- attack 1
 
     /// @dev Standard task: line 0 served by [m0, m1]. m1 (the last stage, the owner's accomplice) forged line 0's

@@ -99,6 +99,37 @@ def servers_of(system: LocalSystem, batch_id: str) -> set[str]:
         engine.dispose()
 
 
+def earnings_once_earlier_tasks_settle(system: LocalSystem) -> dict[str, int]:
+    """Settles the tasks of the module's earlier batches (past their challenge window) and returns each
+    miner's earnings then: what a new task's settlement adds to."""
+    market = system.market
+    system.advance_chain_time(system.config.challenge_window + 1)
+    earlier = range(1, market.tasks.task_count() + 1)
+    settled = (TaskStatus.FINALIZED, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
+    wait_for(lambda: all(market.tasks.get_task(t).status in settled for t in earlier))
+    return {m.address: market.escrow.balance_of(m.address) for m in system.miner_accounts}
+
+
+def assert_settles_leaving_out(
+    system: LocalSystem, task_id: int, left_out: str, before: dict[str, int]
+) -> None:
+    """Task `task_id` pays `left_out` nothing and the others' shares add up to the payment less the fee;
+    once settled, every miner's earnings grew by exactly its committed amount (from `before`) and its stake
+    is whole and unlocked."""
+    market = system.market
+    miners = market.tasks.miners_of(task_id)
+    amounts = dict(zip(miners, market.tasks.miner_amounts_of(task_id), strict=True))
+    task = market.tasks.get_task(task_id)
+    assert amounts[left_out] == 0
+    assert sum(amounts.values()) == task.payment - task.payment * system.config.fee_bps // 10_000
+    system.advance_chain_time(system.config.challenge_window + 1)
+    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
+    for miner in miners:
+        assert market.escrow.balance_of(miner) - before[miner] == amounts[miner]
+        stake = market.registry.stake_of(miner)
+        assert (stake.locked, stake.free) == (0, system.config.miner_stake)
+
+
 @pytest.mark.parametrize("system", ["sqlite"], indirect=True)  # the coordinator's rule, not the database's
 def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: LocalSystem) -> None:
     """A miner's signer key leaked mid-batch: its own account revokes that signer on the task. Its node stays
@@ -106,11 +137,7 @@ def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: Lo
     on the other pipeline and commits without it: the miner that revoked is paid nothing and keeps its whole
     stake, the other is paid exactly its committed amount."""
     client, market = system.client(), system.market
-    system.advance_chain_time(system.config.challenge_window + 1)  # earlier batches settle first
-    earlier = range(1, market.tasks.task_count() + 1)
-    settled = (TaskStatus.FINALIZED, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
-    wait_for(lambda: all(market.tasks.get_task(t).status in settled for t in earlier))
-    before = {m.address: market.escrow.balance_of(m.address) for m in system.miner_accounts}
+    before = earnings_once_earlier_tasks_settle(system)
     batch_id = submit(client, "revoked", PART_DONE_TOKENS)
     served = wait_for(
         lambda: 0 < completed(client, batch_id) < REQUESTS and servers_of(system, batch_id), poll=0.1
@@ -120,20 +147,10 @@ def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: Lo
     system.market_as(victim).tasks.revoke_signer(task_id)
     assert_exactly_once(client, batch_id, "revoked")
 
-    miners = market.tasks.miners_of(task_id)
-    amounts = dict(zip(miners, market.tasks.miner_amounts_of(task_id), strict=True))
-    bit = 1 << miners.index(victim.address)
+    bit = 1 << market.tasks.miners_of(task_id).index(victim.address)
     assert market.tasks.revoked_mask_of(task_id) == bit
     assert market.tasks.signed_mask_of(task_id) & bit == 0
-    assert amounts[victim.address] == 0
-    task = market.tasks.get_task(task_id)
-    assert sum(amounts.values()) == task.payment - task.payment * system.config.fee_bps // 10_000
-    system.advance_chain_time(system.config.challenge_window + 1)
-    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
-    for miner in miners:
-        assert market.escrow.balance_of(miner) - before[miner] == amounts[miner]
-        stake = market.registry.stake_of(miner)
-        assert (stake.locked, stake.free) == (0, system.config.miner_stake)
+    assert_settles_leaving_out(system, task_id, victim.address, before)
 
 
 def head_halfway_through_a_unit(system: LocalSystem, max_tokens: int) -> tuple[str, int] | None:
@@ -249,11 +266,8 @@ def test_a_stage_gone_for_good_is_left_out_and_paid_nothing(staged: LocalSystem)
     heartbeat timeouts while the others sign, the lines it served are served again by the head and the spare,
     the commitment pays it nothing and goes on-chain without its signature, and settlement pays the others
     exactly their committed amounts while the gone miner gets its stake back and nothing else."""
-    client, market = staged.client(), staged.market
-    staged.advance_chain_time(staged.config.challenge_window + 1)  # earlier batches settle first
-    earlier = range(1, market.tasks.task_count() + 1)
-    wait_for(lambda: all(market.tasks.get_task(t).status == TaskStatus.FINALIZED for t in earlier))
-    before = {m.address: market.escrow.balance_of(m.address) for m in staged.miner_accounts}
+    client = staged.client()
+    before = earnings_once_earlier_tasks_settle(staged)
     batch_id = submit(client, "gone", PART_DONE_TOKENS)
     wait_for(lambda: 0 < completed(client, batch_id) < REQUESTS, poll=0.1)
     addresses = [m.address for m in staged.miner_accounts]
@@ -261,16 +275,5 @@ def test_a_stage_gone_for_good_is_left_out_and_paid_nothing(staged: LocalSystem)
     staged.stop(f"miner{victim}", kill=True)
     assert_exactly_once(client, batch_id, "gone")
 
-    task_id = client.batches.retrieve(batch_id).task_id
-    miners = market.tasks.miners_of(task_id)
-    amounts = dict(zip(miners, market.tasks.miner_amounts_of(task_id), strict=True))
-    task = market.tasks.get_task(task_id)
-    assert amounts[addresses[victim]] == 0
-    assert sum(amounts.values()) == task.payment - task.payment * staged.config.fee_bps // 10_000
-    staged.advance_chain_time(staged.config.challenge_window + 1)
-    wait_for(lambda: market.tasks.get_task(task_id).status == TaskStatus.FINALIZED)
-    for miner in miners:
-        assert market.escrow.balance_of(miner) - before[miner] == amounts[miner]
-        stake = market.registry.stake_of(miner)
-        assert (stake.locked, stake.free) == (0, staged.config.miner_stake)
+    assert_settles_leaving_out(staged, client.batches.retrieve(batch_id).task_id, addresses[victim], before)
     staged.start_miner(victim)  # leaves the module's system whole
