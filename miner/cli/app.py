@@ -205,8 +205,9 @@ def signer_set(
     market: Market,
     signer: Annotated[str, typer.Argument(help="The new signer's address (0x and 40 hex digits).")],
 ) -> None:
-    """Point your signer at a new key, for the tasks you accept from now on (a task keeps the signer it was
-    accepted with: revoke a leaked one there with `miner signer revoke`)."""
+    """Point your signer at a new key, for the tasks you accept from now on.
+
+    A task keeps the signer it was accepted with: revoke a leaked one there with `miner signer revoke`."""
     me = _registered(market)
     if not market.w3.is_address(signer):
         raise UserError(f"{signer!r} is not an address (0x and 40 hex digits)")
@@ -225,10 +226,12 @@ def signer_revoke(
     market: Market,
     task_ids: Annotated[list[int], typer.Argument(min=1, help="The tasks (ids) to revoke the signer on.")],
 ) -> None:
-    """Revoke, on each task given, the signer you accepted it with (its key leaked): the task refuses that
-    key's signature and vouch from now on and drops its vouch, so a thief cannot make you answer for totals it
-    signs. You are then left out of the task's results (paid nothing, answering for nothing) unless your own
-    account vouches for them on-chain. Only while a task is assigned, not yet committed."""
+    """Revoke a leaked signer on the tasks you accepted with it.
+
+    Each task given refuses that key's signature and vouch from now on and drops its vouch, so a thief cannot
+    make you answer for totals it signs. You are then left out of the task's results (paid nothing, answering
+    for nothing) unless your own account vouches for them on-chain. Only while a task is assigned, not yet
+    committed."""
     me = _registered(market)
     tasks = market.tasks
     for task_id in task_ids:
