@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from eth_account.signers.local import LocalAccount
@@ -35,6 +36,19 @@ def redis_sending_lock(redis: Redis) -> SendingLock:
             yield
 
     return lock
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Assigned miners of a commitment's task (lowercase addresses) as the chain has them: `revoked`, those
+    that revoked the signer they accepted it with and did not vouch for exactly this commitment (no
+    signature can carry their slot: they are left out, or their lines served again without them); `vouched`,
+    those that vouched on-chain for exactly it (an empty signature carries their slot); `vouched_other`,
+    those that vouched for other results (the contract refuses to leave them out, VouchedOtherResults)."""
+
+    revoked: set[str]
+    vouched: set[str]
+    vouched_other: set[str]
 
 
 class CoordinatorChain:
@@ -108,23 +122,22 @@ class CoordinatorChain:
             return False
         return chain_now >= release_at and not tasks.vouches_of(task_id)
 
-    def unsignable(self, commitment: ResultCommitment) -> tuple[set[str], set[str]]:
-        """(revoked, vouched): the task's assigned miners (lowercase) that revoked the signer they accepted it
-        with and did not vouch on-chain for exactly `commitment` (no signature can carry their slot: they are
-        left out, or their lines served again without them), and those that vouched for exactly it (an empty
-        signature carries their slot)."""
+    def slots(self, commitment: ResultCommitment) -> Slots:
+        """What the chain says of each assigned miner's slot in `commitment` beside its signature: who
+        revoked its signer, who vouched on-chain for exactly it, who vouched for other results."""
         tasks = self.market.tasks
         miners = tasks.miners_of(commitment.task_id)
         vouches = tasks.vouches_of(commitment.task_id) or [bytes(32)] * len(miners)
         chain_id, registry = self.market.w3.eth.chain_id, self.market.deployment.task_registry
-        vouched = {
-            m.lower()
-            for m, v in zip(miners, vouches, strict=True)
-            if v == digest(commitment, m, chain_id, registry)
-        }
+        vouched, other = set(), set()
+        for miner, vouch in zip(miners, vouches, strict=True):
+            if vouch == digest(commitment, miner, chain_id, registry):
+                vouched.add(miner.lower())
+            elif any(vouch):
+                other.add(miner.lower())
         mask = tasks.revoked_mask_of(commitment.task_id)
         revoked = {m.lower() for i, m in enumerate(miners) if mask >> i & 1} - vouched
-        return revoked, vouched
+        return Slots(revoked, vouched, other)
 
     def signer_of(self, miner: str) -> str:
         return self.market.registry.profile_of(miner).signer

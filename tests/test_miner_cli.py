@@ -287,6 +287,22 @@ def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(
     )
 
 
+def test_serving_under_a_signer_other_than_the_node_s_key_is_refused(
+    admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
+) -> None:
+    """Registered with another signer, the node (which consents and signs with its own key) would never be
+    assigned a task: `miner serve` refuses to start, in one line that says how to fix it."""
+    admin_market.token.mint(miner.address, 150 * 10**6)
+    other_signer = Account.create().address
+    assert run(*REGISTER, "--stake", "100", "--signer", other_signer).exit_code == 0
+    model_dir = build_checkpoint("llama", tmp_path / "model")
+    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]
+    assert one_line_error(run(*args, "--model-dir", str(model_dir))) == (
+        f"error: this node signs with its own key ({miner.address}), but the registered signer is "
+        f"{other_signer}: run `miner signer set {miner.address}` first"
+    )
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -402,7 +418,8 @@ def test_signer_set_and_revoke_on_an_open_task(
     assert f"signer changed from {miner.address} to {fresh}" in " ".join(result.stdout.split())
     assert admin_market.registry.profile_of(miner.address).signer == fresh
 
-    assert one_line_error(run("signer", "revoke", "999")) == "error: there is no task 999"
+    assert one_line_error(run("signer", "revoke", str(task_id), "999")) == "error: there is no task 999"
+    assert admin_market.tasks.revoked_mask_of(task_id) == 0  # every id is checked before anything is sent
     assert "is not assigned to" in one_line_error(run("signer", "revoke", str(stranger_task)))
     result = run("signer", "revoke", str(task_id))
     assert result.exit_code == 0, result.output

@@ -209,8 +209,11 @@ contract ThirdReviewTest is BaseTest {
         }
         skip(longest - 1); // the draw is due before the phase ends; the stake is still bonded
         for (uint256 i = 0; i < verifiers.length; ++i) {
+            uint256 releaseAt = verifierRegistry.verifierOf(verifiers[i]).releaseAt;
             vm.prank(verifiers[i]);
-            vm.expectRevert();
+            vm.expectRevert(
+                abi.encodeWithSelector(IV.VerifierUnbondingNotFinished.selector, releaseAt, block.timestamp)
+            );
             verifierRegistry.withdraw();
         }
         address[] memory jurors = _drawJury(d);

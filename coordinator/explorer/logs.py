@@ -1,5 +1,6 @@
-"""Reading one kind of chain event forward from a block without ever reading a block twice: the explorer's
-disputes page lists the newest verifiers, and a dispute's page its resolution, from event logs. A provider's
+"""Reading one kind of chain event forward from a block, each block once (but the last span again while an
+event expected once has not shown up): the explorer's disputes page lists the verifiers, and a dispute's page
+its resolution, from event logs. A provider's
 eth_getLogs refuses wide ranges and a chain only grows, so each read asks for LOG_SPAN blocks at a time, at
 most MAX_SPANS of them, and the next read goes on where the last one stopped."""
 
@@ -41,3 +42,30 @@ class Forward(Generic[T]):
             if self.once and not self.kept and self.next_block > latest:
                 self.next_block = max(self.start, latest - LOG_SPAN + 1)
             return list(self.kept)
+
+
+class Newest(Generic[T]):
+    """The newest `keep` events `fetch(from_block, to_block)` finds from block `start` on, however long the
+    chain: the first reads go backward from the head they first saw, a span at a time, until `keep` are found
+    (or `start` is reached), so the newest come first; every read then goes forward from that head."""
+
+    def __init__(self, start: int, fetch: Callable[[int, int], list[T]], keep: int) -> None:
+        self.start, self.fetch, self.keep = start, fetch, keep
+        self.older: list[T] = []  # found going backward, oldest first
+        self.top: int | None = None  # the next block going backward (None: before the first read)
+        self.newer: Forward[T] | None = None
+        self._lock = threading.Lock()
+
+    def read(self, latest: int) -> list[T]:
+        """Reads on (at most MAX_SPANS calls going backward, then at most MAX_SPANS forward), then the newest
+        `keep` events found, oldest first."""
+        with self._lock:
+            if self.newer is None or self.top is None:
+                self.top, self.newer = latest, Forward(latest + 1, self.fetch, self.keep)
+            for _ in range(MAX_SPANS):
+                if len(self.older) >= self.keep or self.top < self.start:
+                    break
+                low = max(self.start, self.top - LOG_SPAN + 1)
+                self.older = self.fetch(low, self.top) + self.older
+                self.top = low - 1  # only once the span was read: a failed call is asked again
+            return (self.older + self.newer.read(latest))[-self.keep :]

@@ -26,7 +26,7 @@ from coordinator.db.models import Acceptance, Batch, Miner, PipelineRecord, Resu
 from coordinator.db.session import Database
 from coordinator.explorer import views
 from coordinator.explorer.cache import Fresh
-from coordinator.explorer.logs import Forward
+from coordinator.explorer.logs import Forward, Newest
 from coordinator.services.batches import usages
 from coordinator.services.errors import NotFound, ServiceError
 from coordinator.services.live import LiveMembership
@@ -84,7 +84,7 @@ class Explorer:
         self.counts: Fresh[str, tuple[int, int]] = Fresh(1, PAGE_TTL_S)
         # per resolved dispute, the search for its DisputeResolved event (read on until found, then final)
         self.resolutions: Recent[int, Forward[Resolution]] = Recent(CACHED_PAGES)
-        self.registrations: Recent[str, Forward[str]] = Recent(1)  # the newest VerifierRegistered
+        self.registrations: Recent[str, Newest[str]] = Recent(1)  # the newest VerifierRegistered
         self.symbols: Recent[str, str] = Recent(1)
         self.limiter = anyio.CapacityLimiter(READ_THREADS)
 
@@ -258,7 +258,7 @@ class Explorer:
         }
         registry = market.verifiers
         registrations = self.registrations.get(
-            "verifiers", lambda: Forward(market.deployment.block, registry.registered_between, MAX_VERIFIERS)
+            "verifiers", lambda: Newest(market.deployment.block, registry.registered_between, MAX_VERIFIERS)
         )
         registered = registrations.read(market.w3.eth.block_number)  # an address registers once
         verifiers = [

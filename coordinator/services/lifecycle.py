@@ -321,12 +321,23 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
     stored = session.scalars(select(Signature).where(Signature.batch_id == batch.id))
     signatures = {s.miner: s for s in stored}
     missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
-    if missing:
-        revoked, vouched = ctx.chain.unsignable(commitment)  # read only while someone has yet to sign
-        missing = [m for m in missing if m.lower() not in vouched]  # an on-chain vouch carries the slot
-        cut = [m for m in missing if m.lower() in revoked]
+    if any(m not in signatures for m in miners):  # a slot without a signature: what does the chain say of it
+        slots = ctx.chain.slots(commitment)
+        missing = [m for m in missing if m.lower() not in slots.vouched]  # an on-chain vouch carries it
+        cut = [m for m in missing if m.lower() in slots.revoked]
         if cut:
             _serve_without_revoked(session, ctx, batch, cut, now)
+            return
+        left_out = [
+            m for i, m in enumerate(miners) if not commitment.needs_signature(i) and m not in signatures
+        ]
+        stuck = [m for m in left_out if m.lower() in slots.vouched_other]
+        if stuck:  # the contract refuses to leave them out: never send a commit that must revert
+            batch.status_detail = (
+                f"waiting: miner(s) {', '.join(stuck)} vouched on-chain for other results of task "
+                f"{batch.task_id}; each must vouch for these, or revoke its signer again (which drops its"
+                " vouch)"
+            )
             return
     if missing:
         _await_signers(session, ctx, batch, missing, now)

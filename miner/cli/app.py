@@ -218,6 +218,11 @@ def signer_set(
         return
     market.registry.set_signer(new)
     console.print(f"signer changed from {old} to {new} for the tasks you accept from now on")
+    if new != me:
+        console.print(
+            f"note: `miner serve` signs with the key it runs with ({me}): it starts only while the signer is "
+            "that account; a node signing with a separate key is not part of this release"
+        )
 
 
 @signer_app.command("revoke")
@@ -234,22 +239,29 @@ def signer_revoke(
     committed."""
     me = _registered(market)
     tasks = market.tasks
-    for task_id in task_ids:
-        if not 1 <= task_id <= tasks.task_count():
-            raise UserError(f"there is no task {task_id}")
-        assigned = [m.lower() for m in tasks.miners_of(task_id)]
-        if me.lower() not in assigned:
-            raise UserError(f"task {task_id} is not assigned to {me}")
-        status = tasks.get_task(task_id).status
-        if status != TaskStatus.ASSIGNED:
-            state = status.name.lower().replace("_", " ")
-            raise UserError(f"task {task_id} is {state}: a signer is revoked only while it is assigned")
-        index = assigned.index(me.lower())
+    slots = {task_id: _my_open_slot(market, me, task_id) for task_id in task_ids}  # every id checked first
+    for task_id, index in slots.items():
         if tasks.revoked_mask_of(task_id) >> index & 1:
             console.print(f"task {task_id}: already revoked")
             continue
         tasks.revoke_signer(task_id)
         console.print(f"task {task_id}: revoked signer {tasks.signers_of(task_id)[index]}")
+
+
+def _my_open_slot(market: Market, me: str, task_id: int) -> int:
+    """This miner's position among task `task_id`'s assigned miners; a one-line error unless the task exists,
+    is assigned to it and is not committed yet."""
+    tasks = market.tasks
+    if not 1 <= task_id <= tasks.task_count():
+        raise UserError(f"there is no task {task_id}")
+    assigned = [m.lower() for m in tasks.miners_of(task_id)]
+    if me.lower() not in assigned:
+        raise UserError(f"task {task_id} is not assigned to {me}")
+    status = tasks.get_task(task_id).status
+    if status != TaskStatus.ASSIGNED:
+        state = status.name.lower().replace("_", " ")
+        raise UserError(f"task {task_id} is {state}: a signer is revoked only while it is assigned")
+    return assigned.index(me.lower())
 
 
 @stake_app.command("add")

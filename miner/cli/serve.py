@@ -141,6 +141,13 @@ def serve(
     if not market.registry.is_registered(account.address):
         raise UserError(f"{account.address} is not registered; run `miner register` first")
     registered = market.registry.profile_of(account.address)
+    if registered.signer.lower() != account.address.lower():
+        # the node consents to tasks and signs results with the key it runs with: the contract checks both
+        # against the registered signer, so any other would never be assigned a task
+        raise UserError(
+            f"this node signs with its own key ({account.address}), but the registered signer is "
+            f"{registered.signer}: run `miner signer set {account.address}` first"
+        )
     checkpoint = model_hash(model_dir)
     if checkpoint not in registered.model_ids:
         raise UserError(

@@ -17,7 +17,7 @@ from coordinator.db.models import Batch, File, FileContent, Miner, PipelineRecor
 from coordinator.db.session import Database
 from coordinator.explorer import views
 from coordinator.explorer.cache import Fresh
-from coordinator.explorer.logs import LOG_SPAN, MAX_SPANS, Forward
+from coordinator.explorer.logs import LOG_SPAN, MAX_SPANS, Forward, Newest
 from coordinator.explorer.reads import batch_id, chain_id
 from coordinator.explorer.routes import HEADERS, templates
 from coordinator.services.errors import NotFound
@@ -314,3 +314,34 @@ def test_a_failed_span_is_read_again() -> None:
     with pytest.raises(OSError):
         log.read(10)
     assert log.read(10) == [7]
+
+
+def test_the_newest_events_are_found_backward_from_the_head_then_forward() -> None:
+    asked: list[tuple[int, int]] = []
+    events = {12_000: "a", 30_000: "b", 52_000: "c"}
+
+    def fetch(start: int, end: int) -> list[str]:
+        asked.append((start, end))
+        return [e for block, e in sorted(events.items()) if start <= block <= end]
+
+    verifiers = Newest(100, fetch, keep=2)
+    assert verifiers.read(60_000) == ["b", "c"]  # the two newest, not the two oldest
+    assert asked == [(60_001 - (i + 1) * LOG_SPAN, 60_000 - i * LOG_SPAN) for i in range(7)]
+    asked.clear()
+    events[61_000] = "d"
+    assert verifiers.read(62_000) == ["c", "d"] and asked == [(60_001, 62_000)]
+    asked.clear()
+    assert verifiers.read(62_000) == ["c", "d"] and asked == []
+
+
+def test_a_short_chain_is_read_backward_to_its_start_and_no_further() -> None:
+    asked: list[tuple[int, int]] = []
+
+    def fetch(start: int, end: int) -> list[int]:
+        asked.append((start, end))
+        return [start] if start == 7 else []
+
+    log = Newest(7, fetch, keep=5)
+    assert log.read(6_000) == [7]
+    assert asked == [(1_001, 6_000), (7, 1_000)]
+    assert log.read(6_000) == [7] and len(asked) == 2

@@ -1,9 +1,10 @@
 """Security review of the market explorer (coordinator/explorer), attacked cold as a stranger, a miner and a
-slow RPC node. Each test names the property that should hold and FAILS while the weakness it shows exists.
+slow RPC node. Each test names the property that should hold; each failed on cd5fb18 (the code as reviewed:
+"then" below) and passes since 35c665e, which fixed what it shows.
 
 Attacks tried, and what came of them:
 
-Worked (a test below fails):
+Worked on cd5fb18 (each fixed since; its test below failed there):
 - Request-slot exhaustion: Explorer.page takes one of the API's 32 database request slots *before* it waits
   for one of the explorer's 2 read threads, so every queued visitor holds a slot. 32 concurrent explorer
   requests over a slow RPC node starve every DbSession route (users' batches, miners' routes) until they
@@ -156,7 +157,7 @@ def test_explorer_visitors_waiting_for_its_threads_hold_none_of_the_api_s_reques
     slow: tuple[ApiServer, SlowNode],
 ) -> None:
     """A stranger opens 40 explorer pages at once while the RPC node is slow: the owner's signed read of its
-    own batches (a DbSession route, no chain read) must still answer at once. Today each queued explorer
+    own batches (a DbSession route, no chain read) must still answer at once. Then each queued explorer
     request sits in one of the 32 request slots (coordinator/explorer/reads.py, Explorer.page: `async with
     self.database.request_slots` around the wait for `self.limiter`), so the owner's request waits behind
     them (fix: wait for the limiter first and take a slot only inside it, or take none: the explorer's two
@@ -190,7 +191,7 @@ def test_explorer_visitors_waiting_for_its_threads_hold_none_of_the_api_s_reques
 
 def test_a_page_slower_than_its_ttl_is_still_read_once_per_ttl(slow: tuple[ApiServer, SlowNode]) -> None:
     """The market page read twice in a row while its chain reads take longer than PAGE_TTL_S: the second must
-    be the kept page. Today coordinator/explorer/cache.py Fresh.get stamps a value with `now` taken before
+    be the kept page. Then coordinator/explorer/cache.py Fresh.get stamps a value with `now` taken before
     make() ran, so a page that took longer than its TTL to read is stored already stale and every request
     reads the chain again (fix: stamp with the clock after make(), and/or let one make() per key run at once
     while the others wait for it)."""
@@ -210,7 +211,7 @@ def test_a_task_id_has_one_spelling_so_its_page_is_read_once_per_ttl(
     slow: tuple[ApiServer, SlowNode], admin_market: Market, accounts: list[LocalAccount]
 ) -> None:
     """One task, its page asked for under every spelling chain_id accepts ("1", "01", ... 19 digits) within
-    its TTL: only the first may read the chain. Today coordinator/explorer/reads.py chain_id accepts leading
+    its TTL: only the first may read the chain. Then coordinator/explorer/reads.py chain_id accepts leading
     zeros and Explorer.page keys the cache by the raw text, so each spelling is a miss costing the task page's
     calls (fix: key the cache by int(text), or make "01" a 404 / a redirect to the canonical id)."""
     server, node = slow
@@ -228,7 +229,7 @@ def test_a_task_id_has_one_spelling_so_its_page_is_read_once_per_ttl(
 
 def test_the_market_page_reads_no_table_in_full(chainless_api: ApiServer) -> None:
     """Every query the market and batch pages run, as SQLite plans it, must search an index rather than scan
-    a table that grows with use (batches, results, work units, acceptances, signatures). Today the market's
+    a table that grows with use (batches, results, work units, acceptances, signatures). Then the market's
     last-day batch counts (`WHERE created_at >= ? GROUP BY status`, reads.py Explorer._market) scan all of
     `batches` (SQLite walks all of ix_batches_status: the only index with created_at is (owner, created_at)),
     every batch ever stored, once per PAGE_TTL_S (fix: an index on batches(created_at), as 0015 added for
@@ -261,7 +262,7 @@ def test_the_market_page_reads_no_table_in_full(chainless_api: ApiServer) -> Non
 
 def test_an_unknown_static_file_is_the_explorer_s_404_page(chainless_api: ApiServer) -> None:
     """/explorer/static/<unknown> must be the explorer's HTML 404 page, as every other unknown explorer path
-    is (docs/security.md, routes.py docstring). Today the StaticFiles mount (routes.py install) raises
+    is (docs/security.md, routes.py docstring). Then the StaticFiles mount (routes.py install) raises
     Starlette's HTTPException, which the API's handler answers as JSON (fix: a StaticFiles subclass, or an
     exception handler for paths under /explorer, that renders error.html)."""
     for path in ("/explorer/static/nope.js", "/explorer/static/", "/explorer/static/..%2f..%2freads.py"):

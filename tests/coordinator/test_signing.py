@@ -12,7 +12,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import ResultCommitment, sign_commitment
-from coordinator.chain import CoordinatorChain
+from coordinator.chain import CoordinatorChain, Slots
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Batch, File, Signature
 from coordinator.db.session import Database
@@ -124,7 +124,8 @@ def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
 ) -> None:
     """The miner's account revokes the signer it accepted the task with: the coordinator refuses that key's
     signature for the task (the contract would), counts the miner among those no signature can carry, and
-    once the account vouches on-chain for exactly this commitment, among those an empty signature carries."""
+    once the account vouches on-chain for exactly this commitment, among those an empty signature carries (a
+    vouch for other results is told apart: the contract would refuse to leave that miner out)."""
     miner, coordinator, user = accounts[3], accounts[1], accounts[2]
     chain = CoordinatorChain(admin_market)
     task_id = assigned_task(admin_market, coordinator, user, [miner])
@@ -134,7 +135,7 @@ def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
         batch = s.get(Batch, "batch_r")
         assert batch is not None
         commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
-    assert chain.unsignable(commitment) == (set(), set())
+    assert chain.slots(commitment) == Slots(set(), set(), set())
 
     admin_market.as_account(miner).tasks.revoke_signer(task_id)
     with (
@@ -142,7 +143,10 @@ def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
         database.session() as s,
     ):
         signing.accept(s, chain, miner.address, "batch_r", good, now=0)
-    assert chain.unsignable(commitment) == ({miner.address.lower()}, set())
+    assert chain.slots(commitment) == Slots({miner.address.lower()}, set(), set())
 
-    admin_market.as_account(miner).tasks.vouch_results(commitment)  # its own account, not the revoked key
-    assert chain.unsignable(commitment) == (set(), {miner.address.lower()})
+    other = replace(commitment, output_tokens=commitment.output_tokens + 1)
+    admin_market.as_account(miner).tasks.vouch_results(other)  # its own account, not the revoked key
+    assert chain.slots(commitment) == Slots({miner.address.lower()}, set(), {miner.address.lower()})
+    admin_market.as_account(miner).tasks.vouch_results(commitment)  # a later vouch replaces the earlier one
+    assert chain.slots(commitment) == Slots(set(), {miner.address.lower()}, set())

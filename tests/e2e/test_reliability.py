@@ -100,13 +100,13 @@ def servers_of(system: LocalSystem, batch_id: str) -> set[str]:
 
 
 def earnings_once_earlier_tasks_settle(system: LocalSystem) -> dict[str, int]:
-    """Settles the tasks of the module's earlier batches (past their challenge window) and returns each
-    miner's earnings then: what a new task's settlement adds to."""
+    """Settles the tasks of the module's earlier batches (past their challenge window: every one finalized,
+    as each of them completed) and returns each miner's earnings then, what a new task's settlement adds
+    to."""
     market = system.market
     system.advance_chain_time(system.config.challenge_window + 1)
     earlier = range(1, market.tasks.task_count() + 1)
-    settled = (TaskStatus.FINALIZED, TaskStatus.CANCELLED, TaskStatus.EXPIRED)
-    wait_for(lambda: all(market.tasks.get_task(t).status in settled for t in earlier))
+    wait_for(lambda: all(market.tasks.get_task(t).status == TaskStatus.FINALIZED for t in earlier))
     return {m.address: market.escrow.balance_of(m.address) for m in system.miner_accounts}
 
 

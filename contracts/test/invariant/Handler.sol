@@ -576,9 +576,6 @@ contract Handler is Consent {
         try tasks.releaseTask(id) {} catch {}
     }
 
-    /// @notice A coordinator that withholds the commit: some or all assigned miners vouch on-chain for the
-    /// commitment they signed, by their own address or their signer's; once all have, one of them commits it,
-    /// else the coordinator tries to release the task after its notice. A vouched task is never released.
     /// @notice A miner's account revokes the signer it accepted an Assigned task with (its key leaked); the thief
     /// holding that key then tries to vouch for, and to commit signed, inflated totals: both must be refused as
     /// revoked.
@@ -610,10 +607,15 @@ contract Handler is Consent {
         try tasks.commitResults(id, c, sigs) {
             ghostRevokedSignerSpoke = true;
         } catch (bytes memory reason) {
-            if (bytes4(reason) != IT.SignerRevoked.selector) ghostRevokedSignerSpoke = true; // refused otherwise
+            // refused, but not as revoked: the check may not be what stopped it (a well-formed commitment whose
+            // only fault is the revoked key; a handler that cannot sign for a slot reverts before this call)
+            if (bytes4(reason) != IT.SignerRevoked.selector) ghostRevokedSignerSpoke = true;
         }
     }
 
+    /// @notice A coordinator that withholds the commit: some or all assigned miners vouch on-chain for the
+    /// commitment they signed, by their own address or their signer's; once all have, one of them commits it,
+    /// else the coordinator tries to release the task after its notice. A vouched task is never released.
     function vouchAndCommit(uint256 taskSeed, uint256 seed) external track {
         uint256 id = _pickLiveTask(taskSeed, IT.TaskStatus.Assigned);
         if (id == 0) return;
