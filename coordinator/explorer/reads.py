@@ -60,11 +60,12 @@ def batch_id(text: str) -> str:
     return text
 
 
-def chain_id(kind: str, text: str, known: int) -> int:
-    """A task or dispute id from the path: a decimal from 1 to `known` (the chain's count) written without
-    leading zeros (one spelling per id: each would be a page of its own to read), else NotFound."""
+def chain_id(kind: str, text: str, known: Callable[[], int]) -> int:
+    """A task or dispute id from the path: a decimal from 1 to `known()` (the chain's count) written without
+    leading zeros (one spelling per id: each would be a page of its own to read), else NotFound. The count is
+    asked for only once the text has that shape: a made-up spelling costs no read at all."""
     canonical = text.isascii() and text.isdecimal() and len(text) <= 19 and not text.startswith("0")
-    if not (canonical and 1 <= int(text) <= min(known, MAX_ID)):
+    if not (canonical and int(text) <= min(known(), MAX_ID)):
         raise NotFound(kind, text[:40])
     return int(text)
 
@@ -193,7 +194,7 @@ class Explorer:
 
     def _task(self, key: str) -> views.Page:
         market = self._market_chain()
-        task_id = chain_id("task", key, self._chain_counts()[0])
+        task_id = chain_id("task", key, lambda: self._chain_counts()[0])
         tasks = market.tasks
         task = tasks.get_task(task_id)
         inputs = views.TaskInputs(
@@ -214,7 +215,7 @@ class Explorer:
 
     def _dispute(self, key: str) -> views.Page:
         market = self._market_chain()
-        dispute_id = chain_id("dispute", key, self._chain_counts()[1])
+        dispute_id = chain_id("dispute", key, lambda: self._chain_counts()[1])
         arbitration = market.arbitration
         record = arbitration.get_dispute(dispute_id)
         rounds = []
