@@ -51,6 +51,24 @@ class Slots:
     vouched_other: set[str]
 
 
+@dataclass(frozen=True)
+class Parties:
+    """A task's assigned miners as the chain has them, read once: each one's signer recorded with its
+    acceptance, and the mask of those that revoked it (bit i for miners[i])."""
+
+    miners: tuple[str, ...]
+    signers: tuple[str, ...]
+    revoked_mask: int
+
+    def index_of(self, miner: str) -> int | None:
+        """`miner`'s slot in the task, None for a miner the task does not have."""
+        lowered = [m.lower() for m in self.miners]
+        return lowered.index(miner.lower()) if miner.lower() in lowered else None
+
+    def revoked(self, index: int) -> bool:
+        return bool(self.revoked_mask >> index & 1)
+
+
 class CoordinatorChain:
     def __init__(self, market: Market) -> None:
         self.market = market
@@ -122,12 +140,18 @@ class CoordinatorChain:
             return False
         return chain_now >= release_at and not tasks.vouches_of(task_id)
 
-    def slots(self, commitment: ResultCommitment) -> Slots:
+    def parties(self, task_id: int) -> Parties:
+        """Task `task_id`'s assigned miners, their recorded signers and who revoked theirs."""
+        tasks = self.market.tasks
+        return Parties(
+            tuple(tasks.miners_of(task_id)), tuple(tasks.signers_of(task_id)), tasks.revoked_mask_of(task_id)
+        )
+
+    def slots(self, commitment: ResultCommitment, parties: Parties) -> Slots:
         """What the chain says of each assigned miner's slot in `commitment` beside its signature: who
         revoked its signer, who vouched on-chain for exactly it, who vouched for other results."""
-        tasks = self.market.tasks
-        miners = tasks.miners_of(commitment.task_id)
-        vouches = tasks.vouches_of(commitment.task_id) or [bytes(32)] * len(miners)
+        miners = parties.miners
+        vouches = self.market.tasks.vouches_of(commitment.task_id) or [bytes(32)] * len(miners)
         chain_id, registry = self.market.w3.eth.chain_id, self.market.deployment.task_registry
         vouched, other = set(), set()
         for miner, vouch in zip(miners, vouches, strict=True):
@@ -135,8 +159,7 @@ class CoordinatorChain:
                 vouched.add(miner.lower())
             elif any(vouch):
                 other.add(miner.lower())
-        mask = tasks.revoked_mask_of(commitment.task_id)
-        revoked = {m.lower() for i, m in enumerate(miners) if mask >> i & 1} - vouched
+        revoked = {m.lower() for i, m in enumerate(miners) if parties.revoked(i)} - vouched
         return Slots(revoked, vouched, other)
 
     def signer_of(self, miner: str) -> str:
@@ -151,19 +174,18 @@ class CoordinatorChain:
             return False
         return signer.lower() == self.signer_of(miner).lower()
 
-    def check_signature(self, miner: str, signature: bytes, commitment: ResultCommitment) -> bool:
+    def check_signature(
+        self, miner: str, signature: bytes, commitment: ResultCommitment, parties: Parties | None = None
+    ) -> bool:
         """Whether `signature` is over the commitment for `miner` by the signer it accepted the task with (the
         one the contract checks, whatever the miner registers later); False for a miner the task does not
-        have, or one that revoked that signer for the task."""
-        tasks = self.market.tasks
-        assigned = [m.lower() for m in tasks.miners_of(commitment.task_id)]
-        if miner.lower() not in assigned:
-            return False
-        index = assigned.index(miner.lower())
-        if tasks.revoked_mask_of(commitment.task_id) >> index & 1:
-            return False  # the miner revoked that signer for this task: the contract refuses its signature
-        signer = tasks.signers_of(commitment.task_id)[index]
+        have, or one that revoked that signer for the task. `parties` is the task's, read once by a caller
+        that checks several signatures (by default read here)."""
+        parties = parties or self.parties(commitment.task_id)
+        index = parties.index_of(miner)
+        if index is None or parties.revoked(index):
+            return False  # a revoked signer's signature the contract refuses
         chain_id = self.market.w3.eth.chain_id
         registry = self.market.deployment.task_registry
         recovered = recover_signer(signature, commitment, miner, chain_id, registry)
-        return recovered.lower() == signer.lower()
+        return recovered.lower() == parties.signers[index].lower()

@@ -107,6 +107,9 @@ class Batch(Base):
     commit_tx: Mapped[str | None] = mapped_column(HASH)
     # set when the batch is assigned on-chain, and at commit
     miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    # assigned miners that revoked the signer they accepted the task with: none can sign for it again, so
+    # no line of the batch is routed to a pipeline that has one
+    revoked_miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
     # why the batch is where it is while it waits (no miner can hold the model, miners yet to accept), or None
     status_detail: Mapped[str | None] = mapped_column(Text)
     # the assignment offered to miners and waiting for their acceptances: {"miners", "stake_lock", "expiry"}

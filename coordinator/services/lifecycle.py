@@ -32,7 +32,7 @@ from client_sdk.protocol.constants import ACTIVE_BATCH_STATUSES, MAX_MINERS_PER_
 from client_sdk.protocol.task import Task, TaskStatus
 from client_sdk.results import PROOF_KEY, LineProof, ResultLeaf, ResultTrees
 from client_sdk.units import format_amount
-from coordinator.chain import CoordinatorChain
+from coordinator.chain import CoordinatorChain, Parties
 from coordinator.config import ServedModel, Settings
 from coordinator.db.models import (
     Batch,
@@ -254,13 +254,15 @@ def assigned_miners(
 
 
 def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) -> list[PipelineRecord]:
-    """Live pipelines made only of the miners assigned on-chain (only they can be paid for this task)."""
+    """Live pipelines made only of the miners assigned on-chain (only they can be paid for this task) that
+    did not revoke their signer for it (it could never sign for their lines)."""
     served = ctx.settings.model(batch.model)
     if served is None:
         return []
     live = live_miners(session, ctx.live, batch.model)
     pipelines = ensure_plan(session, served, live, now, committed_miners(session))
-    return made_of(pipelines, batch.miners or [])
+    revoked = set(batch.revoked_miners or [])
+    return made_of(pipelines, [m for m in batch.miners or [] if m not in revoked])
 
 
 def committed_miners(session: Session) -> frozenset[str]:
@@ -321,8 +323,10 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
     stored = session.scalars(select(Signature).where(Signature.batch_id == batch.id))
     signatures = {s.miner: s for s in stored}
     missing = [m for i, m in enumerate(miners) if commitment.needs_signature(i) and m not in signatures]
+    parties = None
     if any(m not in signatures for m in miners):  # a slot without a signature: what does the chain say of it
-        slots = ctx.chain.slots(commitment)
+        parties = ctx.chain.parties(batch.task_id)
+        slots = ctx.chain.slots(commitment, parties)
         missing = [m for m in missing if m.lower() not in slots.vouched]  # an on-chain vouch carries it
         cut = [m for m in missing if m.lower() in slots.revoked]
         if cut:
@@ -342,7 +346,7 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
     if missing:
         _await_signers(session, ctx, batch, missing, now)
         return
-    if _drop_stale(session, ctx, commitment, signatures):
+    if _drop_stale(session, ctx, commitment, signatures, parties or ctx.chain.parties(batch.task_id)):
         return  # the next step waits for their miners to sign this commitment
     if task.status == TaskStatus.ASSIGNED:
         # an empty signature stands for a miner paid nothing that vouches for nothing (the contract's rule)
@@ -358,6 +362,7 @@ def _drop_stale(
     ctx: Context,
     commitment: ResultCommitment,
     signatures: dict[str, Signature],
+    parties: Parties,
 ) -> bool:
     """Deletes, right before the commit, every signature that is not its miner's over this commitment (one
     that raced a change of the commitment, or whose miner has since changed its signer), to be given again;
@@ -365,7 +370,7 @@ def _drop_stale(
     stale = [
         s
         for s in signatures.values()
-        if not ctx.chain.check_signature(s.miner, hex_bytes(s.signature), commitment)
+        if not ctx.chain.check_signature(s.miner, hex_bytes(s.signature), commitment, parties)
     ]
     for signature in stale:
         session.delete(signature)
@@ -393,9 +398,9 @@ def _serve_without_revoked(
     commitment: their lines are served again on a live pipeline without them. While there is none, the batch
     waits (for a re-plan, or for their accounts to vouch on-chain); serving them again on the same miners
     would only come back here."""
-    cut = {m.lower() for m in revoked}
+    batch.revoked_miners = sorted(set(batch.revoked_miners or []) | set(revoked))
     usable = _usable_pipelines(session, ctx, batch, now)
-    if any(not {m.lower() for m in p.miners} & cut for p in usable):
+    if usable:
         who = ", ".join(revoked)
         reason = f"miner(s) {who} served them but revoked the signer key they accepted the task with"
         reserve_without(session, ctx, batch, revoked, now, reason)

@@ -1,5 +1,6 @@
-"""A small per-process cache of values that never change once made (an uploaded file's lines, the result trees
-of a committed batch), kept for the few keys used last."""
+"""A small per-process cache of what is made once per key, kept for the few keys used last: values that never
+change once made (an uploaded file's lines, the result trees of a committed batch), or objects that keep
+their own state under their own lock (the explorer's event-log readers, coordinator.explorer.logs)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ V = TypeVar("V")
 
 class Recent(Generic[K, V]):
     """The values of the last `size` keys asked for; thread-safe (the API calls from its worker threads). Two
-    threads missing the same key at once both make it: the value is the same, and nothing waits on a lock
-    while it is made."""
+    threads missing the same key at once both make it and the later one is kept (a value is the same either
+    way; a reader made twice only reads its first spans twice), and nothing waits on a lock while it is
+    made."""
 
     def __init__(self, size: int) -> None:
         self.size = size

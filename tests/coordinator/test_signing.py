@@ -12,7 +12,7 @@ from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
 from client_sdk.eip712 import ResultCommitment, sign_commitment
-from coordinator.chain import CoordinatorChain, Slots
+from coordinator.chain import CoordinatorChain, Parties, Slots
 from coordinator.db.migrate import upgrade
 from coordinator.db.models import Batch, File, Signature
 from coordinator.db.session import Database
@@ -135,7 +135,8 @@ def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
         batch = s.get(Batch, "batch_r")
         assert batch is not None
         commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
-    assert chain.slots(commitment) == Slots(set(), set(), set())
+    assert chain.slots(commitment, chain.parties(task_id)) == Slots(set(), set(), set())
+    assert chain.parties(task_id) == Parties((miner.address,), (miner.address,), 0)
 
     admin_market.as_account(miner).tasks.revoke_signer(task_id)
     with (
@@ -143,10 +144,12 @@ def test_a_signer_its_miner_revoked_signs_nothing_and_a_vouch_carries_the_slot(
         database.session() as s,
     ):
         signing.accept(s, chain, miner.address, "batch_r", good, now=0)
-    assert chain.slots(commitment) == Slots({miner.address.lower()}, set(), set())
+    assert chain.slots(commitment, chain.parties(task_id)) == Slots({miner.address.lower()}, set(), set())
+    assert chain.parties(task_id).revoked_mask == 1
 
     other = replace(commitment, output_tokens=commitment.output_tokens + 1)
     admin_market.as_account(miner).tasks.vouch_results(other)  # its own account, not the revoked key
-    assert chain.slots(commitment) == Slots({miner.address.lower()}, set(), {miner.address.lower()})
+    me = miner.address.lower()
+    assert chain.slots(commitment, chain.parties(task_id)) == Slots({me}, set(), {me})
     admin_market.as_account(miner).tasks.vouch_results(commitment)  # a later vouch replaces the earlier one
-    assert chain.slots(commitment) == Slots(set(), {miner.address.lower()}, set())
+    assert chain.slots(commitment, chain.parties(task_id)) == Slots(set(), {miner.address.lower()}, set())

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from client_sdk.client import Client
 from client_sdk.protocol.task import TaskStatus
-from coordinator.db.models import PipelineRecord, Result, WorkUnit
+from coordinator.db.models import Batch, PipelineRecord, Result, WorkUnit
 from demo.services import postgres_server
 from demo.system import UNIT, LocalSystem, SystemConfig
 from tests.coordinator.helpers import chat_line, jsonl
@@ -150,7 +150,20 @@ def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: Lo
     bit = 1 << market.tasks.miners_of(task_id).index(victim.address)
     assert market.tasks.revoked_mask_of(task_id) == bit
     assert market.tasks.signed_mask_of(task_id) & bit == 0
+    assert revoked_miners_of(system, batch_id) == [victim.address]  # no line of it is routed there again
     assert_settles_leaving_out(system, task_id, victim.address, before)
+
+
+def revoked_miners_of(system: LocalSystem, batch_id: str) -> list[str] | None:
+    """The miners the coordinator keeps batch `batch_id`'s lines away from, as its database has them."""
+    engine = sa.create_engine(system.database_url)
+    try:
+        with Session(engine) as session:
+            batch = session.get(Batch, batch_id)
+            assert batch is not None
+            return batch.revoked_miners
+    finally:
+        engine.dispose()
 
 
 def head_halfway_through_a_unit(system: LocalSystem, max_tokens: int) -> tuple[str, int] | None:
