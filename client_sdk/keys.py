@@ -15,34 +15,50 @@ from client_sdk.errors import UserError
 
 PRIVATE_KEY_ENV = "BATCHMARKET_PRIVATE_KEY"
 KEYSTORE_PASSWORD_ENV = "BATCHMARKET_KEYSTORE_PASSWORD"
+# a miner node's signer, when it is another key than the miner's account (`miner serve --signer-keystore`)
+SIGNER_KEY_ENV = "BATCHMARKET_SIGNER_PRIVATE_KEY"
+SIGNER_KEYSTORE_PASSWORD_ENV = "BATCHMARKET_SIGNER_KEYSTORE_PASSWORD"
 
 
-def load_account(keystore: Path | None, ask_password: Callable[[], str] | None = None) -> LocalAccount:
-    """The account of `keystore` (password from $BATCHMARKET_KEYSTORE_PASSWORD or `ask_password`), else the
-    key in $BATCHMARKET_PRIVATE_KEY."""
+def load_account(
+    keystore: Path | None,
+    ask_password: Callable[[], str] | None = None,
+    key_env: str = PRIVATE_KEY_ENV,
+    password_env: str = KEYSTORE_PASSWORD_ENV,
+) -> LocalAccount:
+    """The account of `keystore` (password from $`password_env` or `ask_password`), else the key in
+    $`key_env` (by default the caller's own: $BATCHMARKET_KEYSTORE_PASSWORD, $BATCHMARKET_PRIVATE_KEY)."""
     if keystore is not None:
-        return _from_keystore(keystore, ask_password)
-    raw = os.environ.get(PRIVATE_KEY_ENV)
-    if raw:
-        try:
-            account: LocalAccount = Account.from_key(raw.strip())
-        except (ValueError, TypeError):
-            raise UserError(f"${PRIVATE_KEY_ENV} is not a valid private key") from None
-        return account
-    raise UserError(f"no key: pass --keystore FILE or set {PRIVATE_KEY_ENV}")
+        return _from_keystore(keystore, ask_password, password_env)
+    account = key_from_environment(key_env)
+    if account is None:
+        raise UserError(f"no key: pass --keystore FILE or set {key_env}")
+    return account
 
 
-def _from_keystore(path: Path, ask_password: Callable[[], str] | None) -> LocalAccount:
+def key_from_environment(key_env: str) -> LocalAccount | None:
+    """The key in $`key_env`, None where it is not set."""
+    raw = os.environ.get(key_env)
+    if not raw:
+        return None
+    try:
+        account: LocalAccount = Account.from_key(raw.strip())
+    except (ValueError, TypeError):
+        raise UserError(f"${key_env} is not a valid private key") from None
+    return account
+
+
+def _from_keystore(path: Path, ask_password: Callable[[], str] | None, password_env: str) -> LocalAccount:
     if not path.is_file():
         raise UserError(f"no keystore file at {path}")
     try:
         document = json.loads(path.read_text())
     except ValueError:
         raise UserError(f"{path} is not a keystore file (not JSON)") from None
-    password = os.environ.get(KEYSTORE_PASSWORD_ENV)
+    password = os.environ.get(password_env)
     if password is None:
         if ask_password is None:
-            raise UserError(f"keystore {path} needs a password: set {KEYSTORE_PASSWORD_ENV}")
+            raise UserError(f"keystore {path} needs a password: set {password_env}")
         password = ask_password()
     try:
         key = Account.decrypt(document, password)

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils.crypto import keccak
 
 from client_sdk.chain.anvil import Anvil, dev_accounts, free_port
 from client_sdk.chain.contracts import Market, connect
@@ -27,6 +29,7 @@ from client_sdk.chain.deploy import DeployParams, deploy
 from client_sdk.chain.types import MinerProfile
 from client_sdk.client import Client
 from client_sdk.encoding import short_string
+from client_sdk.keys import SIGNER_KEY_ENV
 from client_sdk.processes import stop_process
 from client_sdk.protocol.model_identity import served_model_hash
 from coordinator.db.migrate import upgrade
@@ -83,6 +86,9 @@ class SystemConfig:
     # where no peer is told, and takes its peers' messages through the coordinator's relay (`coordinator
     # relay`, started when any miner is behind it)
     relayed_miners: tuple[int, ...] = ()
+    # each miner's node consents and signs with a key of its own (`miner serve` reads it from
+    # BATCHMARKET_SIGNER_PRIVATE_KEY), registered as its signer, apart from its account
+    separate_signers: bool = False
 
 
 def lent_memory_gb(model_dir: Path, stages: int) -> float:
@@ -207,7 +213,7 @@ class LocalSystem:
         as_miner = self.market.as_account(miner)
         as_miner.token.approve(as_miner.registry.address, config.miner_stake)
         profile = MinerProfile(
-            signer=miner.address,
+            signer=self.signer_of(miner).address,
             gpu_class=short_string("cpu"),
             vram_gb=1,
             gpu_count=1,
@@ -218,6 +224,14 @@ class LocalSystem:
         )
         as_miner.registry.register(profile, config.miner_stake)
         return profile.endpoint
+
+    def signer_of(self, miner: LocalAccount) -> LocalAccount:
+        """The key `miner` registers as its signer: its account, or with `separate_signers` one derived from
+        it (the same at every start)."""
+        if not self.config.separate_signers:
+            return miner
+        derived: LocalAccount = Account.from_key(keccak(b"batchmarket demo signer" + miner.key))
+        return derived
 
     def _fund_audit_pool(self) -> None:
         self.market.token.mint(self.admin.address, self.config.audit_pool)
@@ -252,6 +266,7 @@ class LocalSystem:
                 "BATCHMARKET_HEARTBEAT_TTL_S": str(self.config.heartbeat_ttl_s),
             }
         )
+        env.pop(SIGNER_KEY_ENV, None)  # a miner signs with a key of its own only where start_miner gives one
         if key is not None:
             env["BATCHMARKET_PRIVATE_KEY"] = "0x" + key.key.hex()
         return env
@@ -319,13 +334,16 @@ class LocalSystem:
         ]  # fmt: skip
         if index in self.config.relayed_miners:
             args += ["--relay", self.relay_endpoint, "--relay-key", self.relay_key]
-        faulty = (
+        extra = (
             {"BATCHMARKET_TEST_CORRUPT": self.config.faulty_miner}
             if index == 0 and self.config.faulty_miner
             else {}
         )
+        account = self.miner_accounts[index]
+        if self.config.separate_signers:
+            extra[SIGNER_KEY_ENV] = "0x" + self.signer_of(account).key.hex()
         self._miner_started_at[index] = int(time.time())
-        self._spawn(f"miner{index}", args, self.miner_accounts[index], faulty, lends_cpu=True)
+        self._spawn(f"miner{index}", args, account, extra, lends_cpu=True)
 
     def start_verifier(self, index: int, other_model: bool = False) -> None:
         """`arbitration verify` with its own key, of this system's model or the other one; it stakes and

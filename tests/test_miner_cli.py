@@ -65,6 +65,9 @@ def run(chain: Anvil, deployment_file: Path, miner: LocalAccount) -> Invoke:
             "BATCHMARKET_DEPLOYMENT": str(deployment_file),
             "BATCHMARKET_PRIVATE_KEY": key,
             "BATCHMARKET_KEYSTORE_PASSWORD": None,
+            "BATCHMARKET_SIGNER_KEYSTORE": None,
+            "BATCHMARKET_SIGNER_KEYSTORE_PASSWORD": None,
+            "BATCHMARKET_SIGNER_PRIVATE_KEY": None,
             **env,
         }
         return CliRunner().invoke(app, list(args), env=environment)
@@ -287,20 +290,51 @@ def test_serving_a_checkpoint_other_than_the_registered_model_is_refused(
     )
 
 
-def test_serving_under_a_signer_other_than_the_node_s_key_is_refused(
+def test_a_node_signs_with_the_registered_signer_only_its_own_or_a_separate_key(
     admin_market: Market, run: Invoke, miner: LocalAccount, tmp_path: Path
 ) -> None:
-    """Registered with another signer, the node (which consents and signs with its own key) would never be
-    assigned a task: `miner serve` refuses to start, in one line that says how to fix it."""
+    """A node consents and signs with the registered signer: its account's key, or a separate one from
+    `--signer-keystore` (made by `miner signer new`). Any other would never be assigned a task, so `miner
+    serve` refuses to start, in one line that names the key and the fix; with the registered signer's
+    keystore it gets past the check (to the next one: these weights are not the registered model)."""
     admin_market.token.mint(miner.address, 150 * 10**6)
     other_signer = Account.create().address
     assert run(*REGISTER, "--stake", "100", "--signer", other_signer).exit_code == 0
     model_dir = build_checkpoint("llama", tmp_path / "model")
-    args = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]
-    assert one_line_error(run(*args, "--model-dir", str(model_dir))) == (
-        f"error: this node signs with its own key ({miner.address}), but the registered signer is "
-        f"{other_signer}: run `miner signer set {miner.address}` first"
+    serve = ["serve", "--coordinator", "http://127.0.0.1:9", "--model", "HuggingFaceTB/SmolLM2-135M-Instruct"]
+    serve += ["--model-dir", str(model_dir)]
+
+    def refusal(signer: str) -> str:
+        return (
+            f"error: this node signs with {signer}, but the registered signer is "
+            f"{admin_market.registry.profile_of(miner.address).signer}: run `miner signer set {signer}`, or "
+            "give the registered signer's key with --signer-keystore"
+        )
+
+    assert one_line_error(run(*serve)) == refusal(miner.address)
+
+    keystore, password = tmp_path / "signer.json", {"BATCHMARKET_SIGNER_KEYSTORE_PASSWORD": "signer pass"}
+    made = run("signer", "new", str(keystore), **password)
+    assert made.exit_code == 0, made.output
+    signer = Account.from_key(Account.decrypt(json.loads(keystore.read_text()), "signer pass")).address
+    assert f"new signer {signer} in {keystore}" in " ".join(made.stdout.split())
+    assert keystore.stat().st_mode & 0o777 == 0o600
+    written = keystore.read_text()
+    assert one_line_error(run("signer", "new", str(keystore), **password)) == (
+        f"error: {keystore} exists; give a new file (an existing key is never overwritten)"
     )
+    assert keystore.read_text() == written
+
+    with_keystore = [*serve, "--signer-keystore", str(keystore)]
+    assert one_line_error(run(*with_keystore, BATCHMARKET_SIGNER_KEYSTORE_PASSWORD="wrong")) == (
+        f"error: cannot decrypt keystore {keystore}: wrong password or damaged file"
+    )
+    assert one_line_error(run(*with_keystore, **password)) == refusal(signer)
+    assert run("signer", "set", signer).exit_code == 0
+    assert "did not register" in one_line_error(run(*with_keystore, **password))  # the signer check passed
+    # the key may come from the environment instead, as a service manager gives it
+    key = {"BATCHMARKET_SIGNER_PRIVATE_KEY": Account.create().key.to_0x_hex()}
+    assert "this node signs with 0x" in one_line_error(run(*serve, **key))
 
 
 @pytest.mark.parametrize(

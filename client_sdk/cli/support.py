@@ -218,9 +218,10 @@ def open_client(coordinator: str, rpc_url: str, deployment: Path, keystore: Path
 def load_cli_account(keystore: Path | None) -> LocalAccount:
     """The caller's key: a keystore (password from the environment or a prompt), else
     BATCHMARKET_PRIVATE_KEY."""
-    return load_account(keystore, ask_password=_ask_password)
+    return load_account(keystore, ask_password=ask_password)
 
 
-def _ask_password() -> str:
+def ask_password() -> str:
+    """Asks for a keystore's password at the terminal, unechoed."""
     password: str = typer.prompt("Keystore password", hide_input=True)
     return password

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from client_sdk.chain.contracts import Market
 from client_sdk.chain.types import MinerProfile, Stake
@@ -31,6 +34,7 @@ from client_sdk.cli.support import (
 )
 from client_sdk.encoding import read_short_string, short_string
 from client_sdk.errors import UserError
+from client_sdk.keys import SIGNER_KEY_ENV, SIGNER_KEYSTORE_PASSWORD_ENV, write_keystore
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.model_identity import describe, model_hash, model_id_of
 from client_sdk.protocol.task import TaskStatus
@@ -199,6 +203,32 @@ def update(
     console.print(f"endpoint changed from {old} to {endpoint}; restart `miner serve` to use it")
 
 
+@signer_app.command("new")
+@one_line_errors
+def signer_new(
+    keystore: Annotated[Path, typer.Argument(help="Where to write the new key's encrypted keystore.")],
+) -> None:
+    """Make a new signer key in an encrypted keystore file (password from
+    BATCHMARKET_SIGNER_KEYSTORE_PASSWORD or a prompt), and print its address.
+
+    Then register it with `miner signer set ADDRESS` (with the account's key) and give the file to
+    `miner serve --signer-keystore`. Needs no chain."""
+    if keystore.exists():
+        raise UserError(f"{keystore} exists; give a new file (an existing key is never overwritten)")
+    password = os.environ.get(SIGNER_KEYSTORE_PASSWORD_ENV)
+    if password is None:
+        password = typer.prompt("Password for the new keystore", hide_input=True, confirmation_prompt=True)
+    if not password:
+        raise UserError("the keystore's password is empty: give one")
+    signer: LocalAccount = Account.create()
+    try:
+        write_keystore(signer, keystore, password)
+    except OSError as exc:
+        raise UserError(f"cannot write {keystore}: {exc.strerror}") from None
+    console.print(f"new signer {signer.address} in {keystore}")
+    console.print(f"next: miner signer set {signer.address}; then miner serve --signer-keystore {keystore}")
+
+
 @signer_app.command("set")
 @on_chain(signing=True)
 def signer_set(
@@ -220,8 +250,8 @@ def signer_set(
     console.print(f"signer changed from {old} to {new} for the tasks you accept from now on")
     if new != me:
         console.print(
-            f"note: `miner serve` signs with the key it runs with ({me}): it starts only while the signer is "
-            "that account; a node signing with a separate key is not part of this release"
+            f"give `miner serve` this signer's key with --signer-keystore FILE (or {SIGNER_KEY_ENV}); a node "
+            "already running signs with its old key until restarted"
         )
 
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import torch
 import typer
+from eth_account.signers.local import LocalAccount
 
 from client_sdk.cli.support import (
     DEFAULT_COORDINATOR,
@@ -21,12 +22,14 @@ from client_sdk.cli.support import (
     KeystoreOption,
     ModelDirOption,
     RpcUrlOption,
+    ask_password,
     console,
     log_to_console,
     open_market,
 )
 from client_sdk.encoding import read_short_string
 from client_sdk.errors import UserError
+from client_sdk.keys import SIGNER_KEY_ENV, SIGNER_KEYSTORE_PASSWORD_ENV, key_from_environment, load_account
 from client_sdk.protocol.endpoint import check_stage_endpoint
 from client_sdk.protocol.link_keys import is_link_key
 from client_sdk.protocol.model_identity import describe, model_hash
@@ -129,6 +132,17 @@ def serve(
     rpc_url: RpcUrlOption = DEFAULT_RPC_URL,
     deployment: DeploymentOption = DEFAULT_DEPLOYMENT,
     keystore: KeystoreOption = None,
+    signer_keystore: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BATCHMARKET_SIGNER_KEYSTORE",
+            help="The keystore of the key that consents to tasks and signs results, where it is not the "
+            "miner's account (`miner signer set` registers it; password from "
+            f"{SIGNER_KEYSTORE_PASSWORD_ENV} or a prompt). Without it, the key in {SIGNER_KEY_ENV}, else "
+            "the account's own. A leaked signer is revoked per task (`miner signer revoke`) while the "
+            "account, which holds the stake and sends the transactions, stays safe.",
+        ),
+    ] = None,
 ) -> None:
     """Profile the device, join the coordinator, serve the assigned pipeline stage (and, as a pipeline's
     head, its work units), and sign the results after checking them, until Ctrl-C."""
@@ -138,15 +152,17 @@ def serve(
     market = open_market(rpc_url, deployment, keystore, signing=True)
     assert market.transactor is not None  # signing=True loaded the key
     account = market.transactor.account
+    signer = node_signer(signer_keystore, account)
     if not market.registry.is_registered(account.address):
         raise UserError(f"{account.address} is not registered; run `miner register` first")
     registered = market.registry.profile_of(account.address)
-    if registered.signer.lower() != account.address.lower():
-        # the node consents to tasks and signs results with the key it runs with: the contract checks both
-        # against the registered signer, so any other would never be assigned a task
+    if registered.signer.lower() != signer.address.lower():
+        # the contract checks consents and commitments against the registered signer: a node signing with
+        # any other key would never be assigned a task
         raise UserError(
-            f"this node signs with its own key ({account.address}), but the registered signer is "
-            f"{registered.signer}: run `miner signer set {account.address}` first"
+            f"this node signs with {signer.address}, but the registered signer is {registered.signer}: "
+            f"run `miner signer set {signer.address}`, or give the registered signer's key with "
+            "--signer-keystore"
         )
     checkpoint = model_hash(model_dir)
     if checkpoint not in registered.model_ids:
@@ -208,10 +224,11 @@ def serve(
         host,
         executor,
         journal,
-        Consenter(account, market, checkpoint),
+        Consenter(signer, account.address, market, checkpoint),
         Voucher(market.tasks, config.chain_id),
         answerer,
         appealer,
+        signer,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -221,6 +238,14 @@ def serve(
         stop.set()
     finally:
         client.close()
+
+
+def node_signer(keystore: Path | None, account: LocalAccount) -> LocalAccount:
+    """The key the node consents and signs with: `keystore`'s, else the one in
+    $BATCHMARKET_SIGNER_PRIVATE_KEY, else the miner's `account` itself."""
+    if keystore is not None:
+        return load_account(keystore, ask_password, SIGNER_KEY_ENV, SIGNER_KEYSTORE_PASSWORD_ENV)
+    return key_from_environment(SIGNER_KEY_ENV) or account
 
 
 def relay_option(endpoint: str | None, key: str | None) -> RelayAddress | None:

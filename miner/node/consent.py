@@ -111,12 +111,14 @@ class Consenter:
 
     def __init__(
         self,
-        account: LocalAccount,
+        signer: LocalAccount,
+        miner: str,
         market: Market,
         model_hash: bytes,
         policy: ConsentPolicy = ConsentPolicy(),
     ) -> None:
-        self.account = account  # the miner, its own registered signer (as for result commitments)
+        self.signer = signer  # the miner's registered signer (its own account, or a key of its own)
+        self.miner = miner  # the miner's account address, which the acceptance names
         self.market = market
         self.model_hash = model_hash
         self.policy = policy
@@ -124,8 +126,8 @@ class Consenter:
     def refusal(self, proposal: dict[str, Any]) -> str | None:
         task_id = int(proposal["task_id"])
         task, prices = self.market.tasks.get_task(task_id), self.market.tasks.prices_of(task_id)
-        free = self.market.registry.stake_of(self.account.address).free
-        floor = self.market.registry.profile_of(self.account.address).price_floor
+        free = self.market.registry.stake_of(self.miner).free
+        floor = self.market.registry.profile_of(self.miner).price_floor
         chain_now = self.market.chain_time()
         return refusal(proposal, task, prices, self.model_hash, free, floor, chain_now, self.policy)
 
@@ -136,9 +138,9 @@ class Consenter:
     def sign(self, proposal: dict[str, Any]) -> Acceptance:
         market = self.market
         return sign_acceptance(
-            self.account,
+            self.signer,
             int(proposal["task_id"]),
-            self.account.address,
+            self.miner,
             int(proposal["stake_lock"]),
             int(proposal["expiry"]),
             market.w3.eth.chain_id,

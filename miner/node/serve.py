@@ -82,6 +82,7 @@ class Node:
         voucher: Voucher | None = None,
         answerer: Answerer | None = None,
         appealer: Appealer | None = None,
+        signer: LocalAccount | None = None,
     ) -> None:
         self.config = config
         self.consenter = consenter  # None: this node accepts no new task (it only finishes what it has)
@@ -92,7 +93,10 @@ class Node:
         # None: this node never appeals a conviction (no chain access, or a node made to corrupt its lines)
         self.appealer = appealer
         self._vouch_checked = 0.0
-        self.account = account
+        self.account = account  # the miner: it authenticates to the coordinator and sends the transactions
+        # the registered signer: it signs the commitments (None: the account is its own signer); a key apart
+        # from the account, so that a leaked one can be revoked per task while the account and stake are safe
+        self.signer = signer or account
         self.client = client
         self.device = device
         self.host = StageHost(host, self.journal_finished)
@@ -483,7 +487,8 @@ class Node:
                 continue
             try:
                 checked = check_and_sign(
-                    self.account,
+                    self.signer,
+                    self.account.address,
                     request,
                     self.journal.served,
                     self.executor.reader,

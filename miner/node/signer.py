@@ -117,7 +117,8 @@ def check_proof(
 
 
 def check_and_sign(
-    account: LocalAccount,
+    signer: LocalAccount,
+    miner: str,
     raw: dict[str, Any],
     served: Mapping[tuple[int, int], Served],
     reader: Reader,
@@ -125,8 +126,8 @@ def check_and_sign(
     task_registry: str,
 ) -> Signed:
     """The EIP-712 signature over the whole commitment, after every line we served checks out, the whole tree
-    checks out (`check_tree`) and the commitment carries our served root. `raw` is the coordinator's signing
-    request, as JSON."""
+    checks out (`check_tree`) and the commitment carries our served root; signed by `signer` for the miner of
+    account address `miner`. `raw` is the coordinator's signing request, as JSON."""
     try:
         request = SigningRequest.from_json(raw)
     except ValueError as exc:
@@ -141,18 +142,16 @@ def check_and_sign(
     hashes: dict[int, bytes] = {}
     for item in request.lines:
         mine = served[(task_id, item.index)]
-        leaf = check_line(task_id, item, mine, reader, account.address, committed, count)
+        leaf = check_line(task_id, item, mine, reader, miner, committed, count)
         hashes[leaf.request_index] = leaf.hash()
-    check_share(request, account.address, _work(request, served), reader.config.num_layers)
+    check_share(request, miner, _work(request, served), reader.config.num_layers)
     tree = served_tree(hashes)
     served_root = tree.root if tree is not None else ZERO_ROOT
     # the signature covers every miner's served root: ours must be the root of exactly what we served
-    slots = [i for i, m in enumerate(request.miners) if m.lower() == account.address.lower()]
+    slots = [i for i, m in enumerate(request.miners) if m.lower() == miner.lower()]
     if len(slots) != 1 or commitment.served_roots[slots[0]] != served_root:
         raise RefusedToSign(f"task {task_id}: the commitment does not carry the root of the lines we served")
-    return Signed(
-        sign_commitment(account, commitment, account.address, chain_id, task_registry), commitment, trees
-    )
+    return Signed(sign_commitment(signer, commitment, miner, chain_id, task_registry), commitment, trees)
 
 
 def check_tree(request: SigningRequest) -> ResultTrees:

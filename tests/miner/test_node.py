@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import zmq
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from client_sdk import openai_batch
 from client_sdk.chain.anvil import free_port
@@ -420,12 +421,33 @@ def signing_request(
 def test_each_stage_signs_after_checking_its_lines(reader: Reader, two_stage_run: Any) -> None:
     served, journal = two_stage_run
     request = signing_request(reader, served)
-    signed = check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    signed = check_and_sign(SECOND, SECOND.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
     assert commitment.served_roots[1] != bytes(32)  # the second stage's, as the coordinator computed it
     assert recover_signer(signed.signature, commitment, SECOND.address, CHAIN_ID, REGISTRY) == SECOND.address
     assert signed.commitment == commitment
     assert signed.trees.root == commitment.results_root  # kept to answer the owner's challenges
+
+
+def own_signer() -> tuple[LocalAccount, str]:
+    """A miner that is its own signer: its key and its address."""
+    account = Account.create()
+    return account, account.address
+
+
+def test_a_stage_with_a_separate_signer_key_signs_for_its_account(reader: Reader, two_stage_run: Any) -> None:
+    """A node whose signer is a key apart from its account checks its lines as the account's (the leaves
+    name the account) and signs with the signer key a digest that names the account: the signature recovers
+    to the signer for that miner, and to no one useful for another."""
+    served, journal = two_stage_run
+    request = signing_request(reader, served)
+    signer = Account.create()
+    signed = check_and_sign(signer, SECOND.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    commitment = ResultCommitment.from_json(TASK, request["commitment"])
+    assert recover_signer(signed.signature, commitment, SECOND.address, CHAIN_ID, REGISTRY) == signer.address
+    assert recover_signer(signed.signature, commitment, HEAD.address, CHAIN_ID, REGISTRY) != signer.address
+    with pytest.raises(RefusedToSign, match="its leaf does not name us"):  # the signer's address served none
+        check_and_sign(signer, signer.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_stage_refuses_a_commitment_that_does_not_carry_its_served_root(
@@ -437,10 +459,10 @@ def test_a_stage_refuses_a_commitment_that_does_not_carry_its_served_root(
     request = signing_request(reader, served)
     request["commitment"]["served_roots"][1] = "0x" + "11" * 32
     with pytest.raises(RefusedToSign, match=f"miner {SECOND.address}'s served root is not the root of its"):
-        check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+        check_and_sign(SECOND, SECOND.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
     request["commitment"]["served_roots"][1] = "0x" + "00" * 32  # left out: the head answers for the lines
     with pytest.raises(RefusedToSign, match="does not carry the root of the lines we served"):
-        check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
+        check_and_sign(SECOND, SECOND.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def _retreed(
@@ -514,13 +536,19 @@ def test_a_stage_refuses_what_it_did_not_serve(reader: Reader, two_stage_run: An
     for reason, tamper in cases.items():
         with pytest.raises(RefusedToSign, match=f"task {TASK} line 5: {reason}"):
             check_and_sign(
-                SECOND, signing_request(reader, served, tamper), journal.served, reader, CHAIN_ID, REGISTRY
+                SECOND,
+                SECOND.address,
+                signing_request(reader, served, tamper),
+                journal.served,
+                reader,
+                CHAIN_ID,
+                REGISTRY,
             )
     with pytest.raises(Unrecorded, match=f"task {TASK}: we have no record of serving") as unrecorded:
-        check_and_sign(SECOND, honest, {}, reader, CHAIN_ID, REGISTRY)
+        check_and_sign(SECOND, SECOND.address, honest, {}, reader, CHAIN_ID, REGISTRY)
     assert unrecorded.value.lines == [int(item["index"]) for item in honest["lines"]]
     with pytest.raises(RefusedToSign, match="line 0: its leaf does not name us"):
-        check_and_sign(Account.create(), honest, journal.served, reader, CHAIN_ID, REGISTRY)
+        check_and_sign(*own_signer(), honest, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def test_no_miner_signs_a_usage_the_results_do_not_add_up_to(reader: Reader, two_stage_run: Any) -> None:
@@ -541,11 +569,11 @@ def test_no_miner_signs_a_usage_the_results_do_not_add_up_to(reader: Reader, two
         (Account.create(), {}, overstated | {"lines": []}),
     ):
         with pytest.raises(RefusedToSign, match=re.escape(message)):
-            check_and_sign(signer, request, journal_served, reader, CHAIN_ID, REGISTRY)
+            check_and_sign(signer, signer.address, request, journal_served, reader, CHAIN_ID, REGISTRY)
     bent = json.loads(json.dumps(honest))
     bent["usage_witness"]["output_tokens"] += 1
     with pytest.raises(RefusedToSign, match="line 0: its leaf is not at its position"):
-        check_and_sign(Account.create(), bent | {"lines": []}, {}, reader, CHAIN_ID, REGISTRY)
+        check_and_sign(*own_signer(), bent | {"lines": []}, {}, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_stage_run: Any) -> None:
@@ -553,7 +581,7 @@ def test_a_miner_that_served_nothing_signs_the_zero_root(reader: Reader, two_sta
     served, _ = two_stage_run
     spare = Account.create()
     request = signing_request(reader, served, spare=spare.address) | {"lines": []}
-    signed = check_and_sign(spare, request, {}, reader, CHAIN_ID, REGISTRY)
+    signed = check_and_sign(spare, spare.address, request, {}, reader, CHAIN_ID, REGISTRY)
     commitment = ResultCommitment.from_json(TASK, request["commitment"])
     assert recover_signer(signed.signature, commitment, spare.address, CHAIN_ID, REGISTRY) == spare.address
 
@@ -583,8 +611,8 @@ def test_no_miner_signs_a_split_that_shorts_it(reader: Reader, two_stage_run: An
     }
     for reason, request in cases.items():
         with pytest.raises(RefusedToSign, match=re.escape(f"task {TASK}: {reason}")):
-            check_and_sign(SECOND, request, journal.served, reader, CHAIN_ID, REGISTRY)
-    check_and_sign(SECOND, honest, journal.served, reader, CHAIN_ID, REGISTRY)
+            check_and_sign(SECOND, SECOND.address, request, journal.served, reader, CHAIN_ID, REGISTRY)
+    check_and_sign(SECOND, SECOND.address, honest, journal.served, reader, CHAIN_ID, REGISTRY)
 
 
 def test_a_new_assignment_rebuilds_the_stage_on_the_same_endpoint(checkpoint: Path, reader: Reader) -> None:
