@@ -1,6 +1,6 @@
 """Paying for the tokens served, on a real chain: a commitment whose usage is not what its results sum tree
-adds up to is refuted by anyone with one leaf's proof (the owner gets the escrow back and every signer's
-stake lock); a true usage cannot be refuted and pays exactly its price."""
+adds up to is refuted by anyone with one leaf's proof (the owner gets the escrow back, every signer's stake
+lock goes to the audit pool, no party's); a true usage cannot be refuted and pays exactly its price."""
 
 from __future__ import annotations
 
@@ -28,11 +28,14 @@ def test_an_overstated_usage_is_refuted_and_the_owner_made_whole(
     )
     wallet = admin_market.token.balance_of(user.address)
     stakes = [registry.stake_of(m.address) for m in miners]
+    pool = admin_market.escrow.audit_pool()
 
     admin_market.as_account(stranger).tasks.refute_usage(task.leaves[1], task.trees.proof(1))
 
     assert tasks.get_task(task.task_id).status == TaskStatus.FINALIZED
-    assert admin_market.escrow.balance_of(user.address) == config.max_price + len(miners) * config.stake_lock
+    assert admin_market.escrow.balance_of(user.address) == config.max_price
+    assert admin_market.escrow.audit_pool() == pool + len(miners) * config.stake_lock
+    assert admin_market.escrow.balance_of(stranger.address) == 0
     assert admin_market.token.balance_of(user.address) == wallet
     for miner, before in zip(miners, stakes, strict=True):
         after = registry.stake_of(miner.address)

@@ -346,7 +346,7 @@ class TaskRegistry(_Bound):
     def refute_usage(self, leaf: ResultLeaf, proof: Sequence[bytes]) -> TxReceipt:
         """Proves with `leaf` and its results proof that the task's committed usage is not what its results
         tree adds up to (ContractRevert `UsageMatches` when it is): the owner is refunded in full and every
-        assigned miner loses its stake lock to the owner."""
+        miner that signed the commitment loses its stake lock to the audit pool."""
         return self._send(self.contract.functions.refuteUsage(leaf.task_id, leaf.as_tuple(), list(proof)))
 
     def finalize_task(self, task_id: int) -> TxReceipt:

@@ -418,8 +418,8 @@ def refute_usage(
     batch_id: Annotated[str, typer.Option("--batch", help="Batch id (batch_...).")],
 ) -> None:
     """Refute a task's committed usage when its results add up to other token counts than it is paid for:
-    the escrow comes back whole and every assigned miner's stake lock goes to the task's owner (no bond; the
-    chain checks the proof)."""
+    the escrow comes back whole to the task's owner and the stake lock of every miner that signed the totals
+    goes to the audit pool (no bond; the chain checks the proof)."""
     try:
         with console.status("downloading and verifying the results against the chain"):
             client.batches.results(batch_id)
@@ -429,8 +429,9 @@ def refute_usage(
         task = client.market.tasks.get_task(task_id)
         console.print(
             f"task {task_id}: usage refuted with line {wrong.leaf.request_index}; its owner {task.owner} "
-            f"gets the escrow of {client.market.amount(task.max_price)} back and every miner's stake lock of "
-            f"{client.market.amount(task.stake_lock)}, as escrow balances (`market withdraw` takes them)",
+            f"gets the escrow of {client.market.amount(task.max_price)} back as an escrow balance (`market "
+            f"withdraw` takes it); each miner that signed the totals loses its stake lock of "
+            f"{client.market.amount(task.stake_lock)} to the audit pool",
             soft_wrap=True,
         )
         return

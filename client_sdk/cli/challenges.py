@@ -68,8 +68,8 @@ def show(market: Market, task_id: TaskArgument, as_json: JsonOption = False) -> 
 @app.command("settle")
 @on_chain(signing=True)
 def settle(market: Market, task_id: TaskArgument, line: LineArgument) -> None:
-    """Anyone, once a challenge's answer period is over: refunds the task to its owner with the stake locks
-    of the miners that signed it."""
+    """Anyone, once a challenge's answer period is over: refunds the task to its owner in full; the stake
+    locks of the miners that signed it go to the audit pool."""
     record = market.challenges.challenge_of(task_id, line)
     if record.status != ChallengeStatus.OPEN:
         state = STATES.get(record.status, "never challenged")

@@ -103,13 +103,10 @@ contract LineChallenges is ILineChallenges {
         challenge.status = ChallengeStatus.Unanswered;
         --_openCount[taskId];
         uint256 slashed = taskRegistry.resolveDispute(taskId, true, _signers(taskId), false);
-        // What the slashes sent to the escrow goes to the owner (nothing when an earlier verdict settled the task).
-        uint256 received = escrow.absorbReceived();
-        address[] memory payees = new address[](1);
-        uint256[] memory amounts = new uint256[](1);
-        payees[0] = taskRegistry.getTask(taskId).owner;
-        amounts[0] = received;
-        escrow.distribute(payees, amounts);
+        // What the slashes sent to the escrow goes to the audit pool, as a refutation's does (nothing when an
+        // earlier verdict settled the task): the owner's refund in full is its due.
+        escrow.absorbReceived();
+        escrow.distribute(new address[](0), new uint256[](0));
         emit LineUnanswered(taskId, index, slashed);
     }
 

@@ -129,12 +129,14 @@ contract PaymentEscrow is IPaymentEscrow, AccessControl, ReentrancyGuard {
     }
 
     /// @inheritdoc IPaymentEscrow
-    /// @dev The task registry's counterpart of `absorbReceived`: it slashes straight into the escrow and credits
-    /// the surplus in the same transaction, so the arbitration float is never touched.
-    function creditReceived(address account) external onlyRole(TASK_MANAGER_ROLE) returns (uint256 amount) {
+    /// @dev The task registry's counterpart of `absorbReceived`: it slashes straight into the escrow and pools
+    /// the surplus in the same transaction, so the arbitration float is never touched. Not the refuter's nor the
+    /// owner's: whoever could cash a refutation could frame a miner whose signer key it holds.
+    function poolReceived() external onlyRole(TASK_MANAGER_ROLE) returns (uint256 amount) {
         amount = token.balanceOf(address(this)) - totalLiabilities;
         totalLiabilities += amount;
-        _credit(account, amount);
+        auditPool += amount;
+        emit AuditPoolFunded(msg.sender, amount);
     }
 
     /// @inheritdoc IPaymentEscrow

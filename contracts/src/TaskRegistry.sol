@@ -316,7 +316,7 @@ contract TaskRegistry is TaskEvidence {
             if (signed & (1 << i) != 0) gpuRegistry.slash(miners[i], stakeLock, address(escrow));
             else gpuRegistry.unlockStake(miners[i], stakeLock);
         }
-        uint256 slashed = escrow.creditReceived(task.owner);
+        uint256 slashed = escrow.poolReceived(); // nobody's to cash: see ITaskRegistry.refuteUsage
         _refundAll(taskId, task.owner);
         emit UsageRefuted(taskId, inputTokens, outputTokens, slashed);
     }

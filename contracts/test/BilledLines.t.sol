@@ -54,9 +54,10 @@ contract BilledLinesTest is BaseTest {
         assertEq(uint8(challenges.challengeOf(id, index).status), uint8(IL.ChallengeStatus.Unanswered));
     }
 
-    /// @dev Owner alice was refunded in full and got exactly the locks of the miners in `slashed` (bit i: miner i
-    /// of 0..2); every other miner keeps its whole stake, unlocked; nobody was paid.
-    function _assertRefundedWithLocksOf(uint256 slashed) internal view {
+    /// @dev Owner alice was refunded in full, and exactly the locks of the miners in `slashed` (bit i: miner i of
+    /// 0..2) went to the audit pool, no party's; every other miner keeps its whole stake, unlocked; nobody was
+    /// paid.
+    function _assertRefundedAndLocksPooled(uint256 slashed) internal view {
         uint256 count;
         for (uint256 i = 0; i < 3; ++i) {
             bool lost = slashed & (1 << i) != 0;
@@ -65,11 +66,9 @@ contract BilledLinesTest is BaseTest {
             assertEq(_locked(miners[i]), 0, "unlocked");
             assertEq(escrow.balanceOf(miners[i]), 0, "unpaid");
         }
-        assertEq(
-            escrow.balanceOf(alice), MAX_PRICE + count * STAKE_LOCK, "escrow back, and the signers' locks"
-        );
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "escrow back, and nothing more");
         assertEq(escrow.balanceOf(feeRecipient), 0, "no fee");
-        assertEq(escrow.auditPool(), 0);
+        assertEq(escrow.auditPool(), count * STAKE_LOCK, "the signers' locks");
         _assertEscrowSolvent();
     }
 
@@ -95,7 +94,7 @@ contract BilledLinesTest is BaseTest {
 
         _settleUnanswered(id, 3);
         assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
-        _assertRefundedWithLocksOf(1);
+        _assertRefundedAndLocksPooled(1);
     }
 
     /// @dev The same line naming no one at all (an empty pipeline that still bills tokens).
@@ -108,7 +107,7 @@ contract BilledLinesTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IT.NoAccountableMiner.selector, id, 3));
         _answer(id, billed, 3);
         _settleUnanswered(id, 3);
-        _assertRefundedWithLocksOf(1);
+        _assertRefundedAndLocksPooled(1);
     }
 
     /// @dev Honest miners that sign after checking only their own lines vouched for the whole tree: they are held
@@ -119,7 +118,7 @@ contract BilledLinesTest is BaseTest {
         _commitSignedBy(id, _commitmentOf(id, billed, _standardLeaves(id)), 7);
         _challenge(id, 3);
         _settleUnanswered(id, 3);
-        _assertRefundedWithLocksOf(7);
+        _assertRefundedAndLocksPooled(7);
     }
 
     /// @dev The inflated line in the colluder's own served root is answerable, and then accountable: a dispute of
@@ -167,7 +166,7 @@ contract BilledLinesTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IL.IndexOutOfRange.selector, REQUESTS, REQUESTS));
         _challenge(id, REQUESTS);
         _settleUnanswered(id, 0);
-        _assertRefundedWithLocksOf(7);
+        _assertRefundedAndLocksPooled(7);
     }
 
     /// @dev A tree one leaf smaller: its last position cannot be opened.
@@ -181,7 +180,7 @@ contract BilledLinesTest is BaseTest {
         _commitSignedBy(id, _honestCommitment(id, smaller), 7);
         _challenge(id, REQUESTS - 1);
         _settleUnanswered(id, REQUESTS - 1);
-        _assertRefundedWithLocksOf(7);
+        _assertRefundedAndLocksPooled(7);
     }
 
     // ---- honest commitments
@@ -295,7 +294,7 @@ contract BilledLinesTest is BaseTest {
         // its miners never answer for leaf 3 (it bills nothing: any of them could have)
         _settleUnanswered(id, 3);
         assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
-        assertEq(escrow.balanceOf(alice), ownerAfterDispute + MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), ownerAfterDispute + MAX_PRICE, "the escrow back; the locks pooled");
         _assertEscrowSolvent();
 
         uint256 second = _committedTask(alice);

@@ -108,8 +108,12 @@ contract RefutationReviewTest is BaseTest {
         _mint(stranger, 3);
         vm.prank(stranger);
         token.transfer(address(escrow), 3);
+        uint256 pool = escrow.auditPool();
         vm.prank(stranger);
         tasks.refuteUsage(id, leaves[1], _proofOf(leaves, 1));
+        assertEq(
+            escrow.auditPool(), pool + 2 * STAKE_LOCK + 3, "the signers' locks and the donation: no party's"
+        );
         _decide(d, IA.Vote.MinersAtFault);
 
         assertEq(_free(miners[2]), MINER_STAKE, "left out: whole");
@@ -118,7 +122,7 @@ contract RefutationReviewTest is BaseTest {
             assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK, "signers: one lock each");
             assertEq(_locked(miners[i]), 0);
         }
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + 2 * STAKE_LOCK + 3);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND, "the escrow and the bond back");
         _assertEscrowSolvent();
         assertEq(token.balanceOf(address(registry)), 4 * MINER_STAKE - 2 * STAKE_LOCK);
     }

@@ -63,14 +63,14 @@ contract ReviewChallengesTest is BaseTest {
         challenges.settleUnanswered(id, 0);
         uint256 afterFirst = escrow.balanceOf(alice);
         challenges.settleUnanswered(id, 3);
-        assertEq(afterFirst, MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(afterFirst, MAX_PRICE);
         assertEq(escrow.balanceOf(alice), afterFirst, "refunded twice");
         for (uint256 i = 0; i < 3; ++i) {
             assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK);
             assertEq(_locked(miners[i]), 0);
         }
         assertEq(tasks.openDisputesOf(id), 0);
-        assertEq(escrow.auditPool(), 0);
+        assertEq(escrow.auditPool(), 3 * STAKE_LOCK, "the three locks, once");
         _assertNoFloat();
     }
 
@@ -80,11 +80,13 @@ contract ReviewChallengesTest is BaseTest {
         (uint256 id, ResultLeaf.Leaf[] memory leaves) = _overchargedTask(100_000);
         _challenge(id, 0);
         _challenge(id, 1);
+        uint256 pool = escrow.auditPool();
         vm.prank(stranger);
         tasks.refuteUsage(id, leaves[2], _proofOf(leaves, 2));
         assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
         uint256 refunded = escrow.balanceOf(alice);
-        assertEq(refunded, MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(refunded, MAX_PRICE);
+        assertEq(escrow.auditPool(), pool + 3 * STAKE_LOCK);
 
         vm.expectRevert();
         _challenge(id, 2);
@@ -108,7 +110,8 @@ contract ReviewChallengesTest is BaseTest {
         challenges.settleUnanswered(id, 0);
         vm.expectRevert();
         tasks.refuteUsage(id, leaves[2], _proofOf(leaves, 2));
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        assertEq(escrow.auditPool(), 3 * STAKE_LOCK);
         _assertNoFloat();
     }
 
@@ -131,7 +134,7 @@ contract ReviewChallengesTest is BaseTest {
         vm.expectRevert(abi.encodeWithSelector(IL.NotOpen.selector, id, 1));
         challenges.settleUnanswered(id, 1);
         assertEq(tasks.openDisputesOf(id), 0);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
         _assertNoFloat();
     }
 
@@ -336,11 +339,9 @@ contract ReviewChallengesTest is BaseTest {
         _challenge(id, 3);
         skip(ANSWER_PERIOD + 1);
         challenges.settleUnanswered(id, 3);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
         _decide(d, AT_FAULT);
-        assertEq(
-            escrow.balanceOf(alice), MAX_PRICE + 3 * STAKE_LOCK + DISPUTE_BOND, "only the bond comes back"
-        );
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND, "only the bond comes back");
         for (uint256 i = 0; i < 3; ++i) {
             assertEq(_free(miners[i]), MINER_STAKE - STAKE_LOCK, "slashed once");
             assertEq(_locked(miners[i]), 0);

@@ -46,6 +46,7 @@ contract SecondReviewTest is BaseTest {
         vm.expectEmit(address(tasks));
         (uint64 inputTokens, uint64 outputTokens) = ResultTree.usage(leaves);
         emit IT.UsageRefuted(id, inputTokens, outputTokens, STAKE_LOCK);
+        uint256 pool = escrow.auditPool();
         vm.prank(alice);
         tasks.refuteUsage(id, leaves[0], _proofOf(leaves, 0));
 
@@ -53,7 +54,8 @@ contract SecondReviewTest is BaseTest {
         assertEq(_locked(miners[1]), 0, "and it is unlocked");
         assertEq(_free(miners[0]), MINER_STAKE - STAKE_LOCK, "the signer loses its lock");
         assertEq(_locked(miners[0]), 0);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + STAKE_LOCK, "the escrow and the signer's lock only");
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "the escrow back, and no lock: the framers gain nothing");
+        assertEq(escrow.auditPool(), pool + STAKE_LOCK, "the signer's lock only");
         assertEq(escrow.balanceOf(miners[0]) + escrow.balanceOf(miners[1]), 0);
         assertEq(escrow.balanceOf(feeRecipient), 0);
         _assertEscrowSolvent();
@@ -67,13 +69,15 @@ contract SecondReviewTest is BaseTest {
             leaves[i] = _leaf(id, i, _pair(miners[0], miners[1]));
         }
         _overstatedSignedBy(id, leaves, 2);
+        uint256 pool = escrow.auditPool();
         vm.prank(stranger);
         tasks.refuteUsage(id, leaves[3], _proofOf(leaves, 3));
         for (uint256 i = 0; i < 4; ++i) {
             assertEq(_free(miners[i]), i < 2 ? MINER_STAKE - STAKE_LOCK : MINER_STAKE);
             assertEq(_locked(miners[i]), 0);
         }
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + 2 * STAKE_LOCK);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE);
+        assertEq(escrow.auditPool(), pool + 2 * STAKE_LOCK, "the two signers' locks");
         _assertEscrowSolvent();
     }
 

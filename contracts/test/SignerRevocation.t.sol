@@ -65,13 +65,15 @@ contract SignerRevocationTest is BaseTest {
         // anyone refutes it with one line, and only the partner answers for it
         _commitSignedBy(id, lie, 2);
         assertEq(tasks.signedMaskOf(id), 2);
+        uint256 pool = escrow.auditPool();
         vm.prank(stranger);
         tasks.refuteUsage(id, leaves[0], _proofOf(leaves, 0));
         assertEq(_free(victim), MINER_STAKE, "the victim keeps its whole stake");
         assertEq(_locked(victim), 0);
         assertEq(_free(partner), MINER_STAKE - STAKE_LOCK);
         assertEq(_locked(partner), 0);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + STAKE_LOCK, "the owner: its escrow and one lock");
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "the owner: its escrow back");
+        assertEq(escrow.auditPool(), pool + STAKE_LOCK, "the partner's lock");
         _assertEscrowSolvent();
     }
 

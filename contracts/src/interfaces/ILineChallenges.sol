@@ -52,8 +52,9 @@ interface ILineChallenges {
         bytes32[][] calldata servedProofs
     ) external;
 
-    /// @notice Anyone, after `answerBy` of an open challenge: the task's signers lose their stake lock to the owner,
-    /// who is refunded in full; miners that did not sign are unlocked.
+    /// @notice Anyone, after `answerBy` of an open challenge: the task's signers lose their stake lock to the audit
+    /// pool (no party's: an owner holding a signer's key could otherwise cash its lock with a challenge it lets go
+    /// unanswered), the owner is refunded in full; miners that did not sign are unlocked.
     function settleUnanswered(uint256 taskId, uint256 index) external;
 
     /// @notice The challenge of position `index` of task `taskId` (status None if it was never challenged).

@@ -45,8 +45,9 @@ interface IPaymentEscrow {
     function releaseBond(uint256 bondId) external returns (uint256 amount);
     /// @notice Moves tokens received without a deposit (slashed stake, juror penalties) into the float.
     function absorbReceived() external returns (uint256 amount);
-    /// @notice Credits tokens received without a deposit (stake slashed by a task's refutation) to `account`.
-    function creditReceived(address account) external returns (uint256 amount);
+    /// @notice Moves tokens received without a deposit (stake slashed by a task's refutation) into the audit
+    /// pool.
+    function poolReceived() external returns (uint256 amount);
     /// @notice Credits `amounts` to `payees` out of the float; the rest of the float goes to the audit pool.
     function distribute(address[] calldata payees, uint256[] calldata amounts) external;
     /// @notice Pulls `amount` from `payer` into the audit pool.

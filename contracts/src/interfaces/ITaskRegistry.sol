@@ -217,9 +217,10 @@ interface ITaskRegistry {
     /// @notice Proves that the committed usage is not what the results tree adds up to: `leaf` at its position
     /// (`proof` in the results sum tree) yields the tree's true totals, and they differ from the committed ones.
     /// Each assigned miner whose signature the commitment carries signed those totals and loses its stake lock to
-    /// the owner, who also gets the whole escrow back (both as escrow balances); a miner committed without its
-    /// signature signed nothing and is only unlocked. Anyone may call it while the task is ResultsCommitted or
-    /// Disputed.
+    /// the audit pool; the owner gets the whole escrow back (as an escrow balance); a miner committed without its
+    /// signature signed nothing and is only unlocked. The locks go to no party, so that nobody profits from a
+    /// refutation it arranged (a thief of a miner's signer key, as owner, signing false totals to refute them).
+    /// Anyone may call it while the task is ResultsCommitted or Disputed.
     function refuteUsage(uint256 taskId, ResultLeaf.Leaf calldata leaf, bytes32[] calldata proof) external;
 
     /// @notice Freezes payment while one more dispute of the task runs: from ResultsCommitted inside the

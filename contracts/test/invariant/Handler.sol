@@ -143,6 +143,9 @@ contract Handler is Consent {
     bool public ghostHonestUsageRefuted;
     /// @dev A refutation took stake from a miner whose signature the refuted commitment did not carry.
     bool public ghostNonSignerSlashed;
+    /// @dev A refutation paid someone more than its escrow back: the owner beyond the task's escrow, the refuter
+    /// anything, or the audit pool other than exactly the stake the signers lost.
+    bool public ghostRefutationPaidAParty;
     /// @dev A signer its miner revoked on a task vouched for, or signed a commitment of, that task.
     bool public ghostRevokedSignerSpoke;
     uint256 public signerChanges;
@@ -896,7 +899,8 @@ contract Handler is Consent {
     }
 
     /// @dev Anyone refutes the committed usage of a task with one of its leaves; it must go through exactly when
-    /// the usage was inflated. Every assigned miner signed that usage, so each loses its task lock.
+    /// the usage was inflated. The miners whose signatures the commitment carries lose their task lock, to the
+    /// audit pool: the owner (often the refuter) gets exactly the task's escrow back, and nobody more.
     function refuteUsage(uint256 taskSeed, uint256 leafSeed) external track {
         uint256 id = _pickTask(taskSeed); // committed or disputed, or any other state (which must revert)
         if (id == 0 || leafCountOf[id] == 0) return;
@@ -905,11 +909,23 @@ contract Handler is Consent {
         _resolvingStakeLock = tasks.getTask(id).stakeLock;
         (address[] memory assigned, uint256[] memory before) = _stakesOf(id);
         uint256 signed = tasks.signedMaskOf(id);
-        vm.prank(owners[leafSeed % owners.length]);
+        address refuter = owners[leafSeed % owners.length];
+        address owner = tasks.getTask(id).owner;
+        uint256[4] memory was =
+            [escrow.balanceOf(owner), escrow.balanceOf(refuter), escrow.escrowOf(id), escrow.auditPool()];
+        vm.prank(refuter);
         try tasks.refuteUsage(id, ls[index], ResultTree.proof(ls, index)) {
             ++refutations;
             if (!usageInflated[id]) ghostHonestUsageRefuted = true;
             if (_nonSignerLostStake(assigned, before, signed)) ghostNonSignerSlashed = true;
+            uint256 lost;
+            for (uint256 i = 0; i < assigned.length; ++i) {
+                lost += before[i] - _stakeOf(assigned[i]);
+            }
+            if (
+                escrow.balanceOf(owner) != was[0] + was[2] || escrow.auditPool() != was[3] + lost
+                    || (refuter != owner && escrow.balanceOf(refuter) != was[1])
+            ) ghostRefutationPaidAParty = true;
         } catch {}
     }
 

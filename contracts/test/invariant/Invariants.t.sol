@@ -175,6 +175,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         auditsOnlyOnSelectedLines();
         onlyFalseUsageIsRefuted();
         refutationSlashesOnlySigners();
+        refutationPaysNoParty();
         revokedSignersSpeakNoMore();
         billedLinesAreAccountable();
         juriesComeFromTheTaskModelsPool();
@@ -415,6 +416,12 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
     /// committed without its signature (a spare, one left out) never vouched for the false totals.
     function refutationSlashesOnlySigners() public view {
         assertFalse(handler.ghostNonSignerSlashed(), "a refutation slashed a miner that did not sign");
+    }
+
+    /// @dev A refutation's slashed locks go to the audit pool, no party's: the owner gets exactly its escrow
+    /// back and the refuter nothing, so nobody profits from a refutation it arranged (a thief of a signer key).
+    function refutationPaysNoParty() public view {
+        assertFalse(handler.ghostRefutationPaidAParty(), "a refutation paid a party more than its escrow");
     }
 
     /// @dev A signer its miner revoked on a task (a leaked key) can neither vouch for nor sign that task's results.
