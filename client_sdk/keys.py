@@ -69,8 +69,11 @@ def _from_keystore(path: Path, ask_password: Callable[[], str] | None, password_
 
 
 def write_keystore(account: LocalAccount, path: Path, password: str) -> None:
-    """Encrypts `account` into a standard (v3, scrypt) keystore file readable only by its owner."""
+    """Encrypts `account` into a standard (v3, scrypt) keystore file readable only by its owner from the
+    moment it exists (created so, never a moment under the umask); an existing file is never overwritten
+    (FileExistsError)."""
     document = account.encrypt(password)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document))
-    path.chmod(0o600)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(json.dumps(document))

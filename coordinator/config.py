@@ -45,6 +45,9 @@ class Settings:
     work_unit_size: int = 64  # requests per work unit: enough to keep a head's engine full between claims
     work_lease_s: int = 60  # a head that holds a unit longer without answering loses it to another pipeline
     heartbeat_ttl_s: int = 30  # a miner silent this long drops out of the live set
+    # a live miner that has not signed a batch's results this long after it began finalizing is left out:
+    # its lines are served again without it (a node signs within seconds of the request)
+    signature_wait_s: int = 600
     rpc_url: str | None = None
     deployment_file: Path | None = None
 
@@ -82,6 +85,7 @@ class Settings:
             work_unit_size=_positive_int(env, "BATCHMARKET_WORK_UNIT_SIZE", cls.work_unit_size),
             work_lease_s=_positive_int(env, "BATCHMARKET_WORK_LEASE_S", cls.work_lease_s),
             heartbeat_ttl_s=_positive_int(env, "BATCHMARKET_HEARTBEAT_TTL_S", cls.heartbeat_ttl_s),
+            signature_wait_s=_positive_int(env, "BATCHMARKET_SIGNATURE_WAIT_S", cls.signature_wait_s),
             rpc_url=env.get("BATCHMARKET_RPC_URL"),
             deployment_file=Path(deployment) if deployment else None,
         )

@@ -189,9 +189,11 @@ def test_arbitration_line_challenge_show_and_settle(
     answered = run(["settle", str(task_id), "0"], stranger)
     assert answered.exit_code == 1 and "line 0 is not waiting for an answer: answered" in answered.stderr
     before = admin_market.escrow.balance_of(user.address)
+    pool = admin_market.escrow.audit_pool()
     settled = run(["settle", str(task_id), "1"], stranger)
     assert settled.exit_code == 0, settled.output
-    assert admin_market.escrow.balance_of(user.address) == before + config.max_price + 2 * config.stake_lock
+    assert admin_market.escrow.balance_of(user.address) == before + config.max_price  # the refund, no lock
+    assert admin_market.escrow.audit_pool() == pool + 2 * config.stake_lock  # the two signers' locks
     for miner in miners:
         stake = admin_market.registry.stake_of(miner.address)
         assert (stake.locked, stake.free) == (0, config.miner_stake - config.stake_lock)

@@ -109,7 +109,7 @@ def retrieve(file_id: str, owner: Caller, db: DbSession, settings: AppSettings) 
 @router.get("/{file_id}/content", summary="Download a file's contents (input, output or errors)")
 def content(file_id: str, owner: Caller, db: DbSession) -> StreamingResponse:
     record = files.get_file(db, owner, file_id)
-    data = files.file_content(db, record.id)
+    data = files.file_content(db, record)
 
     def chunks(size: int = 1 << 20) -> Iterator[bytes]:
         for start in range(0, len(data), size):

@@ -107,9 +107,10 @@ class Batch(Base):
     commit_tx: Mapped[str | None] = mapped_column(HASH)
     # set when the batch is assigned on-chain, and at commit
     miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
-    # assigned miners that revoked the signer they accepted the task with: none can sign for it again, so
-    # no line of the batch is routed to a pipeline that has one
-    revoked_miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
+    # assigned miners the batch left out: they revoked the signer they accepted the task with, or did not sign
+    # its results in time; no line of the batch is routed to a pipeline that has one, and the planner leaves
+    # them out while the batch runs
+    left_out_miners: Mapped[list[str] | None] = mapped_column(JSON(none_as_null=True))
     # why the batch is where it is while it waits (no miner can hold the model, miners yet to accept), or None
     status_detail: Mapped[str | None] = mapped_column(Text)
     # the assignment offered to miners and waiting for their acceptances: {"miners", "stake_lock", "expiry"}
@@ -121,6 +122,9 @@ class Batch(Base):
     __table_args__ = (
         Index("ix_batches_owner_created", "owner", "created_at"),
         Index("ix_batches_created_at", "created_at"),  # the explorer's count of the last day's batches
+        # a results file's batch, looked up before its content is read (or the file deleted)
+        Index("ix_batches_output_file_id", "output_file_id"),
+        Index("ix_batches_error_file_id", "error_file_id"),
         # one live batch per task; a failed one (the owner's own, refused by the worker) frees the task id
         Index(
             "uq_batches_live_task",

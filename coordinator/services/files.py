@@ -255,10 +255,30 @@ def get_file(session: Session, owner: str, file_id: str) -> File:
     return record
 
 
-def file_content(session: Session, file_id: str) -> bytes:
-    content = session.get(FileContent, file_id)
+# a batch's results are read once its commit was sent: the miners are paid for what the owner reads (an owner
+# reading them while the batch waits for signatures could let the task expire, refunded in full)
+RESULTS_READABLE = frozenset({"completed", "cancelled"})
+
+
+def file_content(session: Session, record: File) -> bytes:
+    """The file's bytes; InvalidInput for a batch's output or error file before its results were committed (a
+    400, not a 409: openai-python retries a 409)."""
+    if record.purpose != "batch":
+        producer = session.scalars(
+            select(Batch)
+            .where((Batch.output_file_id == record.id) | (Batch.error_file_id == record.id))
+            .limit(1)
+        ).first()
+        if producer is not None and producer.status not in RESULTS_READABLE:
+            raise InvalidInput(
+                f"file {record.id} holds the results of batch {producer.id}, which is {producer.status}: "
+                "they can be read once the miners' signed commitment is on-chain (the batch completed)",
+                "file_id",
+                "results_not_committed",
+            )
+    content = session.get(FileContent, record.id)
     if content is None:
-        raise NotFound("file", file_id)
+        raise NotFound("file", record.id)
     return content.data
 
 

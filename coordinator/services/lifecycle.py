@@ -160,7 +160,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Tas
         errors = [{"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems]
         _fail(ctx, batch, task, errors, now)
         return
-    live = live_miners(session, ctx.live, batch.model)
+    live = plannable_miners(session, ctx, batch.model)
     pipelines = ensure_plan(session, served, live, now, committed_miners(session))
     if not pipelines:  # wait for miners; the deadline check expires the batch if none come
         batch.status_detail = (
@@ -254,15 +254,28 @@ def assigned_miners(
 
 
 def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) -> list[PipelineRecord]:
-    """Live pipelines made only of the miners assigned on-chain (only they can be paid for this task) that
-    did not revoke their signer for it (it could never sign for their lines)."""
+    """Live pipelines made only of the miners assigned on-chain (only they can be paid for this task) that the
+    batch did not leave out (a revoked signer, a signature not given in time)."""
     served = ctx.settings.model(batch.model)
     if served is None:
         return []
-    live = live_miners(session, ctx.live, batch.model)
+    live = plannable_miners(session, ctx, batch.model)
     pipelines = ensure_plan(session, served, live, now, committed_miners(session))
-    revoked = set(batch.revoked_miners or [])
-    return made_of(pipelines, [m for m in batch.miners or [] if m not in revoked])
+    left_out = set(batch.left_out_miners or [])
+    return made_of(pipelines, [m for m in batch.miners or [] if m not in left_out])
+
+
+def plannable_miners(session: Session, ctx: Context, model: str) -> list[Miner]:
+    """The live miners of `model` the plan may use: all but those a batch still in progress left out (they
+    cannot sign for its lines; planned in, they could hold every pipeline its own miners can form, so that
+    the batch never found one without them)."""
+    left_out = session.scalars(
+        select(Batch.left_out_miners).where(
+            Batch.status.in_(ACTIVE_BATCH_STATUSES), Batch.left_out_miners.is_not(None)
+        )
+    )
+    excluded = {miner for miners in left_out for miner in miners or []}
+    return [m for m in live_miners(session, ctx.live, model) if m.address not in excluded]
 
 
 def committed_miners(session: Session) -> frozenset[str]:
@@ -330,7 +343,9 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
         missing = [m for m in missing if m.lower() not in slots.vouched]  # an on-chain vouch carries it
         cut = [m for m in missing if m.lower() in slots.revoked]
         if cut:
-            _serve_without_revoked(session, ctx, batch, cut, now)
+            _serve_without(
+                session, ctx, batch, cut, now, "revoked the signer key they accepted the task with"
+            )
             return
         left_out = [
             m for i, m in enumerate(miners) if not commitment.needs_signature(i) and m not in signatures
@@ -364,9 +379,10 @@ def _drop_stale(
     signatures: dict[str, Signature],
     parties: Parties,
 ) -> bool:
-    """Deletes, right before the commit, every signature that is not its miner's over this commitment (one
-    that raced a change of the commitment, or whose miner has since changed its signer), to be given again;
-    whether there was one. Checked once here rather than on every step while signatures come in."""
+    """Deletes, right before the commit, every signature that is not its miner's over this commitment by the
+    signer the task recorded for it (one that raced a change of the commitment, or whose signer was revoked
+    since), to be given again; whether there was one. Checked once here rather than on every step while
+    signatures come in."""
     stale = [
         s
         for s in signatures.values()
@@ -380,35 +396,40 @@ def _drop_stale(
 def _await_signers(session: Session, ctx: Context, batch: Batch, missing: list[str], now: int) -> None:
     """Waits for the miners that still have to sign; a miner silent for two heartbeat timeouts since the batch
     began finalizing is taken as gone for good, and the lines it served are served again by the others, so
-    that the commitment no longer needs its signature."""
+    that the commitment no longer needs its signature. A live miner that has not signed `signature_wait_s`
+    after that is left out the same way: a miner that never signs (colluding with an owner who reads the
+    outputs meanwhile, or refusing) would otherwise hold the batch until its task expires unpaid."""
     gone = sorted(set(missing) - set(ctx.live.alive(missing)))
     waited = now - (batch.finalizing_at or now)
     if gone and waited >= 2 * ctx.settings.heartbeat_ttl_s:
         reserve_without(session, ctx, batch, gone, now)
+        return
+    if waited >= ctx.settings.signature_wait_s:
+        why = f"did not sign the results within {ctx.settings.signature_wait_s} s"
+        _serve_without(session, ctx, batch, missing, now, why)
         return
     silent = f" ({len(gone)} of them silent: their lines are served again if they do not come back)"
     waiting = f"waiting for {len(missing)} miner(s) to sign the results: {', '.join(missing)}"
     batch.status_detail = waiting + (silent if gone else "")
 
 
-def _serve_without_revoked(
-    session: Session, ctx: Context, batch: Batch, revoked: list[str], now: int
+def _serve_without(
+    session: Session, ctx: Context, batch: Batch, miners: list[str], now: int, why: str
 ) -> None:
-    """Miners that revoked the signer they accepted the task with (a leaked key) can no longer sign its
-    commitment: their lines are served again on a live pipeline without them. While there is none, the batch
-    waits (for a re-plan, or for their accounts to vouch on-chain); serving them again on the same miners
-    would only come back here."""
-    batch.revoked_miners = sorted(set(batch.revoked_miners or []) | set(revoked))
+    """Leaves `miners` out of the batch (`why`: they revoked the signer they accepted the task with, or did
+    not sign in time): the lines they served are served again on a live pipeline without them, and the plan
+    leaves them out while the batch runs (`plannable_miners`). While no such pipeline exists, the batch waits
+    for one (or for their accounts to vouch on-chain); serving the lines again on the same miners would only
+    come back here."""
+    batch.left_out_miners = sorted(set(batch.left_out_miners or []) | set(miners))
     usable = _usable_pipelines(session, ctx, batch, now)
+    who = ", ".join(miners)
     if usable:
-        who = ", ".join(revoked)
-        reason = f"miner(s) {who} served them but revoked the signer key they accepted the task with"
-        reserve_without(session, ctx, batch, revoked, now, reason)
+        reserve_without(session, ctx, batch, miners, now, f"miner(s) {who} served them but {why}")
         return
     batch.status_detail = (
-        f"waiting: miner(s) {', '.join(revoked)} revoked the signer key they accepted task {batch.task_id}"
-        " with; their lines are served again once a pipeline without them is live, or their accounts vouch"
-        " on-chain"
+        f"waiting: miner(s) {who} {why}; their lines are served again once a pipeline of task "
+        f"{batch.task_id}'s other miners is live, or their accounts vouch on-chain"
     )
 
 

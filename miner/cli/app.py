@@ -225,8 +225,11 @@ def signer_new(
         write_keystore(signer, keystore, password)
     except OSError as exc:
         raise UserError(f"cannot write {keystore}: {exc.strerror}") from None
-    console.print(f"new signer {signer.address} in {keystore}")
-    console.print(f"next: miner signer set {signer.address}; then miner serve --signer-keystore {keystore}")
+    console.print(f"new signer {signer.address} in {keystore}", soft_wrap=True)  # a path stays whole
+    console.print(
+        f"next: miner signer set {signer.address}; then miner serve --signer-keystore {keystore}",
+        soft_wrap=True,
+    )
 
 
 @signer_app.command("set")
@@ -251,7 +254,7 @@ def signer_set(
     if new != me:
         console.print(
             f"give `miner serve` this signer's key with --signer-keystore FILE (or {SIGNER_KEY_ENV}); a node "
-            "already running signs with its old key until restarted"
+            "already running goes on with the tasks it accepted and accepts no new one until restarted so"
         )
 
 

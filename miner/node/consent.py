@@ -127,7 +127,13 @@ class Consenter:
         task_id = int(proposal["task_id"])
         task, prices = self.market.tasks.get_task(task_id), self.market.tasks.prices_of(task_id)
         free = self.market.registry.stake_of(self.miner).free
-        floor = self.market.registry.profile_of(self.miner).price_floor
+        registered = self.market.registry.profile_of(self.miner)
+        if registered.signer.lower() != self.signer.address.lower():
+            return (
+                f"the registered signer is now {registered.signer}, but this node signs with "
+                f"{self.signer.address}: restart it with that signer's key (--signer-keystore)"
+            )
+        floor = registered.price_floor
         chain_now = self.market.chain_time()
         return refusal(proposal, task, prices, self.model_hash, free, floor, chain_now, self.policy)
 

@@ -475,7 +475,16 @@ class Node:
                 continue
             # noted before the coordinator hears of it: once it does, the task's lines may reach this stage
             self.journal.accept(int(proposal["task_id"]), self.consenter.lines(proposal))
-            self.client.accept(proposal["batch_id"], self.consenter.sign(proposal).signature)
+            try:
+                self.client.accept(proposal["batch_id"], self.consenter.sign(proposal).signature)
+            except CoordinatorError as exc:
+                if exc.status == 0 or exc.status >= 500:
+                    raise  # the coordinator is away: the next turn asks again
+                # refused for good (another signer registered since this node started, an expired
+                # proposal): declined, so that the node's other work goes on
+                log.warning("not accepting batch %s: the coordinator refused: %s", proposal["batch_id"], exc)
+                self.declined.add(key)
+                continue
             log.info("accepted task %s with a stake lock of %s", proposal["task_id"], proposal["stake_lock"])
             accepted = True
         return accepted

@@ -157,18 +157,18 @@ def test_a_miner_that_revoked_its_signer_is_left_out_and_paid_nothing(system: Lo
     assert market.tasks.signers_of(task_id)[index] == system.signer_of(victim).address != victim.address
     assert market.tasks.revoked_mask_of(task_id) == bit
     assert market.tasks.signed_mask_of(task_id) & bit == 0
-    assert revoked_miners_of(system, batch_id) == [victim.address]  # no line of it is routed there again
+    assert left_out_miners_of(system, batch_id) == [victim.address]  # no line of it is routed there again
     assert_settles_leaving_out(system, task_id, victim.address, before)
 
 
-def revoked_miners_of(system: LocalSystem, batch_id: str) -> list[str] | None:
+def left_out_miners_of(system: LocalSystem, batch_id: str) -> list[str] | None:
     """The miners the coordinator keeps batch `batch_id`'s lines away from, as its database has them."""
     engine = sa.create_engine(system.database_url)
     try:
         with Session(engine) as session:
             batch = session.get(Batch, batch_id)
             assert batch is not None
-            return batch.revoked_miners
+            return batch.left_out_miners
     finally:
         engine.dispose()
 
