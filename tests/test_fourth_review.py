@@ -47,7 +47,7 @@ from demo.lifecycle import DemoConfig
 from miner.node.consent import Consenter
 from miner.node.coordinator_client import CoordinatorError
 from miner.tiny_checkpoint import build_tiny_model
-from tests.helpers import assigned_task
+from tests.helpers import assigned_task, committed_task
 
 MODEL_NAME = "tiny/qwen3"
 HALF_THE_MODEL_GB = 0.0012  # as tests/coordinator/test_task_aware_planning.py: two miners make a pipeline
@@ -356,3 +356,38 @@ def test_a_node_refuses_to_consent_once_its_key_is_not_the_registered_signer(
         f"the registered signer is now {new_signer.address}, but this node signs with {miner.address}: "
         "restart it with that signer's key (--signer-keystore)"
     )
+
+
+def test_a_task_its_miners_committed_completes_its_batch_without_serving_anything_again(
+    admin_market: Market,
+    accounts: list[LocalAccount],
+    redis_url: str,
+    served_model: ServedModel,
+    tmp_path: Path,
+) -> None:
+    """The review's unproven case: the task was committed on-chain (its miners commit what they all vouched
+    for when the coordinator does not) while the batch waited for signatures it never stored. The step neither
+    waits nor serves lines again (which would discard the trees that answer the owner's challenges): the
+    batch completes, and sends no second commit."""
+    coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
+    committed = committed_task(admin_market, coordinator, user, list(miners))
+    url = f"sqlite:///{tmp_path / 'committed.db'}"
+    upgrade(url)
+    database = Database(url)
+    live = LiveMembership(Redis.from_url(redis_url))
+    settings = Settings(database_url=url, redis_url=redis_url, models=(served_model,))
+    ctx = Context(settings, CoordinatorChain(admin_market.as_account(coordinator)), live)
+    addresses = [m.address for m in miners]
+    with database.session() as session:
+        batch = finalizing_batch(session, user.address, committed.task_id, addresses, addresses, requests=2)
+        batch.commitment = committed.commitment.to_json()
+        batch.results_root = "0x" + committed.trees.root.hex()
+        batch.finalizing_at = int(time.time()) - 10 * settings.signature_wait_s  # long past every wait
+        batch_id, output_id = batch.id, batch.output_file_id
+    with database.session() as session:
+        assert advance(session, ctx, batch_id) == "completed"
+        batch = session.get(Batch, batch_id)
+        assert batch is not None
+        assert batch.commit_tx is None and batch.left_out_miners is None
+        assert session.get(File, output_id) is not None  # nothing discarded, nothing served again
+    database.dispose()

@@ -332,6 +332,9 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
         _write_outputs(session, ctx, batch, task, now)
         return  # miners sign from here on; the next step commits
     commitment = ResultCommitment.from_json(batch.task_id, batch.commitment)
+    if task.status in COMMITTED_ON_CHAIN:
+        _committed_elsewhere(batch, task, now)
+        return
     miners = batch.miners or []
     stored = session.scalars(select(Signature).where(Signature.batch_id == batch.id))
     signatures = {s.miner: s for s in stored}
@@ -370,6 +373,25 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
         )
     batch.status_detail = None
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+
+
+# a task whose results are on-chain: its miners committed them (a commitment every one of them vouched for)
+COMMITTED_ON_CHAIN = frozenset({TaskStatus.RESULTS_COMMITTED, TaskStatus.DISPUTED, TaskStatus.FINALIZED})
+
+
+def _committed_elsewhere(batch: Batch, task: Task, now: int) -> None:
+    """The task was committed on-chain while the batch waited for signatures (its miners commit when the
+    coordinator does not): nothing is left to wait for, and nothing may be served again, since the batch's
+    trees answer the owner's challenges. Completed when the chain holds the batch's results root; otherwise
+    (results the coordinator no longer holds) the batch says so and waits for an operator."""
+    if "0x" + task.results_root.hex() == (batch.results_root or "").lower():
+        batch.status_detail = None
+        _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+        return
+    batch.status_detail = (
+        f"task {batch.task_id} was committed on-chain with results root 0x{task.results_root.hex()}, not "
+        "this batch's: the coordinator cannot answer challenges of those lines (an operator must look)"
+    )
 
 
 def _drop_stale(
