@@ -153,7 +153,6 @@ def test_a_revoked_miner_that_stays_live_is_planned_around(
     addresses = [a.address for a in trio]
     task_id = assigned_task(admin_market, coordinator, user, trio)
     miners = admin_market.tasks.miners_of(task_id)
-    settings = Settings(database_url="sqlite://", redis_url=redis_url, models=(served_model,))
     spec = model_spec(served_model.path, served_model.name)
     # the plan over the task's three live miners: one pipeline of two, the third an idle spare
     plan = [[s.gpu for s in p.stages] for p in _pipelines([miner_row(a) for a in addresses], spec)]
@@ -173,7 +172,7 @@ def test_a_revoked_miner_that_stays_live_is_planned_around(
         assert [p.miners for p in _pipelines_before] == [[hostile, partner]]
     hostile_account = next(a for a in trio if a.address == hostile)
     admin_market.as_account(hostile_account).tasks.revoke_signer(task_id)  # and it stays live
-    ctx = Context(settings, CoordinatorChain(admin_market.as_account(coordinator)), live)
+    ctx = worker_context(admin_market, coordinator, redis_url, served_model)
     task = admin_market.tasks.get_task(task_id)
 
     with database.session() as session:
@@ -195,6 +194,17 @@ def test_a_revoked_miner_that_stays_live_is_planned_around(
         assert session.get(File, output_id) is None  # the outputs made with it are gone, to be made again
 
 
+def worker_context(
+    market: Market, coordinator: LocalAccount, redis_url: str, served_model: ServedModel
+) -> Context:
+    """What the coordinator's worker steps a batch with: its settings, its chain connection (as
+    `coordinator`), the live set in Redis."""
+    settings = Settings(database_url="sqlite://", redis_url=redis_url, models=(served_model,))
+    return Context(
+        settings, CoordinatorChain(market.as_account(coordinator)), LiveMembership(Redis.from_url(redis_url))
+    )
+
+
 def ensure_planned(session: Any, served: ServedModel, live: LiveMembership) -> list[Any]:
     """The plan the coordinator makes over the live miners of the model (as its worker's steps do)."""
     from coordinator.services.miners import live_miners
@@ -207,20 +217,16 @@ def test_an_owner_and_a_live_miner_that_never_signs_get_no_free_batch(
     admin_market: Market,
     accounts: list[LocalAccount],
     chain: Anvil,
+    database: Database,
     redis_url: str,
     served_model: ServedModel,
-    tmp_path: Path,
 ) -> None:
     coordinator, user, colluder, honest = accounts[1], accounts[2], accounts[3], accounts[4]
     task_id = assigned_task(admin_market, coordinator, user, [colluder, honest])
     config = DemoConfig()
     miners = admin_market.tasks.miners_of(task_id)
-    url = f"sqlite:///{tmp_path / 'free.db'}"
-    upgrade(url)
-    database = Database(url)
-    live = LiveMembership(Redis.from_url(redis_url))
-    settings = Settings(database_url=url, redis_url=redis_url, models=(served_model,))
-    ctx = Context(settings, CoordinatorChain(admin_market.as_account(coordinator)), live)
+    ctx = worker_context(admin_market, coordinator, redis_url, served_model)
+    settings, live = ctx.settings, ctx.live
     wall = int(time.time())
     with database.session() as session:
         batch = finalizing_batch(session, user.address, task_id, miners, miners, requests=config.requests)
@@ -260,7 +266,6 @@ def test_an_owner_and_a_live_miner_that_never_signs_get_no_free_batch(
         assert output is not None
         with pytest.raises(InvalidInput, match="can be read once"):
             files.file_content(session, output)  # refunded, so never read
-    database.dispose()
     assert admin_market.escrow.balance_of(user.address) == config.max_price, "refunded, and no outputs"
     for m in (colluder, honest):
         stake = admin_market.registry.stake_of(m.address)
@@ -361,9 +366,9 @@ def test_a_node_refuses_to_consent_once_its_key_is_not_the_registered_signer(
 def test_a_task_its_miners_committed_completes_its_batch_without_serving_anything_again(
     admin_market: Market,
     accounts: list[LocalAccount],
+    database: Database,
     redis_url: str,
     served_model: ServedModel,
-    tmp_path: Path,
 ) -> None:
     """The review's unproven case: the task was committed on-chain (its miners commit what they all vouched
     for when the coordinator does not) while the batch waited for signatures it never stored. The step neither
@@ -371,12 +376,8 @@ def test_a_task_its_miners_committed_completes_its_batch_without_serving_anythin
     batch completes, and sends no second commit."""
     coordinator, user, miners = accounts[1], accounts[2], accounts[3:5]
     committed = committed_task(admin_market, coordinator, user, list(miners))
-    url = f"sqlite:///{tmp_path / 'committed.db'}"
-    upgrade(url)
-    database = Database(url)
-    live = LiveMembership(Redis.from_url(redis_url))
-    settings = Settings(database_url=url, redis_url=redis_url, models=(served_model,))
-    ctx = Context(settings, CoordinatorChain(admin_market.as_account(coordinator)), live)
+    ctx = worker_context(admin_market, coordinator, redis_url, served_model)
+    settings = ctx.settings
     addresses = [m.address for m in miners]
     with database.session() as session:
         batch = finalizing_batch(session, user.address, committed.task_id, addresses, addresses, requests=2)
@@ -390,4 +391,3 @@ def test_a_task_its_miners_committed_completes_its_batch_without_serving_anythin
         assert batch is not None
         assert batch.commit_tx is None and batch.left_out_miners is None
         assert session.get(File, output_id) is not None  # nothing discarded, nothing served again
-    database.dispose()
