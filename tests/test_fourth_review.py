@@ -5,7 +5,7 @@ three attacks that worked, each a test of the defence now (each failed before it
    set changed and knew nothing of revocations, so a hostile assigned miner that revoked its signer and stayed
    live kept every pipeline of the plan, and the batch waited for a pipeline without it until its deadline
    (the owner reading the outputs meanwhile). Now a miner a batch left out is left out of the plan while it
-   runs (`lifecycle.plannable_miners`), so the task's spare and the other stage form a pipeline and serve its
+   runs (`lifecycle._plan`), so the task's spare and the other stage form a pipeline and serve its
    lines again.
 2. `test_an_owner_and_a_live_miner_that_never_signs_get_no_free_batch`: a live miner that never signed was
    waited for until the deadline, the owner downloaded the outputs while the batch was finalizing, the task

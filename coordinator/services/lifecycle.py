@@ -160,8 +160,7 @@ def _validate_and_assign(session: Session, ctx: Context, batch: Batch, task: Tas
         errors = [{"code": "invalid_task", "message": p, "param": "task_id", "line": None} for p in problems]
         _fail(ctx, batch, task, errors, now)
         return
-    live = plannable_miners(session, ctx, batch.model)
-    pipelines = ensure_plan(session, served, live, now, committed_miners(session))
+    live, pipelines = _plan(session, ctx, served, now)
     if not pipelines:  # wait for miners; the deadline check expires the batch if none come
         batch.status_detail = (
             f"waiting for miners: the {len(live)} live miner(s) cannot hold a replica of {batch.model} "
@@ -259,31 +258,44 @@ def _usable_pipelines(session: Session, ctx: Context, batch: Batch, now: int) ->
     served = ctx.settings.model(batch.model)
     if served is None:
         return []
-    live = plannable_miners(session, ctx, batch.model)
-    pipelines = ensure_plan(session, served, live, now, committed_miners(session))
+    _, pipelines = _plan(session, ctx, served, now)
     left_out = set(batch.left_out_miners or [])
     return made_of(pipelines, [m for m in batch.miners or [] if m not in left_out])
 
 
-def plannable_miners(session: Session, ctx: Context, model: str) -> list[Miner]:
-    """The live miners of `model` the plan may use: all but those a batch still in progress left out (they
-    cannot sign for its lines; planned in, they could hold every pipeline its own miners can form, so that
-    the batch never found one without them)."""
-    left_out = session.scalars(
-        select(Batch.left_out_miners).where(
-            Batch.status.in_(ACTIVE_BATCH_STATUSES), Batch.left_out_miners.is_not(None)
+def _plan(
+    session: Session, ctx: Context, served: ServedModel, now: int
+) -> tuple[list[Miner], list[PipelineRecord]]:
+    """The live miners of the model the plan may use, and the plan over them (re-planned first if they
+    changed, `ensure_plan`): all but the miners a batch still in progress left out."""
+    assigned = active_assignments(session)
+    live = [m for m in live_miners(session, ctx.live, served.name) if m.address not in assigned.left_out]
+    return live, ensure_plan(session, served, live, now, assigned.committed)
+
+
+@dataclass(frozen=True)
+class Assignments:
+    """`committed`: the miners assigned on-chain to a batch still in progress (the planner keeps them
+    together). `left_out`: those of them such a batch left out (the planner leaves them out while it runs:
+    they cannot sign for its lines, and planned in they could hold every pipeline its own miners can form)."""
+
+    committed: frozenset[str]
+    left_out: frozenset[str]
+
+
+def active_assignments(session: Session) -> Assignments:
+    """The assignments of the batches still in progress, in one read."""
+    rows = session.execute(
+        select(Batch.miners, Batch.left_out_miners).where(
+            Batch.status.in_(ACTIVE_BATCH_STATUSES), Batch.miners.is_not(None)
         )
     )
-    excluded = {miner for miners in left_out for miner in miners or []}
-    return [m for m in live_miners(session, ctx.live, model) if m.address not in excluded]
-
-
-def committed_miners(session: Session) -> frozenset[str]:
-    """The miners assigned on-chain to a batch still in progress (the planner keeps them together)."""
-    assigned = session.scalars(
-        select(Batch.miners).where(Batch.status.in_(ACTIVE_BATCH_STATUSES), Batch.miners.is_not(None))
-    )
-    return frozenset(miner for miners in assigned for miner in miners or [])
+    committed: set[str] = set()
+    left_out: set[str] = set()
+    for miners, left in rows:
+        committed.update(miners or [])
+        left_out.update(left or [])
+    return Assignments(frozenset(committed), frozenset(left_out))
 
 
 def _no_pipeline_reason(batch: Batch, live: list[Miner]) -> str:
@@ -371,6 +383,11 @@ def _finalize(session: Session, ctx: Context, batch: Batch, task: Task, now: int
         batch.commit_tx = ctx.chain.commit(
             commitment, [hex_bytes(signatures[m].signature) if m in signatures else b"" for m in miners]
         )
+    _committed(batch, now)
+
+
+def _committed(batch: Batch, now: int) -> None:
+    """The batch's results are on-chain: it completed (or, cancelled midway, was cancelled)."""
     batch.status_detail = None
     _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
 
@@ -385,8 +402,7 @@ def _committed_elsewhere(batch: Batch, task: Task, now: int) -> None:
     trees answer the owner's challenges. Completed when the chain holds the batch's results root; otherwise
     (results the coordinator no longer holds) the batch says so and waits for an operator."""
     if "0x" + task.results_root.hex() == (batch.results_root or "").lower():
-        batch.status_detail = None
-        _set(batch, "cancelled" if batch.cancelling_at else "completed", now)
+        _committed(batch, now)
         return
     batch.status_detail = (
         f"task {batch.task_id} was committed on-chain with results root 0x{task.results_root.hex()}, not "
@@ -440,7 +456,7 @@ def _serve_without(
 ) -> None:
     """Leaves `miners` out of the batch (`why`: they revoked the signer they accepted the task with, or did
     not sign in time): the lines they served are served again on a live pipeline without them, and the plan
-    leaves them out while the batch runs (`plannable_miners`). While no such pipeline exists, the batch waits
+    leaves them out while the batch runs (`_plan`). While no such pipeline exists, the batch waits
     for one (or for their accounts to vouch on-chain); serving the lines again on the same miners would only
     come back here."""
     batch.left_out_miners = sorted(set(batch.left_out_miners or []) | set(miners))

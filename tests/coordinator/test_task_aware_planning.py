@@ -8,7 +8,7 @@ from coordinator.config import ServedModel
 from coordinator.db.models import Miner
 from coordinator.db.session import Database
 from coordinator.scheduling.strategies import make_plan
-from coordinator.services.lifecycle import committed_miners, made_of
+from coordinator.services.lifecycle import active_assignments, made_of
 from coordinator.services.planning import STRATEGY, cluster_of, ensure_plan, model_spec, rtts_for
 from tests.coordinator.conftest import MODEL_NAME
 from tests.coordinator.helpers import running_batch
@@ -41,8 +41,8 @@ def test_the_miners_of_a_batch_in_progress_are_planned_together(
         batch = running_batch(session, "0x" + "1" * 40, 4, NOW)
         batch.miners = [HEAD, TAIL]
         session.flush()
-        assert committed_miners(session) == {HEAD, TAIL}
-        pipelines = ensure_plan(session, served_model, live, NOW, committed_miners(session))
+        assert active_assignments(session).committed == {HEAD, TAIL}
+        pipelines = ensure_plan(session, served_model, live, NOW, active_assignments(session).committed)
         assert [p.miners for p in pipelines] == [[HEAD, TAIL]]
         assert made_of(pipelines, batch.miners) == pipelines
 
@@ -53,7 +53,7 @@ def test_a_finished_batch_frees_its_miners_for_any_pipeline(db: Database, served
         batch.miners = [HEAD, TAIL]
         batch.status = "completed"
         session.flush()
-        assert committed_miners(session) == frozenset()
+        assert active_assignments(session).committed == frozenset()
 
 
 def test_a_task_whose_live_miners_cannot_hold_the_model_alone_is_planned_with_everyone(
