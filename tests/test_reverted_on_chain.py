@@ -48,3 +48,32 @@ def test_a_transaction_reverted_on_chain_is_explained(
     error = reverted_on_chain(call, tx, receipt)  # type: ignore[arg-type]
     assert (error.error_name, error.error_args) == ("OutOfGas", {"gas": 30_000})
     assert str(error).endswith(": it ran out of its 30000 gas")
+
+
+def test_a_call_it_made_running_out_of_gas_is_named_out_of_gas(
+    admin_market: Market, accounts: list[LocalAccount]
+) -> None:
+    """Out of gas inside a call (the audits contract into the escrow into the token) leaves the caller the
+    64th EIP-150 keeps back, so the transaction reverts having used a little less than its limit: still out of
+    gas, not a bare revert. Each limit below the estimate is mined as is."""
+    funder = accounts[8]
+    as_funder = admin_market.as_account(funder)
+    admin_market.token.mint(funder.address, 10)
+    as_funder.token.approve(admin_market.escrow.address, 10)
+    call = as_funder.audits.contract.functions.fundAuditPool(10)
+    w3 = admin_market.w3
+    estimate = call.estimate_gas({"from": funder.address})
+    below_its_limit = 0
+    for short in (1, 500, 2_000, 5_000, 10_000, 20_000, 30_000):
+        nonce = w3.eth.get_transaction_count(funder.address)
+        tx = call.build_transaction(
+            {"from": funder.address, "chainId": w3.eth.chain_id, "nonce": nonce, "gas": estimate - short}
+        )
+        _, receipt = mined_as_is(admin_market, funder, tx)
+        if receipt["status"] == 1:  # type: ignore[index]
+            continue  # the estimate has slack of its own
+        error = reverted_on_chain(call, tx, receipt)  # type: ignore[arg-type]
+        assert error.error_name == "OutOfGas", (short, str(error))
+        below_its_limit += receipt["gasUsed"] < tx["gas"]  # type: ignore[index,operator]
+    assert below_its_limit > 0, "no limit ran out inside a call: the case is not exercised"
+    assert admin_market.escrow.balance_of(funder.address) == 0

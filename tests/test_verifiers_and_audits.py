@@ -156,8 +156,9 @@ def test_an_audit_of_a_selected_line_refunds_the_owner_and_refills_the_pool(
     assert admin_market.arbitration.resolve(dispute_id) == DisputeStatus.MINERS_AT_FAULT
     slashed = 2 * config.stake_lock
     reward = slashed * 1_000 // 10_000
-    assert admin_market.escrow.audit_pool() == 2 * bond + reward % seats, "bond back, plus the dust"
-    assert admin_market.escrow.balance_of(user.address) == config.max_price + slashed - reward
+    # the bond back, the slash less the jurors' reward, and the dust: no party is paid a slash
+    assert admin_market.escrow.audit_pool() == 2 * bond + slashed - reward + reward % seats
+    assert admin_market.escrow.balance_of(user.address) == config.max_price, "the owner: refunded, no more"
     for juror in drawn_jurors:
         held = admin_market.arbitration.juror_of(dispute_id, 0, juror).seats
         assert admin_market.escrow.balance_of(juror) == reward // seats * held

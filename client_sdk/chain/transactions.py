@@ -24,7 +24,12 @@ from web3.types import Nonce, TxParams, TxReceipt, Wei
 from client_sdk.chain.reverts import decode_revert
 from client_sdk.errors import ContractRevert
 
-GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+# Estimates can fall short when state moves between estimate and inclusion: a fifth more, and a fixed margin
+# for the storage writes another transaction can add to the same call (a counter that dropped back to zero
+# costs 20,000 gas to raise again: an owner's second line challenge sent while the first was being answered
+# ran out of gas). Unused gas is not charged.
+GAS_HEADROOM = 1.2
+GAS_MARGIN = 60_000
 RECEIPT_TIMEOUT_S = 120.0
 MAX_REPLACEMENTS = 3
 FEE_BUMP = 1.25  # nodes accept a replacement only with fees at least 10% higher
@@ -77,7 +82,7 @@ class Transactor:
             params: TxParams = {
                 "from": sender,
                 "nonce": Nonce(nonce),
-                "gas": int(gas * GAS_HEADROOM),
+                "gas": int(gas * GAS_HEADROOM) + GAS_MARGIN,
                 "chainId": chain_id,
             }
             tx = call.build_transaction(params)
@@ -104,7 +109,9 @@ class Transactor:
 def reverted_on_chain(call: ContractFunction, tx: TxParams, receipt: TxReceipt) -> ContractRevert:
     """Why a mined transaction of `call` reverted, as far as the chain tells after its estimate passed: out of
     gas when it used all it had, else the error the same call raises at the end of its block (the state it met
-    may have moved on: the message says where the reason comes from), else a bare revert."""
+    may have moved on: the message says where the reason comes from), else out of gas in a call it made when
+    it used nearly all its gas (all but what each call level keeps back, a 64th of what it had: EIP-150),
+    else a bare revert."""
     where = (
         f"transaction 0x{bytes(receipt['transactionHash']).hex()} reverted on-chain in block "
         f"{receipt['blockNumber']}"
@@ -117,6 +124,9 @@ def reverted_on_chain(call: ContractFunction, tx: TxParams, receipt: TxReceipt) 
     except ContractLogicError as exc:
         named = _rejection(exc)
         return ContractRevert(named.error_name, named.error_args, f"{where}; replayed on that block: {named}")
+    if receipt["gasUsed"] * 32 >= limit * 31:  # a few call levels deep, each keeping its 64th
+        why = f"{where}: a call it made ran out of gas (it used nearly all its {limit})"
+        return ContractRevert("OutOfGas", {"gas": limit}, why)
     return ContractRevert("Reverted", {}, where)
 
 

@@ -45,8 +45,8 @@ app.add_typer(challenges.app, name="line")
 MAX_SCAN = 1_000  # `list` reads at most this many of the newest disputes
 OUTCOMES = {
     DisputeStatus.MINERS_AT_FAULT: (
-        "the miners were at fault: their stake is slashed, the owner refunded and paid the slash less the "
-        "jurors' share"
+        "the miners were at fault: their stake is slashed, the owner refunded with its bond back; the "
+        "jurors' share of the slash goes to the jurors, the rest to the audit pool"
     ),
     DisputeStatus.MINERS_CORRECT: (
         "the results were correct: the task settles; the owner's bond pays the jurors and the miners"

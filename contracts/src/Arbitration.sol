@@ -32,11 +32,13 @@ import {Juries} from "./arbitration/Juries.sol";
 /// standing (NoDecision for round 0): whoever asked for the round bears its failure, and anyone may draw, so no
 /// one gains by waiting.
 ///
-/// Resolution pays everyone at once: at fault, the pipeline is slashed, the owner refunded and paid the slash
-/// less the jurors' reward; bonds of the winning side come back, bonds of the losing side are forfeited (a
-/// reward share to the coherent jurors, the rest to the other side; an audit-pool bond's rest back to the pool);
-/// NoDecision keeps a fee from the owner's bond for the miners. Jurors who voted against the outcome or did not
-/// reveal are penalized (`Juries`). What no one can be paid (dust, no coherent juror) goes to the audit pool.
+/// Resolution pays everyone at once: at fault, the pipeline is slashed, the owner refunded, the jurors rewarded
+/// out of the slash and its rest pooled for audits (no party is paid a slash: one holding a miner's leaked signer
+/// key could sign a wrong line and cash the lock); bonds of the winning side come back, bonds of the losing side
+/// are forfeited (a reward share to the coherent jurors, the rest to the other side; an audit-pool bond's rest
+/// back to the pool); NoDecision keeps a fee from the owner's bond for the miners. Jurors who voted against the
+/// outcome or did not reveal are penalized (`Juries`). What no one can be paid (dust, no coherent juror) goes to
+/// the audit pool.
 contract Arbitration is Juries {
     using SafeCast for uint256;
     using AddressList for address[];
@@ -272,11 +274,8 @@ contract Arbitration is Juries {
             PayoutLedger.create(1 + rounds * (1 + pipeline.length) + _jurorCount(disputeId, rounds));
         _settleJurors(disputeId, dispute, rounds, outcome, ledger);
         escrow.absorbReceived();
-        if (atFault) {
-            uint256 reward = slashed * dispute.terms.rewardBps / BPS;
-            ledger.jurorPot += reward;
-            ledger.pay(dispute.challenger, slashed - reward);
-        }
+        // At fault, the jurors' reward comes out of the slash; the rest stays in the float, for the audit pool.
+        if (atFault) ledger.jurorPot += slashed * dispute.terms.rewardBps / BPS;
         for (uint256 i = 0; i < rounds; ++i) {
             _settleBond(disputeId, dispute, uint8(i), outcome, pipeline, ledger);
         }

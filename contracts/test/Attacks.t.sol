@@ -193,8 +193,12 @@ contract AttacksTest is BaseTest {
             assertEq(_stake(jurors[i]), MIN_VERIFIER_STAKE - SEAT_PENALTY);
             assertEq(verifierRegistry.verifierOf(jurors[i]).locked, 0);
         }
-        assertEq(escrow.auditPool(), (2 * SEAT_PENALTY + reward) % 3, "dust");
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + STAKE_LOCK - reward);
+        assertEq(
+            escrow.auditPool(),
+            STAKE_LOCK - reward + (2 * SEAT_PENALTY + reward) % 3,
+            "the slash's rest, dust"
+        );
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND, "refund and bond: a slash is no party's");
         assertEq(_free(miners[2]), MINER_STAKE - STAKE_LOCK, "the wrong line's miner is slashed");
         assertEq(_free(miners[0]), MINER_STAKE, "miners of other lines are untouched");
         _assertEscrowSolvent();
@@ -421,7 +425,12 @@ contract AttacksTest is BaseTest {
         assertEq(_free(miners[2]), MINER_STAKE, "a miner of other lines is unlocked");
         assertEq(_free(miners[0]), MINER_STAKE - STAKE_LOCK);
         assertEq(_free(miners[1]), MINER_STAKE - STAKE_LOCK);
-        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND + 2 * STAKE_LOCK - reward);
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND, "refund and bond: a slash is no party's");
+        assertEq(
+            escrow.auditPool(),
+            2 * STAKE_LOCK - reward + reward % arbitration.roundOf(d, 0).seatsDrawn,
+            "the slashes' rest, dust"
+        );
         assertEq(escrow.balanceOf(miners[3]), 0);
         _assertEscrowSolvent();
     }
@@ -481,8 +490,8 @@ contract AttacksTest is BaseTest {
         }
         assertEq(
             escrow.balanceOf(bob),
-            MAX_PRICE + DISPUTE_BOND + STAKE_LOCK * 9 / 10 + appealBond * 9 / 10,
-            "refund, bond, slash less reward, forfeited appeal bond less reward"
+            MAX_PRICE + DISPUTE_BOND + appealBond * 9 / 10,
+            "refund, bond, forfeited appeal bond less reward (the slash is no party's)"
         );
         _assertEscrowSolvent();
     }

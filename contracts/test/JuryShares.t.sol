@@ -104,7 +104,8 @@ contract JurySharesTest is BaseTest {
         }
         assertEq(
             escrow.balanceOf(alice),
-            MAX_PRICE + DISPUTE_BOND + STAKE_LOCK - STAKE_LOCK / 10 + bond - bond / 10
+            MAX_PRICE + DISPUTE_BOND + bond - bond / 10,
+            "refund, bond and the forfeited appeal bond less the reward (a slash is no party's)"
         );
         assertEq(escrow.balanceOf(miners[2]), 0, "the appellant's bond is gone");
         _assertEscrowSolvent();

@@ -138,23 +138,23 @@ contract LifecycleTest is BaseTest {
         }
         assertEq(_free(miners[2]), MINER_STAKE - MIN_STAKE_LOCK);
 
-        // alice: refund of the finalized task. bob: expired task, disputed task escrow, bond, slash less reward.
-        // The jurors share the 1,000,000 reward by seat; the dust goes to the audit pool.
+        // alice: refund of the finalized task. bob: expired task, disputed task escrow, bond (a slash is no
+        // party's). The jurors share the 1,000,000 reward by seat; the slash's rest and the dust go to the pool.
         assertEq(_withdraw(alice), 22_222_223);
-        assertEq(_withdraw(bob), MAX_PRICE + MAX_PRICE + DISPUTE_BOND + 9_000_000);
+        assertEq(_withdraw(bob), MAX_PRICE + MAX_PRICE + DISPUTE_BOND);
         uint256 seats = arbitration.roundOf(d, 0).seatsDrawn;
         assertGt(seats, 0);
         for (uint256 i = 0; i < VERIFIER_COUNT; ++i) {
             uint256 mine = _seats(d, 0, verifiers[i]);
             if (mine != 0) assertEq(_withdraw(verifiers[i]), 1_000_000 / seats * mine);
         }
-        assertEq(escrow.auditPool(), 1_000_000 % seats);
+        assertEq(escrow.auditPool(), 9_000_000 + 1_000_000 % seats);
         assertEq(_withdraw(miners[0]), 24_629_631);
         assertEq(_withdraw(feeRecipient), 3_888_888);
         assertEq(
             token.balanceOf(address(escrow)),
-            2 * 24_629_629 + 1_000_000 % seats,
-            "miners 1 and 2 have not withdrawn yet; the dust is in the audit pool"
+            2 * 24_629_629 + 9_000_000 + 1_000_000 % seats,
+            "miners 1 and 2 have not withdrawn yet; the slash's rest and the dust are in the audit pool"
         );
         _assertEscrowSolvent();
 

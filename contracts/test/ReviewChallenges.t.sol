@@ -372,22 +372,27 @@ contract ReviewChallengesTest is BaseTest {
     }
 
     /// @dev An audit convicts its line's pipeline; a challenge open since before goes unanswered and is settled
-    /// afterwards: it slashes no one else (the miners outside the pipeline were unlocked whole) and pays the
-    /// owner nothing more.
+    /// afterwards: it slashes no one else (the miners outside the pipeline were unlocked whole) and pays no one
+    /// anything more.
     function test_poc_auditAtFaultThenUnansweredChallenge_noSecondSlash() public {
         _newVerifiers("honest", 10, 1);
         uint256 id = _auditableTask();
         _selectedAudit(id);
         uint256 d = _openAudit(id, verifiers[0]);
         _challenge(id, 3);
+        uint256 pool = escrow.auditPool();
         _decide(d, AT_FAULT);
         assertEq(uint8(_status(id)), uint8(IT.TaskStatus.Finalized));
         address[] memory pipeline = arbitration.pipelineOf(d);
         uint256 slashed = pipeline.length * STAKE_LOCK;
-        uint256 owner = MAX_PRICE + slashed - slashed * REWARD_BPS / 10_000;
-        assertEq(escrow.balanceOf(alice), owner);
+        uint256 reward = slashed * REWARD_BPS / 10_000;
+        uint256 pooled =
+            pool + DISPUTE_BOND + slashed - reward + reward % arbitration.roundOf(d, 0).seatsDrawn;
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "the owner: refunded (a slash is no party's)");
+        assertEq(escrow.auditPool(), pooled, "the pool: its bond back and the slash's rest");
         challenges.settleUnanswered(id, 3);
-        assertEq(escrow.balanceOf(alice), owner, "paid twice");
+        assertEq(escrow.balanceOf(alice), MAX_PRICE, "paid twice");
+        assertEq(escrow.auditPool(), pooled, "pooled twice");
         for (uint256 i = 0; i < 3; ++i) {
             bool convicted = _in(pipeline, miners[i]);
             assertEq(_free(miners[i]), convicted ? MINER_STAKE - STAKE_LOCK : MINER_STAKE);

@@ -85,14 +85,10 @@ contract ThirdReviewTest is BaseTest {
         _decide(d, IA.Vote.MinersAtFault); // the line is wrong: an honest jury says so
         assertEq(uint8(_statusOf(d)), uint8(IA.DisputeStatus.MinersAtFault));
 
-        // What the coalition made: the accomplice keeps everything, the owner has its escrow, its bond and 90% of the
-        // honest stage's lock.
+        // What the coalition made: the accomplice keeps its stake, the owner has its escrow and its bond back (the
+        // outputs for free); the honest stage's lock goes to the jurors and the pool, no party's.
         assertEq(_free(miners[1]), MINER_STAKE, "the forger loses nothing");
-        assertEq(
-            escrow.balanceOf(alice),
-            MAX_PRICE + DISPUTE_BOND + STAKE_LOCK - STAKE_LOCK * REWARD_BPS / 10_000,
-            "owner: refund + bond + 90% of the victim's lock"
-        );
+        assertEq(escrow.balanceOf(alice), MAX_PRICE + DISPUTE_BOND, "owner: refund + bond");
         _assertEscrowSolvent();
         // What should hold, and does not yet: a stage that served its part honestly keeps its stake.
         assertEq(

@@ -193,14 +193,15 @@ def test_a_miner_whose_audited_window_strays_is_convicted_on_a_line_that_passes_
     assert seats == 5  # each seat lands by weight, whatever is locked
     reward = stake_lock * record.terms.reward_bps // 10_000
     after = balances(market)
-    assert after["user"] - before["user"] == MAX_PRICE + stake_lock - reward  # refunded, and the slash
+    assert after["user"] - before["user"] == MAX_PRICE  # refunded; the slash is no party's
     assert after["miner"] == before["miner"]  # paid nothing for the task
     assert staked - stake() == stake_lock
     for verifier in market.verifiers:
         gain = after[verifier.address] - before[verifier.address]
         held = arbitration.juror_of(dispute_id, 0, verifier.address).seats
         assert gain == reward // seats * held
-    assert after["pool"] == before["pool"] + reward % seats  # the audit's bond back, and the dust
+    # the audit's bond back, the slash less the jurors' reward, and the dust
+    assert after["pool"] == before["pool"] + stake_lock - reward + reward % seats
 
 
 def test_an_owner_s_dispute_is_judged_on_its_line_alone_and_never_scored(market: Market) -> None:

@@ -184,10 +184,10 @@ def test_a_corrupted_line_disputed_slashes_the_miner(system: LocalSystem) -> Non
     reward = slashed * result.record.terms.reward_bps // 10_000
     assert_juror_gains(system, result, before, reward)
     after = balances(system)
-    # the whole escrow back, the bond back, and the slashed stake less the jurors' reward
-    assert after["user"] - before["user"] == MAX_PRICE + result.record.bond + slashed - reward
+    # the whole escrow back and the bond back; the slashed stake less the jurors' reward is pooled for audits
+    assert after["user"] - before["user"] == MAX_PRICE + result.record.bond
     assert after["miner"] == before["miner"] and after["coordinator"] == before["coordinator"]
-    assert after["pool"] - before["pool"] == reward % result.seats
+    assert after["pool"] - before["pool"] == slashed - reward + reward % result.seats
     stake_after = system.market.registry.stake_of(miner)  # the task's lock is gone: slashed
     assert (stake_after.free, stake_after.locked) == (stake_before.free, stake_before.locked - slashed)
 
@@ -217,8 +217,9 @@ def test_an_audit_catches_a_corrupted_line_nobody_disputed(system: LocalSystem) 
     reward = slashed * result.record.terms.reward_bps // 10_000
     assert_juror_gains(system, result, before, reward, auditor=opened.opener)
     after = balances(system)
-    assert after["pool"] == before["pool"] + reward % result.seats  # the audit's bond went back to the pool
-    assert after["user"] - before["user"] == MAX_PRICE + slashed - reward
+    # the audit's bond went back to the pool, and the slash less the jurors' reward with it
+    assert after["pool"] == before["pool"] + slashed - reward + reward % result.seats
+    assert after["user"] - before["user"] == MAX_PRICE
     evidence = client.http.get(f"/v1/disputes/{dispute_id}/evidence").json()
     assert evidence["reason"].startswith("audit: ") and evidence["result_line"]["custom_id"] in ids
     # a verifier settles the resolved audit: a conviction frees the auditor's seat at no cost

@@ -146,6 +146,9 @@ contract Handler is Consent {
     /// @dev A refutation paid someone more than its escrow back: the owner beyond the task's escrow, the refuter
     /// anything, or the audit pool other than exactly the stake the signers lost.
     bool public ghostRefutationPaidAParty;
+    /// @dev A conviction paid a party part of the slash: the audit pool got less than the slash less the jurors'
+    /// reward (a thief of a signer key could otherwise dispute a line it signed and cash the lock).
+    bool public ghostConvictionPaidAParty;
     /// @dev A signer its miner revoked on a task vouched for, or signed a commitment of, that task.
     bool public ghostRevokedSignerSpoke;
     uint256 public signerChanges;
@@ -171,6 +174,8 @@ contract Handler is Consent {
     uint256[5] public resolvedAs; // by dispute outcome
 
     mapping(address miner => uint256) internal _lockedBefore;
+    /// @dev Stake slashed in the logs read since `_snapshotLocks`.
+    uint256 internal _slashedSinceSnapshot;
     uint256 internal _resolvingStakeLock;
 
     constructor(Deployment memory d, address[] memory miners_, uint256[] memory keys) {
@@ -217,6 +222,7 @@ contract Handler is Consent {
     }
 
     function _snapshotLocks() internal {
+        _slashedSinceSnapshot = 0;
         for (uint256 i = 0; i < miners.length; ++i) {
             _lockedBefore[miners[i]] = registry.stakeOf(miners[i]).locked;
         }
@@ -246,6 +252,7 @@ contract Handler is Consent {
                     else _lockedBefore[miner] -= amount;
                     if (amount != _resolvingStakeLock) ghostSlashNotTaskLock = true;
                     ghostSlashedOf[miner] += amount;
+                    _slashedSinceSnapshot += amount;
                     if (_resolvingCorrectLine) {
                         ghostHonestMinerSlashed = true;
                         ghostSlashedOverCorrectLine[miner] += amount;
@@ -1017,10 +1024,24 @@ contract Handler is Consent {
         if (wait % 2 == 0 && until > block.timestamp) _warpTo(until);
         _resolvingStakeLock = tasks.getTask(d.taskId).stakeLock;
         _resolvingCorrectLine = !corrupted(d.taskId, d.requestIndex);
+        uint256 pool = escrow.auditPool();
         try arbitration.resolve(id) returns (IA.DisputeStatus outcome) {
             ++resolvedAs[uint8(outcome)];
             _checkHonestMajority(id, outcome);
+            _readLogs(vm.getRecordedLogs()); // the slashes of this call (the logs are read once, so here)
+            vm.recordLogs();
+            _checkSlashPooled(id, pool);
         } catch {}
+    }
+
+    /// @dev After `resolve(id)` (its logs read): whatever it slashed, less the jurors' reward, reached the audit
+    /// pool, which held `poolBefore` just before. Nothing else a resolution does takes from the pool (an audit's
+    /// bond comes back to it, a juror reward paid from it is what the bond's loss frees), so a shortfall is a
+    /// slash paid to a party.
+    function _checkSlashPooled(uint256 id, uint256 poolBefore) internal {
+        uint256 slashed = _slashedSinceSnapshot;
+        uint256 pooled = slashed - slashed * arbitration.getDispute(id).terms.rewardBps / 10_000;
+        if (escrow.auditPool() < poolBefore + pooled) ghostConvictionPaidAParty = true;
     }
 
     // ---- verifiers
@@ -1562,8 +1583,10 @@ contract Handler is Consent {
             _resolvingCorrectLine = !corrupted(d.taskId, d.requestIndex);
             _snapshotLocks();
             vm.recordLogs();
+            uint256 pool = escrow.auditPool();
             IA.DisputeStatus outcome = arbitration.resolve(id);
             _readLogs(vm.getRecordedLogs());
+            _checkSlashPooled(id, pool);
             _resolvingCorrectLine = false;
             ++resolvedAs[uint8(outcome)];
             _checkHonestMajority(id, outcome);

@@ -176,6 +176,7 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         onlyFalseUsageIsRefuted();
         refutationSlashesOnlySigners();
         refutationPaysNoParty();
+        convictionPaysNoParty();
         revokedSignersSpeakNoMore();
         billedLinesAreAccountable();
         juriesComeFromTheTaskModelsPool();
@@ -424,6 +425,12 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         assertFalse(handler.ghostRefutationPaidAParty(), "a refutation paid a party more than its escrow");
     }
 
+    /// @dev A conviction's slash goes, less the jurors' reward, to the audit pool: no party (an owner that signed
+    /// the line with a miner's leaked key, or its sybil auditor) is paid a miner's lock.
+    function convictionPaysNoParty() public view {
+        assertFalse(handler.ghostConvictionPaidAParty(), "a conviction paid a party part of the slash");
+    }
+
     /// @dev A signer its miner revoked on a task (a leaked key) can neither vouch for nor sign that task's results.
     function revokedSignersSpeakNoMore() public view {
         assertFalse(handler.ghostRevokedSignerSpoke(), "a revoked signer vouched or signed");
@@ -555,6 +562,8 @@ contract MarketInvariantTest is StdInvariant, BaseTest {
         statusesOnlyMoveForward();
         taskSettlesAtMostOnce();
         billedLinesAreAccountable();
+        refutationPaysNoParty();
+        convictionPaysNoParty();
         handler.withdrawAll();
         assertEq(token.balanceOf(address(escrow)), escrow.auditPool(), "only the audit pool is left");
         address[] memory all = handler.allVerifiers();
