@@ -29,7 +29,7 @@ def convert(gguf_file: Path, out_dir: Path) -> Path:
         raise UserError(f"converting a GGUF file needs the `model` extra installed ({exc})") from None
     source, name = gguf_file.parent, gguf_file.name
     try:
-        model = AutoModelForCausalLM.from_pretrained(source, gguf_file=name, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(source, gguf_file=name, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=name)
     except (OSError, ValueError, ImportError) as exc:
         raise UserError(f"cannot read {gguf_file} ({str(exc).splitlines()[0]})") from None
