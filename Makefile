@@ -22,8 +22,9 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# pip takes the pinned CPU build of torch (an unpinned torch would pull the newest CUDA wheels, gigabytes) and
 	# uv; uv installs the rest, several times faster than pip. Nothing is byte-compiled ahead: a module compiles
-	# on its first import, and most of torch's never are.
-	$(PY) -m pip install --quiet --no-compile "torch==2.13.0" uv
+	# on its first import, and most of torch's never are. Twice quiet: errors only, not the warnings a machine's
+	# own pip configuration (an index folder it names and lacks) prints before the demo's first line.
+	$(PY) -m pip install --quiet --quiet --no-compile "torch==2.13.0" uv
 	$(UV_INSTALL) -e ".[dev]"
 	touch $@
 
