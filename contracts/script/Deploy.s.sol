@@ -124,12 +124,12 @@ contract Deploy is Script {
         d.escrow.grantRole(d.escrow.TASK_MANAGER_ROLE(), address(d.taskRegistry));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.arbitration));
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.arbitration));
-        // A line challenge holds a task as a dispute does, and pays the slashed locks to the owner.
+        // A line challenge holds a task as a dispute does, and pools the slashed locks.
         d.taskRegistry.grantRole(d.taskRegistry.ARBITER_ROLE(), address(d.lineChallenges));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.lineChallenges));
         d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.arbitration));
         // The audits contract opens audit disputes, funds the audit pool, and locks each opener's seat until the
-        // audit settles, paying its penalty to the miners when they were found correct.
+        // audit settles, paying its penalty to the audit pool when the miners were found correct.
         d.arbitration.grantRole(d.arbitration.AUDITS_ROLE(), address(d.audits));
         d.escrow.grantRole(d.escrow.ARBITER_ROLE(), address(d.audits));
         d.verifierRegistry.grantRole(d.verifierRegistry.ARBITER_ROLE(), address(d.audits));

@@ -33,10 +33,10 @@ import {Juries} from "./arbitration/Juries.sol";
 /// one gains by waiting.
 ///
 /// Resolution pays everyone at once: at fault, the pipeline is slashed, the owner refunded, the jurors rewarded
-/// out of the slash and its rest pooled for audits (no party is paid a slash: one holding a miner's leaked signer
-/// key could sign a wrong line and cash the lock); bonds of the winning side come back, bonds of the losing side
-/// are forfeited (a reward share to the coherent jurors, the rest to the other side; an audit-pool bond's rest
-/// back to the pool); NoDecision keeps a fee from the owner's bond for the miners. Jurors who voted against the
+/// out of the slash (within the pool's daily budget) and its rest pooled for audits (no party is paid a slash:
+/// one holding a miner's leaked signer key could sign a wrong line and cash the lock); bonds of the winning side
+/// come back, bonds of the losing side are forfeited (a reward share to the coherent jurors, the rest to the
+/// other side, or in an audit to the pool; an audit-pool bond's rest back to the pool); NoDecision keeps a fee from the owner's bond for the miners. Jurors who voted against the
 /// outcome or did not reveal are penalized (`Juries`). What no one can be paid (dust, no coherent juror) goes to
 /// the audit pool.
 contract Arbitration is Juries {
@@ -47,7 +47,8 @@ contract Arbitration is Juries {
     /// @notice Role of the audits contract: opens a dispute over a selected line, its bond from the audit pool.
     bytes32 public constant AUDITS_ROLE = keccak256("AUDITS_ROLE");
 
-    /// @notice Juror rewards the audit pool has paid on each day (`block.timestamp / 1 days`).
+    /// @notice Juror rewards paid of the pool's money (audit-pool bonds, convictions' slashes) on each day
+    /// (`block.timestamp / 1 days`).
     mapping(uint256 day => uint256) public auditRewardsPaid;
     /// @notice Number of disputes opened so far; ids start at 1.
     uint256 public disputeCount;
@@ -274,8 +275,10 @@ contract Arbitration is Juries {
             PayoutLedger.create(1 + rounds * (1 + pipeline.length) + _jurorCount(disputeId, rounds));
         _settleJurors(disputeId, dispute, rounds, outcome, ledger);
         escrow.absorbReceived();
-        // At fault, the jurors' reward comes out of the slash; the rest stays in the float, for the audit pool.
-        if (atFault) ledger.jurorPot += slashed * dispute.terms.rewardBps / BPS;
+        // At fault, the jurors' reward comes out of the slash within the pool's daily budget (a thief of a
+        // miner's signer key can sit its own sybil on the jury of a line it signed); the rest stays in the
+        // float, for the audit pool.
+        if (atFault) ledger.jurorPot += _takeAuditBudget(slashed * dispute.terms.rewardBps / BPS);
         for (uint256 i = 0; i < rounds; ++i) {
             _settleBond(disputeId, dispute, uint8(i), outcome, pipeline, ledger);
         }
@@ -322,7 +325,9 @@ contract Arbitration is Juries {
             // An auditor's lost appeal: the rest stays in the float for the audit pool, not with the line's
             // miners, who may be the auditor's own.
             if (!dispute.audit) _payPipeline(ledger, pipeline, bond - reward, dispute.taskId);
-        } else {
+        } else if (!dispute.audit) {
+            // A miner's lost appeal: the rest to the owner, who defended the verdict; in an audit, which the
+            // owner neither opened nor paid for, to the pool (the owner may be the miner's own).
             ledger.pay(dispute.challenger, bond - reward);
         }
         ledger.jurorPot += reward;

@@ -13,10 +13,11 @@ import {ResultLeaf} from "./libraries/ResultLeaf.sol";
 /// in time, to hold a leaf that bills nothing or that a signing miner's served root holds (so a dispute of it has
 /// someone to convict). A tree of another size than the task's request count, a subtree no one can open, or a
 /// billed line no signer vouched for cannot be shown: the challenge goes unanswered and the signers, who vouched
-/// for the whole commitment, lose their stake lock to the owner, who is refunded in full, as a refutation does.
+/// for the whole commitment, lose their stake lock to the audit pool, and the owner is refunded in full, as a
+/// refutation does.
 /// A miner that signs keeps every leaf of what it signed, so an honest signer can always answer.
 /// @dev Acts on the task registry with its arbiter role (a challenge holds the task as a dispute does) and on the
-/// escrow with its arbiter role (to pay the slashed locks to the owner). It has no owner and no parameter to
+/// escrow with its arbiter role (to pool the slashed locks). It has no owner and no parameter to
 /// change: the answer period is fixed at deployment.
 contract LineChallenges is ILineChallenges {
     using SafeCast for uint256;

@@ -28,7 +28,7 @@ interface IArbitration {
         MinersAtFault
     }
 
-    /// @notice `challenger` is the task owner (refund and slash share if the miners were at fault); `opener` is
+    /// @notice `challenger` is the task owner (refunded if the miners were at fault); `opener` is
     /// whoever opened it (the owner, or for an audit the verifier). `bond` is round 0's bond (from the audit pool
     /// when `audit`). `modelId` is the task's model: its jurors are drawn from that model's verifier pool. The terms
     /// below are fixed when the dispute opens.
@@ -162,7 +162,7 @@ interface IArbitration {
         uint256 jurorPenaltyBps;
         uint256 noDecisionFeeBps;
         uint256 baseJury;
-        uint256 auditRewardPerDay; // most the audit pool pays jurors per day
+        uint256 auditRewardPerDay; // most the pool's money (audit bonds, convictions' slashes) pays jurors a day
     }
 
     /// @notice The task owner disputes one leaf: `proof` places it in the committed results, `servedProofs[k]` in
