@@ -2,11 +2,13 @@
 stages' KV pages are really used) over a 2-stage pipeline with a spare miner (PostgreSQL, Redis with its
 append-only file), and in each run one part crashed with SIGKILL mid-batch and started again: the Celery
 worker, the API (down for a moment, and down for 10 s while units finish), Redis, PostgreSQL, the first-stage
-miner (once, and twice in one batch), the last-stage miner; a last-stage miner killed for good; and a spare
-that joins mid-task (a re-plan). Each row counts the lines completed, failed, duplicated (by custom_id) and
-lost in the verified output, the time to finish, the time from the crash until the batch moved again, and
-whether every balance was exact to the unit after settlement (the owner's refund, the coordinator's fee, each
-miner's committed share, every stake unlocked). Target: 0 lost, 0 duplicated, 0 failed lines in every row,
+miner (once, and twice in one batch), the last-stage miner; a last-stage miner killed for good; a spare
+that joins mid-task (a re-plan); and a first stage that floods the next with requests it never finishes
+(FLOOD_BURSTS bursts of FLOOD_COUNT, each a page of the next stage's pool: miner.pipeline.flood). Each row
+counts the lines completed, failed, duplicated (by custom_id) and lost in the verified output, the time to
+finish, the time from the crash until the batch moved again, and whether every balance was exact to the unit
+after settlement (the owner's refund, the coordinator's fee, each miner's committed share, every stake
+unlocked). Target: 0 lost, 0 duplicated, 0 failed lines in every row,
 and recovery within `recovery_target`: two heartbeat timeouts (a dead miner is noticed) and the head's stall
 time (a step lost with a restarted stage is fed again), 30 s here.
 
@@ -16,7 +18,9 @@ subset in tests/e2e/test_faults.py runs."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -68,10 +72,16 @@ FAULTS: tuple[tuple[str, ...], ...] = (
     ("last-stage miner",),
     ("last-stage miner, for good",),
     ("spare joins",),
+    ("first stage floods",),
 )
 DOWN_S = 1.0  # how long a crashed part stays down before it is started again
 OUTAGE_S = 10.0  # "down 10 s": longer than a unit takes, so units finish while the API is away
 SPARE = "spare joins"  # the spare miner is stopped before the batch and started mid-task: a re-plan
+FLOOD = "first stage floods"
+# requests a burst adds to one step: the first burst fits the next stage's pool (about 1,000 pages here) and
+# holds half of it, the next ones would take it past its bound and are refused whole
+FLOOD_COUNT = 512
+FLOOD_BURSTS = 16
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,8 @@ def run_fault(
 ) -> Row:
     """One row of the matrix, on a fresh system in `workdir`: the faults one after another, the k-th of n
     once k/(n+1) of the lines are done ("none": no crash); its recovery is the slowest one's."""
+    if FLOOD in faults:
+        config = dataclasses.replace(config, flooding_heads=FLOOD_COUNT)
     with LocalSystem(workdir, config) as system:
         client = system.client()
         if SPARE in faults:
@@ -197,18 +209,27 @@ def _crash(system: LocalSystem, fault: str) -> None:
         system.start_api()
     elif fault == SPARE:
         system.start_miner(_spare(system))
+    elif fault == FLOOD:
+        head = _stage_miner(system, 0)
+        for _ in range(FLOOD_BURSTS):  # each signal: the head's next step carries a burst
+            os.kill(system.processes[f"miner{head}"].pid, signal.SIGUSR1)
+            time.sleep(0.25)
     elif fault == "redis":
         system.crash_redis(DOWN_S)
     elif fault == "postgresql":
         system.crash_database(DOWN_S)
     else:
-        stages = _active_stages(system)
-        addresses: list[str] = [m.address for m in system.miner_accounts]
-        victim = addresses.index(stages[0 if "first" in fault else -1])
+        victim = _stage_miner(system, 0 if "first" in fault else -1)
         system.stop(f"miner{victim}", kill=True)
         if "for good" not in fault:
             time.sleep(DOWN_S)
             system.start_miner(victim)
+
+
+def _stage_miner(system: LocalSystem, position: int) -> int:
+    """The index of the miner at `position` of the active pipeline (0: its head, -1: its last stage)."""
+    addresses: list[str] = [m.address for m in system.miner_accounts]
+    return addresses.index(_active_stages(system)[position])
 
 
 def _active_stages(system: LocalSystem) -> list[str]:

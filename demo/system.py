@@ -38,6 +38,7 @@ from coordinator.scheduling.cluster import GIB
 from coordinator.scheduling.model import DEFAULT_KV_RESERVE, ModelSpec
 from demo.launcher import LaunchedProcess, launch
 from demo.services import PostgresServer, RedisServer, running_postgres, running_redis
+from miner.pipeline import flood
 from miner.pipeline.processes import stage_threads
 from miner.tiny_checkpoint import build_tiny_model
 from miner.transport.security import LinkKeys
@@ -78,6 +79,9 @@ class SystemConfig:
     audit_rate_bps: int | None = None  # None: the deploy script's default
     timelock_delay: int | None = None  # seconds admin changes wait; None: the deploy script's default
     faulty_miner: str | None = None  # BATCHMARKET_TEST_CORRUPT for miner0, e.g. "substitute:0.5"
+    # BATCHMARKET_TEST_FLOOD for every miner: as a first stage, each SIGUSR1 makes it flood the next stage
+    # with this many requests it never finishes (miner.pipeline.flood; the fault matrix's hostile peer)
+    flooding_heads: int | None = None
     # HTTP workers of the API: one, as the tests' machine also runs the miners and their polling is light
     api_workers: int = 1
     # torch threads of each miner; None: the machine's cores split between them
@@ -339,6 +343,8 @@ class LocalSystem:
             if index == 0 and self.config.faulty_miner
             else {}
         )
+        if self.config.flooding_heads:
+            extra[flood.ENV] = str(self.config.flooding_heads)
         account = self.miner_accounts[index]
         if self.config.separate_signers:
             extra[SIGNER_KEY_ENV] = "0x" + self.signer_of(account).key.hex()

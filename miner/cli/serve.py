@@ -47,6 +47,7 @@ from miner.node.requests import Reader
 from miner.node.serve import Node, NodeConfig, NodeRelay
 from miner.node.stage_host import HostSettings
 from miner.node.vouch import Voucher
+from miner.pipeline import flood
 from miner.pipeline.batch import load_tokenizer, stop_token_ids
 from miner.pipeline.stage import CacheSettings
 from miner.transport.relay import RelayAddress
@@ -206,6 +207,7 @@ def serve(
         torch_dtype,
         device,
         link_keys,
+        flood=flood.from_environment(),
     )
     corruption = corrupt.from_environment()
     executor = HeadExecutor(reader, corruption)

@@ -27,6 +27,7 @@ from client_sdk.errors import UserError
 from client_sdk.protocol.link_keys import is_link_key
 from miner.model.shard import StageShard
 from miner.pipeline.driver import PipelineDriver
+from miner.pipeline.flood import Flood
 from miner.pipeline.head import STALL_S
 from miner.pipeline.ledger import RequestRecord
 from miner.pipeline.stage import CacheSettings, FinishedSink, Links, PeerKeys, StageWorker
@@ -126,6 +127,7 @@ class HostSettings:
     device: str = "cpu"
     link_keys: LinkKeys | None = None  # None: plain links (tests of the stage logic alone)
     stall_s: float = STALL_S  # as the head: a step's tokens not back this long start a new session
+    flood: Flood | None = None  # test-only: as the first stage, flood the next (miner.pipeline.flood)
 
 
 def _relay_of(data: Any) -> RelayAddress | None:
@@ -216,6 +218,7 @@ class StageHost:
             inbox=inbox,
             plan_version=assignment.version,
             stall_s=settings.stall_s,
+            flood=settings.flood,
         )
         driver = PipelineDriver(self._context, security=security) if assignment.is_head else None
         worker.connect(assignment.links(driver.endpoint if driver else None, peers))

@@ -89,6 +89,7 @@ class StageLedger:
             raise FrameError(f"microbatch {header.microbatch} is not one of {len(self.blocks)}")
         blocks = self.blocks[header.microbatch]
         now = self._clock()
+        self._check_room(header, now)
         for done in header.finished:
             record = self._record(done.request_id)
             record.write(done.position, [done.token])
@@ -99,8 +100,6 @@ class StageLedger:
             blocks.release(request_id)
         for spec in header.new_requests:
             if spec.request_id not in self.records:
-                if len(self._named) >= self.max_open and not self._reclaim(now, set(header.request_ids)):
-                    raise FrameError(f"request {spec.request_id}: {self.max_open} requests are open already")
                 self.records[spec.request_id] = RequestRecord(spec)
                 self._named[spec.request_id] = now
         tables = []
@@ -114,6 +113,22 @@ class StageLedger:
             except OutOfPages as exc:
                 raise FrameError(f"request {request_id} does not fit in the page pool: {exc}") from None
         return tables
+
+    def _check_room(self, header: Header, now: float) -> None:
+        """Refuses, before anything changes, a step whose new requests would open more than `max_open` (after
+        reclaiming lost ones): a flood of requests is refused whole and leaves none of them behind."""
+        opening = {s.request_id for s in header.new_requests if s.request_id not in self.records}
+        closing = {f.request_id for f in header.finished}
+
+        def open_after() -> int:
+            return len(self._named.keys() - closing) + len(opening)
+
+        if open_after() > self.max_open:
+            self._reclaim(now, set(header.request_ids))
+        if open_after() > self.max_open:
+            raise FrameError(
+                f"{len(opening)} new requests: {len(self._named)} of {self.max_open} are open already"
+            )
 
     def _reserve(
         self, blocks: BlockManager, request_id: int, tokens: int, header: Header, now: float

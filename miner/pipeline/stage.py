@@ -32,6 +32,7 @@ from miner.engine.sampler import sample
 from miner.kv.cache import PAGE_SIZE
 from miner.kv.offload import MicrobatchKVCache
 from miner.model.shard import StageShard
+from miner.pipeline.flood import Flood
 from miner.pipeline.head import STALL_S, Head
 from miner.pipeline.ledger import RequestRecord, StageLedger
 from miner.transport.frames import DTYPE_NAMES, FrameError, Header, message
@@ -113,8 +114,10 @@ class StageWorker:
         inbox: Inbox | None = None,
         plan_version: int = 0,
         stall_s: float = STALL_S,
+        flood: Flood | None = None,
     ) -> None:
         self.shard = shard
+        self.flood = flood  # test-only: a first stage that floods the next (miner.pipeline.flood)
         self.security = security
         self.finished_sink = finished_sink
         self.settings = settings
@@ -344,7 +347,10 @@ class StageWorker:
         out = self._forward(header, inputs, tables)
         if not self.shard.is_last:
             assert self._next is not None
-            self._next.send(replace(header, dtype=DTYPE_NAMES[out.dtype], shape=tuple(out.shape)), out)
+            sent = replace(header, dtype=DTYPE_NAMES[out.dtype], shape=tuple(out.shape))
+            if self.flood is not None and self.shard.is_first:
+                sent, out = self.flood(sent, out)
+            self._next.send(sent, out)
             self._account(started)
             return
         rows = [i for i, flag in enumerate(header.sample) if flag]

@@ -249,7 +249,7 @@ def test_a_peer_cannot_open_more_requests_than_the_pool_has_pages() -> None:
     mirror = StageLedger(2, 4, PAGE, reclaim_after_s=60.0, clock=clock)
     specs = tuple(RequestSpec(i, 1, SamplingParams(4)) for i in range(8))
     mirror.apply(message("activations", new_requests=specs)[0])  # 8 requests opened, none ever fed
-    with pytest.raises(FrameError, match="request 8: 8 requests are open already"):
+    with pytest.raises(FrameError, match="1 new requests: 8 of 8 are open already"):
         mirror.apply(introduce(8, 1))
     clock.now = 61.0
     assert mirror.apply(introduce(9, 1)) == [[0]]
