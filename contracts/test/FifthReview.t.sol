@@ -80,6 +80,14 @@ contract FifthReviewTest is BaseTest {
         return arbitration.openDispute(id, leaves[line], _proofOf(leaves, line), _servedProofs(leaves, line));
     }
 
+    /// @dev The thief's two verifiers, the only ones of OTHER_MODEL, and a bond's worth in the audit pool.
+    function _sybilsOfOtherModelAndAPoolBond() internal {
+        _registerVerifier(sybil, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
+        _registerVerifier(sybilAuditor, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
+        vm.roll(block.number + 1);
+        _fundPool(DISPUTE_BOND);
+    }
+
     function _fundPool(uint256 amount) internal {
         _fund(stranger, address(escrow), amount);
         vm.prank(stranger);
@@ -138,10 +146,7 @@ contract FifthReviewTest is BaseTest {
     }
 
     function test_residual_aLeakedSignerKeysSybilJurorIsPaidAtMostTheDailyBudgetThroughAnAudit() public {
-        _registerVerifier(sybil, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        _registerVerifier(sybilAuditor, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        vm.roll(block.number + 1);
-        _fundPool(DISPUTE_BOND);
+        _sybilsOfOtherModelAndAPoolBond();
         (uint256 id, ResultLeaf.Leaf[] memory leaves) = _thiefTask(OTHER_MODEL);
         uint256 pool = escrow.auditPool();
         _selectLine(id, 2); // the audit's luck: any line, every one is wrong
@@ -238,36 +243,14 @@ contract FifthReviewTest is BaseTest {
     /// @dev The thief cannot double the sybil's reward with an audit and its own dispute of the same task: the
     /// first conviction ends the task, the second slashes nothing and pays no reward; nothing is stranded.
     function test_defended_aSecondConvictionOfTheSameTaskPaysNoSecondReward() public {
-        _registerVerifier(sybil, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        _registerVerifier(sybilAuditor, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        vm.roll(block.number + 1);
-        _fundPool(DISPUTE_BOND);
+        _sybilsOfOtherModelAndAPoolBond();
         (uint256 id, ResultLeaf.Leaf[] memory leaves) = _thiefTask(OTHER_MODEL);
         uint256 pool = escrow.auditPool();
         _selectLine(id, 2);
         vm.prank(sybilAuditor);
         uint256 audit = audits.openAudit(id, leaves[2], _proofOf(leaves, 2), _servedProofs(leaves, 2));
         uint256 own = _thiefDispute(id, leaves, 0);
-        // both opened in this block: draw both, vote both, resolve the audit first
-        address[] memory auditJury = _drawJury(audit);
-        address[] memory ownJury = _drawJury(own);
-        for (uint256 i = 0; i < auditJury.length; ++i) {
-            _commitVote(audit, auditJury[i], IA.Vote.MinersAtFault);
-        }
-        for (uint256 i = 0; i < ownJury.length; ++i) {
-            _commitVote(own, ownJury[i], IA.Vote.MinersAtFault);
-        }
-        (, IA.Round memory round) = _round(own);
-        vm.warp(round.commitDeadline);
-        for (uint256 i = 0; i < auditJury.length; ++i) {
-            _revealVote(audit, auditJury[i], IA.Vote.MinersAtFault);
-        }
-        for (uint256 i = 0; i < ownJury.length; ++i) {
-            _revealVote(own, ownJury[i], IA.Vote.MinersAtFault);
-        }
-        vm.warp(round.appealDeadline);
-        arbitration.resolve(audit);
-        arbitration.resolve(own);
+        _decideTogether(audit, own, IA.Vote.MinersAtFault); // both opened in this block; the audit resolved first
         audits.settleAudit(id);
 
         assertEq(
@@ -286,10 +269,7 @@ contract FifthReviewTest is BaseTest {
     /// @dev Sybil jurors cannot drain the pool through audits of correct lines that they acquit: the pool's
     /// juror reward is half a token a bond (capped per day), the sybil auditor's penalty 50 tokens, to the pool.
     function test_defended_acquittedSybilAuditsFeedThePoolRatherThanDrainIt() public {
-        _registerVerifier(sybil, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        _registerVerifier(sybilAuditor, MIN_VERIFIER_STAKE, _models(OTHER_MODEL));
-        vm.roll(block.number + 1);
-        _fundPool(DISPUTE_BOND);
+        _sybilsOfOtherModelAndAPoolBond();
         uint256 id = _committedTaskOf(alice, OTHER_MODEL); // honest lines
         uint256 pool = escrow.auditPool();
         _selectLine(id, 0);
