@@ -342,7 +342,7 @@ class StageWorker:
         tables = self.ledger.apply(header)
         if self.finished_sink is not None:
             for done in header.finished:
-                self.finished_sink(done.request_id, self.ledger.records.pop(done.request_id))
+                self.finished_sink(done.request_id, self.ledger.hand_over(done.request_id))
         started = time.perf_counter()
         out = self._forward(header, inputs, tables)
         if not self.shard.is_last:

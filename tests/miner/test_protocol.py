@@ -237,11 +237,11 @@ def test_pages_a_lost_request_holds_are_reused_once_no_header_names_it() -> None
     mirror = StageLedger(1, 4, PAGE, reclaim_after_s=60.0, clock=clock)
     mirror.apply(introduce(1, 16))  # fills the pool; its head is never heard of again
     clock.now = 60.0
-    with pytest.raises(FrameError, match="request 2 does not fit in the page pool"):
-        mirror.apply(introduce(2, 4))
+    with pytest.raises(FrameError, match="the step does not fit in the page pool: 1 pages needed, 0 free"):
+        mirror.apply(introduce(2, 4))  # refused whole: request 2 is not left open
     clock.now = 60.5
     assert mirror.apply(introduce(3, 4)) == [[0]]
-    assert mirror.reclaimed == 1 and sorted(mirror.records) == [2, 3]  # 1 went unnamed for over 60 s
+    assert mirror.reclaimed == 1 and sorted(mirror.records) == [3]  # 1 went unnamed for over 60 s
 
 
 def test_a_peer_cannot_open_more_requests_than_the_pool_has_pages() -> None:
