@@ -30,9 +30,13 @@ class BlockManager:
         """Pages `seq_id` holds now (0 for one it never reserved)."""
         return len(self._tables.get(seq_id, ()))
 
+    def pages_for(self, num_tokens: int) -> int:
+        """Pages that hold `num_tokens` tokens."""
+        return -(-num_tokens // self.page_size)
+
     def pages_needed(self, seq_id: Hashable, num_tokens: int) -> int:
         """Extra pages `seq_id` needs to hold `num_tokens` tokens in total."""
-        return max(0, -(-num_tokens // self.page_size) - self.held(seq_id))
+        return max(0, self.pages_for(num_tokens) - self.held(seq_id))
 
     def can_hold(self, seq_id: Hashable, num_tokens: int) -> bool:
         return self.pages_needed(seq_id, num_tokens) <= len(self._free)

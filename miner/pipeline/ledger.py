@@ -173,7 +173,7 @@ class StageLedger:
             header.request_ids, header.positions, header.token_runs(), strict=True
         ):
             held = 0 if request_id in freeing else blocks.held(request_id)
-            needed += max(0, -(-(position + len(tokens)) // blocks.page_size) - held)
+            needed += max(0, blocks.pages_for(position + len(tokens)) - held)
         if needed > free:
             return f"the step does not fit in the page pool: {needed} pages needed, {free} free"
         return None
