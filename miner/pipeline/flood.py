@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from dataclasses import replace
 
 import torch
 
@@ -59,21 +60,15 @@ class Flood:
         self.bursts += 1
         zeros = torch.zeros(self.count, *tensor.shape[1:], dtype=tensor.dtype)
         params = SamplingParams(max_tokens=1)
-        flooded = Header(
-            header.kind,
-            header.microbatch,
-            header.request_ids + ids,
-            header.positions + (0,) * self.count,
-            header.query_lens + (1,) * self.count,
-            header.token_ids + (0,) * self.count,
-            header.sample + (False,) * self.count,
-            header.new_requests + tuple(RequestSpec(i, 1, params) for i in ids),
-            header.finished,
-            header.preempted,
-            header.route,
-            header.dtype,
-            (tensor.shape[0] + self.count, *tensor.shape[1:]),
-            header.epoch,
+        flooded = replace(
+            header,
+            request_ids=header.request_ids + ids,
+            positions=header.positions + (0,) * self.count,
+            query_lens=header.query_lens + (1,) * self.count,
+            token_ids=header.token_ids + (0,) * self.count,
+            sample=header.sample + (False,) * self.count,
+            new_requests=header.new_requests + tuple(RequestSpec(i, 1, params) for i in ids),
+            shape=(tensor.shape[0] + self.count, *tensor.shape[1:]),
         )
         return flooded, torch.cat([tensor, zeros])
 
